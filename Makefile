@@ -5,18 +5,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 LLAMA_CPP_VERSION := 0.3.36
-REQ_HASH := $(shell cat requirements.txt | md5sum | cut -c1-10)
+REQ_HASH := $(shell cat requirements.txt requirements-nodeps.txt | md5sum | cut -c1-10)
 STAMP := $(VENV)/.installed-$(REQ_HASH)$(if $(GPU),-gpu,)
 CONVERTER := vendor/llama.cpp/convert_hf_to_gguf.py
 HOST ?= 127.0.0.1
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: setup models run test test-fast lint format bench clean-venv
+.PHONY: setup models run test test-fast lint format bench clean-venv train-lora eval
 
 setup: $(STAMP) $(CONVERTER)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-nodeps.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing torch==2.13.0 first (local CPU build), then requirements.txt"
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
@@ -25,6 +25,7 @@ ifdef GPU
 		--no-cache-dir --force-reinstall --no-deps llama-cpp-python==$(LLAMA_CPP_VERSION)
 endif
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -43,6 +44,20 @@ test: setup models
 
 test-fast: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# QUICK=1: the whole pipeline on a slice of the data (minutes); else the shipped judge's recipe.
+TRAIN_CONFIG ?= $(if $(QUICK),quick,smollm2-judge)
+EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natural.json \
+	../shared/data/llmbar/adversarial_neighbor.json
+EVAL_MODEL ?=
+EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
+
+train-lora: setup models
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training run $(TRAIN_CONFIG)
+
+eval: setup models
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluate $(EVAL_FILES) \
+		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

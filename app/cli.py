@@ -76,9 +76,22 @@ def _parser() -> argparse.ArgumentParser:
         help="openai backend: how the server takes the JSON schema (json_object for "
         "llama-cpp-python's server)",
     )
-    judge.add_argument("--template", default=DEFAULT_TEMPLATE, choices=template_names())
+    judge.add_argument(
+        "--template",
+        choices=template_names(),
+        help=f"prompt template (default: the model's own, else {DEFAULT_TEMPLATE})",
+    )
     judge.add_argument("--no-reference", action="store_true", help="ignore reference answers")
     judge.add_argument("--no-swap", action="store_true", help="pairwise: judge one order only")
+    judge.add_argument(
+        "--combine",
+        choices=("agree", "calibrated"),
+        help="pairwise with swap: 'agree' keeps a verdict both orders give (else tie); "
+        "'calibrated' averages expected scores over both orders (default: the model's setting)",
+    )
+    judge.add_argument(
+        "--tie-margin", type=float, help="calibrated combine: a gap this small is a tie"
+    )
     judge.add_argument(
         "--reference-metrics",
         action="store_true",
@@ -131,22 +144,6 @@ def _judge(args: argparse.Namespace) -> int:
         rubric=load_rubric(args.rubric) if args.rubric else None,
     )
     _check_choice(choice)
-    config = JudgeConfig(
-        protocol=None if args.protocol == "auto" else Protocol(args.protocol),
-        choice=choice,
-        use_reference=not args.no_reference,
-        swap=not args.no_swap,
-        reference_metrics=args.reference_metrics,
-        max_input_chars=input_budget_chars(args.n_ctx, args.max_tokens),
-        template=args.template,
-        sampling=SamplingParams(
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_tokens=args.max_tokens,
-            seed=args.seed,
-            repeat_penalty=args.repeat_penalty,
-        ),
-    )
     options = BackendOptions(
         n_ctx=args.n_ctx,
         n_threads=args.threads,
@@ -162,6 +159,27 @@ def _judge(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     judge = open_judge(args.model, options, backend=args.backend)
     load_s = time.perf_counter() - started
+    entry = judge.entry
+    config = JudgeConfig(
+        protocol=None if args.protocol == "auto" else Protocol(args.protocol),
+        choice=choice,
+        use_reference=not args.no_reference,
+        swap=not args.no_swap,
+        reference_metrics=args.reference_metrics,
+        max_input_chars=input_budget_chars(args.n_ctx, args.max_tokens),
+        template=args.template or (entry and entry.template) or DEFAULT_TEMPLATE,
+        pair_combine=args.combine or (entry.pair_combine if entry else "agree"),
+        tie_margin=args.tie_margin
+        if args.tie_margin is not None
+        else (entry.tie_margin if entry else 0.0),
+        sampling=SamplingParams(
+            temperature=args.temperature,
+            top_p=args.top_p,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+            repeat_penalty=args.repeat_penalty,
+        ),
+    )
     if judge.entry is not None and not judge.entry.trained_for_judging:
         print(
             f"note: '{judge.name}' is not trained for judging; its scores are close to chance.",

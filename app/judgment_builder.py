@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from app.output_format import answer_keys
 from app.parsing import ParsedOutput
@@ -75,8 +76,26 @@ def build_judgment(base: Judgment, attempts: Sequence[Attempt], rule: ScoringRul
     return base.model_copy(update=update)
 
 
-def combine_swapped(base: Judgment, first: Attempt, second: Attempt, rule: ScoringRule) -> Judgment:
-    """Merge both orders of a pairwise judgment; conflicting verdicts become a flagged tie."""
+PairCombine = Literal["agree", "calibrated"]
+
+
+def combine_swapped(
+    base: Judgment,
+    first: Attempt,
+    second: Attempt,
+    rule: ScoringRule,
+    combine: PairCombine = "agree",
+    tie_margin: float = 0.0,
+) -> Judgment:
+    """Merge both orders of a pairwise judgment.
+
+    "agree": the verdict stands when both orders give it; conflicting verdicts
+    become a tie flagged consistent=false.
+    "calibrated" (position-calibrated): each answer's expected overall is
+    averaged over the two orders, so a bias toward the first or second slot
+    cancels out; the higher average wins unless the gap is within
+    `tie_margin`. Without score distributions it falls back to "agree".
+    """
     meta = _meta(base, [first, second])
     meta["swapped"] = True
     meta["raw_output"] = first.generation.text
@@ -94,12 +113,20 @@ def combine_swapped(base: Judgment, first: Attempt, second: Attempt, rule: Scori
     confidence = None
     if consistent and one.confidence is not None and two.confidence is not None:
         confidence = (one.confidence + two.confidence) / 2
+    winner = one.winner if consistent else "tie"
+    margin = None
+    if answers[0].expected_overall is not None and answers[1].expected_overall is not None:
+        margin = answers[0].expected_overall - answers[1].expected_overall
+        if combine == "calibrated":
+            winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
     return base.model_copy(
         update={
             **meta,
             "status": Status.OK,
-            "winner": one.winner if consistent else "tie",
+            "winner": winner,
             "consistent": consistent,
+            "order_winners": (one.winner, two.winner),
+            "margin": None if margin is None else round(margin, 4),
             "answers": answers,
             "confidence": confidence,
             "feedback": one.feedback,

@@ -122,6 +122,8 @@ class Judgment(_Frozen):
     reference_metrics: tuple[dict[str, float], ...] | None = None  # per answer, vs the reference
     confidence: float | None = None
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
+    order_winners: tuple[Winner | None, Winner | None] | None = None  # swap: each order's verdict
+    margin: float | None = None  # swap, calibrated: expected overall of A minus B over both orders
     swapped: bool = False
     raw_output: str | None = None
     raw_output_swapped: str | None = None

@@ -15,7 +15,7 @@ from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
-from app.judgment_builder import Attempt, build_judgment, combine_swapped
+from app.judgment_builder import Attempt, PairCombine, build_judgment, combine_swapped
 from app.output_format import output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import DEFAULT_TEMPLATE, AnswerSlot, PromptInput, get_template
@@ -33,6 +33,8 @@ class JudgeConfig:
     choice: CriteriaChoice = field(default_factory=CriteriaChoice)
     use_reference: bool = True
     swap: bool = True  # pairwise: judge both orders
+    pair_combine: PairCombine = "agree"  # how both orders make one verdict (judgment_builder)
+    tie_margin: float = 0.0  # calibrated combine: |expected A - B| at or below this is a tie
     template: str = DEFAULT_TEMPLATE
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
     max_input_chars: int | None = 6000  # texts are cut from the middle beyond this
@@ -136,7 +138,9 @@ class JudgeService:
             if config.protocol is Protocol.PAIRWISE and config.swap:
                 first = self._attempt(item, config, resolved, order=(0, 1))
                 second = self._attempt(item, config, resolved, order=(1, 0))
-                return combine_swapped(base, first, second, resolved.rule)
+                return combine_swapped(
+                    base, first, second, resolved.rule, config.pair_combine, config.tie_margin
+                )
             order = tuple(range(len(item.answers)))
             return build_judgment(
                 base, [self._attempt(item, config, resolved, order)], resolved.rule

@@ -29,6 +29,10 @@ class ModelEntry(BaseModel):
     base_url: str | None = None
     trained_for_judging: bool = False
     context: int = 4096
+    template: str | None = None  # the prompt template the model was trained on
+    pair_combine: Literal["agree", "calibrated"] = "agree"
+    tie_margin: float = Field(default=0.0, ge=0)
+    adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     description: str = ""
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

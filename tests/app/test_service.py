@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -709,3 +710,51 @@ def test_progress_rate_and_eta() -> None:
     assert progress.rate > 0
     assert progress.eta_s is not None and progress.eta_s >= 0
     assert Progress().eta_s is None
+
+
+# --------------------------------------------------------------------------- calibrated combine
+def _certain(answer_scores: dict[str, tuple[int, int]]) -> dict:
+    """Distributions that put all mass on the written scores (keys A/B -> accuracy, clarity)."""
+    return {
+        ("scores", key, criterion): {value: 1.0}
+        for key, values in answer_scores.items()
+        for criterion, value in zip(TWO, values)
+    }
+
+
+def _biased_pair() -> tuple[Any, Any]:
+    """Both orders prefer slot A, by 4 points when GOOD is there and by 1 when BAD is."""
+    first = reply(pair_json(TWO_RULE, 8, 4), _certain({"A": (8, 8), "B": (4, 4)}))
+    second = reply(pair_json(TWO_RULE, 6, 5), _certain({"A": (6, 6), "B": (5, 5)}))
+    return first, second
+
+
+def test_calibrated_combine_cancels_position_bias() -> None:
+    # GOOD: 8 (slot A) and 5 (slot B) -> 6.5; BAD: 4 and 6 -> 5.0; margin +1.5 -> A
+    svc, _ = service(*_biased_pair())
+    config = replace(TWO_CONFIG, pair_combine="calibrated")
+    judgment = svc.judge(item(GOOD, BAD), config)
+    assert judgment.winner == "A"
+    assert judgment.consistent is False  # the orders disagree; calibration still decides
+    assert judgment.order_winners == ("A", "B")
+    assert judgment.margin == pytest.approx(1.5)
+
+
+def test_calibrated_combine_tie_margin() -> None:
+    svc, _ = service(*_biased_pair())
+    config = replace(TWO_CONFIG, pair_combine="calibrated", tie_margin=1.5)
+    assert svc.judge(item(GOOD, BAD), config).winner == "tie"
+
+
+def test_agree_combine_keeps_the_flagged_tie_and_reports_the_margin() -> None:
+    svc, _ = service(*_biased_pair())
+    judgment = svc.judge(item(GOOD, BAD), TWO_CONFIG)
+    assert (judgment.winner, judgment.consistent) == ("tie", False)
+    assert judgment.margin == pytest.approx(1.5)
+
+
+def test_calibrated_combine_without_distributions_falls_back_to_agreement() -> None:
+    svc, _ = service(pair_json(TWO_RULE, 8, 4), pair_json(TWO_RULE, 6, 5))
+    config = replace(TWO_CONFIG, pair_combine="calibrated")
+    judgment = svc.judge(item(GOOD, BAD), config)
+    assert (judgment.winner, judgment.margin) == ("tie", None)

@@ -1,0 +1,1 @@
+"""Training, merging, export and meta-evaluation of PocketJudge judge models."""

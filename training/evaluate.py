@@ -1,0 +1,423 @@
+"""Meta-evaluate a judge on labelled files: `python -m training.evaluate FILE [FILE...]`.
+
+Reads labelled rows in any layout the reader knows (Auto-J pairwise and
+single, LLMBar, PandaLM, JudgeLM, pointwise, ours), judges them (pairwise
+files with both orders, single-score files with the single protocol), writes
+the judgments as JSONL, then scores them against the labels and writes
+`report.json` and `report.md` into the output folder.
+
+`--judgments FILE.jsonl` re-scores a saved run without loading a model: the
+labels still come from the input files, matched to the judgments by file name
+and line. A JSONL written by `python -m app judge` works too when one input
+file is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+from app.cli import input_budget_chars
+from app.errors import PocketJudgeError
+from app.io.reader import InputRow, read_rows
+from app.io.writer import write_jsonl
+from app.prompts import DEFAULT_TEMPLATE
+from app.records import JudgeItem, Judgment, Protocol, Status
+from app.scenarios import Catalog, load_catalog
+from app.service import JudgeConfig, JudgeService
+from models.backends.base import BackendOptions, SamplingParams
+from models.registry import ModelEntry
+from training.eval_report import render_markdown
+from training.meta_metrics import (
+    JUDGE_SCALE,
+    PairRow,
+    ScoreRow,
+    group_table,
+    pairwise_metrics,
+    scenario_group,
+    single_metrics,
+)
+
+RUNS_DIR = Path(__file__).resolve().parent / "runs"
+JUDGMENTS_FILE = "judgments.jsonl"
+FILE_KEY = "eval_file"  # judgment metadata: which input file the row came from
+MAX_TOKENS = 768
+
+Kind = Literal["pairwise", "single"]
+
+
+class EvaluationError(PocketJudgeError):
+    """The input files or saved judgments cannot be meta-evaluated as given."""
+
+
+@dataclass
+class LabelledFile:
+    """The labelled rows of one input file (after --limit) and what was left out."""
+
+    name: str
+    path: Path
+    kind: Kind
+    rows: list[InputRow]  # rows with an item and a label of this file's kind
+    read: int  # rows read
+    unreadable: int  # rows the reader could not map (no item, so no label)
+    unlabelled: int  # rows without a label of this file's kind
+    judgments: list[Judgment] = field(default_factory=list)
+    missing: int = 0  # re-scoring: labelled rows with no saved judgment
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def file_names(paths: Sequence[Path]) -> list[str]:
+    """Report keys: the file name, or the whole path where two files share a name."""
+    names = [path.name for path in paths]
+    return [str(path) if names.count(path.name) > 1 else path.name for path in paths]
+
+
+def load_labelled(path: Path, name: str, limit: int | None = None) -> LabelledFile:
+    """Read the first `limit` rows of `path` and keep those with a usable label."""
+    rows = list(islice(read_rows(path), limit))
+    items = [row.item for row in rows if row.item is not None]
+    kind = _kind(items)
+    if kind is None:
+        raise EvaluationError(
+            f"{path}: no labelled rows (looked at {len(rows)}); meta-evaluation needs a "
+            "pairwise label (A/B/tie) or a score per row, as in the layouts of "
+            "/work/shared/data/README.md"
+        )
+    labelled = [row for row in rows if row.item is not None and _usable(row.item, kind)]
+    return LabelledFile(
+        name=name,
+        path=path,
+        kind=kind,
+        rows=labelled,
+        read=len(rows),
+        unreadable=len(rows) - len(items),
+        unlabelled=len(items) - len(labelled),
+    )
+
+
+def _usable(item: JudgeItem, kind: Kind) -> bool:
+    if item.label is None:
+        return False
+    if kind == "pairwise":
+        return item.label.winner is not None and len(item.answers) == 2
+    return item.label.score is not None and len(item.answers) == 1
+
+
+def _kind(items: Sequence[JudgeItem]) -> Kind | None:
+    if any(_usable(item, "pairwise") for item in items):
+        return "pairwise"
+    if any(_usable(item, "single") for item in items):
+        return "single"
+    return None
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def judge_config(kind: Kind, entry: ModelEntry | None, n_ctx: int) -> JudgeConfig:
+    """The configuration for one file: the registry entry's template and pair combine."""
+    return JudgeConfig(
+        protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
+        swap=True,
+        template=(entry and entry.template) or DEFAULT_TEMPLATE,
+        pair_combine=entry.pair_combine if entry else "agree",
+        tie_margin=entry.tie_margin if entry else 0.0,
+        max_input_chars=input_budget_chars(n_ctx, MAX_TOKENS),
+        sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
+    )
+
+
+def _judge_files(
+    files: Sequence[LabelledFile],
+    model: str | None,
+    options: BackendOptions,
+    backend: str | None,
+    out: Path,
+    quiet: bool,
+) -> dict[str, Any]:
+    """Judge every file's labelled rows, writing the judgments to `out` as they come."""
+    from app.progress import ProgressBar
+    from models.loader import open_judge
+
+    judge = open_judge(model, options, backend=backend)
+    service = JudgeService(judge.backend, judge.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(out, "w", encoding="utf-8", newline="\n") as stream:
+            for file in files:
+                config = judge_config(file.kind, judge.entry, options.n_ctx)
+                if not quiet:
+                    print(f"{file.name}: {len(file.rows)} labelled rows", file=sys.stderr)
+                with ProgressBar(total=len(file.rows), disable=quiet) as bar:
+                    judged = service.judge_rows(file.rows, config, on_judgment=bar.update)
+                    write_jsonl(_tagged(judged, file), stream)
+    finally:
+        judge.close()
+    shown = judge_config("pairwise", judge.entry, options.n_ctx)
+    return {
+        "model": judge.name,
+        "template": shown.template,
+        "pair_combine": shown.pair_combine,
+        "tie_margin": shown.tie_margin,
+        "rescored": False,
+        "judgments": str(out),
+    }
+
+
+def _tagged(judgments: Iterator[Judgment], file: LabelledFile) -> Iterator[Judgment]:
+    for judgment in judgments:
+        tagged = judgment.model_copy(
+            update={"metadata": {**judgment.metadata, FILE_KEY: file.name}}
+        )
+        file.judgments.append(tagged)
+        yield tagged
+
+
+# --------------------------------------------------------------------------- re-scoring
+
+
+def read_judgments(path: Path) -> list[Judgment]:
+    """Judgments saved as JSONL (by this module or by `python -m app judge`)."""
+    judgments = []
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                judgments.append(Judgment.model_validate(json.loads(line)))
+            except ValueError as exc:
+                raise EvaluationError(
+                    f"{path}: line {number} is not a saved judgment ({exc}); "
+                    "pass the judgments.jsonl an evaluation run wrote"
+                ) from None
+    return judgments
+
+
+def attach_judgments(files: Sequence[LabelledFile], judgments: Sequence[Judgment]) -> None:
+    """Give each labelled row its saved judgment, matched by file name and line."""
+    by_key = {(j.metadata.get(FILE_KEY), j.line): j for j in judgments}
+    untagged_ok = len(files) == 1
+    known = sorted({str(j.metadata.get(FILE_KEY)) for j in judgments})
+    for file in files:
+        found = [_saved(by_key, file, row, untagged_ok) for row in file.rows]
+        if rows_judged := [j for j in found if j is not None]:
+            file.judgments = rows_judged
+            file.rows = [row for row, j in zip(file.rows, found) if j is not None]
+            file.missing = len(found) - len(rows_judged)
+        else:
+            raise EvaluationError(
+                f"the judgments hold no row of {file.name} (they cover: {', '.join(known)}); "
+                "pass the same input files as the run that wrote them"
+            )
+
+
+def _saved(
+    by_key: dict[tuple[Any, int | None], Judgment],
+    file: LabelledFile,
+    row: InputRow,
+    untagged_ok: bool,
+) -> Judgment | None:
+    judgment = by_key.get((file.name, row.line))
+    if judgment is None and untagged_ok:
+        judgment = by_key.get((None, row.line))
+    if judgment is not None and row.item is not None and judgment.id != row.item.id:
+        raise EvaluationError(
+            f"{file.name} line {row.line}: the row has id '{row.item.id}' but the saved "
+            f"judgment has id '{judgment.id}'; the input file changed, judge it again"
+        )
+    return judgment
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
+    """The metrics' view of one judged pair (verdicts only from an ok judgment)."""
+    ok = judgment.status is Status.OK
+    return PairRow(
+        label=item.label.winner,
+        verdict=judgment.winner if ok else None,
+        orders=judgment.order_winners if ok else None,
+        lengths=(len(item.answers[0]), len(item.answers[1])),
+        status=judgment.status,
+        group=scenario_group(item.scenario, catalog),
+    )
+
+
+def score_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> ScoreRow:
+    """Label scales start at 1 (1..scale_max; 0..1 for a scale_max of 1); no scale_max: 1-10."""
+    ok = judgment.status is Status.OK and bool(judgment.answers)
+    top = item.label.scale_max or JUDGE_SCALE[1]
+    return ScoreRow(
+        label=item.label.score,
+        judge=judgment.answers[0].overall if ok else None,
+        label_scale=(1.0 if top > 1 else 0.0, top),
+        length=len(item.answers[0]),
+        status=judgment.status,
+        group=scenario_group(item.scenario, catalog),
+    )
+
+
+def score_file(file: LabelledFile, catalog: Catalog) -> tuple[dict[str, Any], list[PairRow]]:
+    """The report entry of one file, and its pair rows (for the group table)."""
+    pairs = zip((row.item for row in file.rows), file.judgments)
+    counts = {
+        "kind": file.kind,
+        "path": str(file.path),
+        "rows_read": file.read,
+        "labelled": len(file.rows) + file.missing,
+        "unreadable": file.unreadable,
+        "unlabelled": file.unlabelled,
+        "missing": file.missing,
+    }
+    if file.kind == "single":
+        return {**counts, "judge": single_metrics([score_row(i, j, catalog) for i, j in pairs])}, []
+    rows = [pair_row(i, j, catalog) for i, j in pairs]
+    judge = pairwise_metrics(rows)
+    heuristic = judge.pop("heuristic")
+    return {**counts, "judge": judge, "heuristic": heuristic, "groups": group_table(rows)}, rows
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def evaluate_files(
+    paths: Sequence[str | Path],
+    model: str | None = None,
+    limit: int | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    judgments: str | Path | None = None,
+    threads: int | None = None,
+    n_ctx: int = 4096,
+    backend: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Judge (or re-score, with `judgments`) labelled files; write and return the report.
+
+    `model` is a registry name or a model path (None: the registry default);
+    `backend` forces a backend by name. `out_dir` defaults to
+    training/runs/eval-<model> when judging, and to the folder of `judgments`
+    when re-scoring. Raises EvaluationError, FileNotFoundError or the loader's
+    errors; one bad row never stops the run.
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise EvaluationError("give at least one labelled file to evaluate on")
+    files = [load_labelled(p, n, limit) for p, n in zip(paths, file_names(paths))]
+    if judgments is not None:
+        saved = read_judgments(Path(judgments))
+        attach_judgments(files, saved)
+        run = _saved_run(saved, Path(judgments))
+        out = Path(out_dir) if out_dir is not None else Path(judgments).parent
+    else:
+        options = BackendOptions(n_ctx=n_ctx, n_threads=threads)
+        out = Path(out_dir) if out_dir is not None else RUNS_DIR / f"eval-{_slug(model)}"
+        run = _judge_files(files, model, options, backend, out / JUDGMENTS_FILE, quiet)
+    report = build_report(files, run, limit)
+    write_report(report, out)
+    return report
+
+
+def build_report(
+    files: Sequence[LabelledFile], run: dict[str, Any], limit: int | None
+) -> dict[str, Any]:
+    catalog = load_catalog()
+    entries: dict[str, Any] = {}
+    pairs: list[PairRow] = []
+    for file in files:
+        entries[file.name], rows = score_file(file, catalog)
+        pairs += rows
+    return {
+        **run,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "limit": limit,
+        "files": entries,
+        "groups": group_table(pairs),
+    }
+
+
+def write_report(report: dict[str, Any], out: Path) -> str:
+    """Write report.json and report.md into `out`; return the markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    markdown = render_markdown(report)
+    (out / "report.md").write_text(markdown, encoding="utf-8")
+    return markdown
+
+
+def _saved_run(judgments: Sequence[Judgment], path: Path) -> dict[str, Any]:
+    first = judgments[0] if judgments else None
+    return {
+        "model": first.model if first else None,
+        "template": first.template if first else None,
+        "judgments": str(path),
+        "rescored": True,
+    }
+
+
+def _slug(model: str | None) -> str:
+    name = Path(model).name if model else "default"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "model"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        report = evaluate_files(
+            args.files,
+            args.model,
+            args.limit,
+            args.out,
+            judgments=args.judgments,
+            threads=args.threads,
+            n_ctx=args.n_ctx,
+            quiet=args.quiet,
+        )
+    except (PocketJudgeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    print(render_markdown(report))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.evaluate",
+        description="Meta-evaluate a judge against human or teacher labels.",
+    )
+    parser.add_argument("files", nargs="+", type=Path, help="labelled .jsonl/.json files")
+    parser.add_argument("--model", help="registry name, .gguf file or safetensors folder")
+    parser.add_argument("--limit", type=int, help="use only the first N rows of each file")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
+    parser.add_argument(
+        "--out", type=Path, help="output folder (default: training/runs/eval-<model>)"
+    )
+    parser.add_argument(
+        "--judgments",
+        type=Path,
+        help="re-score this saved judgments.jsonl instead of judging (no model needed)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
