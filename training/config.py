@@ -83,6 +83,8 @@ class ExportConfig(_Strict):
 
 
 class EvalConfig(_Strict):
+    calibration_pairs: int = Field(default=80, ge=0)  # pairwise_train pairs to tune the tie margin
+    variants: tuple[str, ...] = ("dare_ties",)  # base, single, pairwise, or a merge method
     files: tuple[str, ...] = (
         "../shared/data/autoj/pairwise_dev.jsonl",
         "../shared/data/llmbar/natural.json",

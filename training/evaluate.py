@@ -124,17 +124,40 @@ def _kind(items: Sequence[JudgeItem]) -> Kind | None:
 # --------------------------------------------------------------------------- judging
 
 
-def judge_config(kind: Kind, entry: ModelEntry | None, n_ctx: int) -> JudgeConfig:
+@dataclass(frozen=True)
+class Overrides:
+    """Settings given on the command line; None keeps the registry entry's (or the default)."""
+
+    template: str | None = None
+    pair_combine: str | None = None
+    tie_margin: float | None = None
+    max_input_chars: int | None = None
+
+
+def judge_config(
+    kind: Kind, entry: ModelEntry | None, n_ctx: int, overrides: Overrides = Overrides()
+) -> JudgeConfig:
     """The configuration for one file: the registry entry's template and pair combine."""
     return JudgeConfig(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
-        template=(entry and entry.template) or DEFAULT_TEMPLATE,
-        pair_combine=entry.pair_combine if entry else "agree",
-        tie_margin=entry.tie_margin if entry else 0.0,
-        max_input_chars=input_budget_chars(n_ctx, MAX_TOKENS),
+        template=overrides.template or (entry and entry.template) or DEFAULT_TEMPLATE,
+        pair_combine=overrides.pair_combine or (entry.pair_combine if entry else "agree"),
+        tie_margin=overrides.tie_margin
+        if overrides.tie_margin is not None
+        else (entry.tie_margin if entry else 0.0),
+        max_input_chars=overrides.max_input_chars or input_budget_chars(n_ctx, MAX_TOKENS),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
+
+
+def recombine(judgment: Judgment, tie_margin: float) -> Judgment:
+    """The position-calibrated verdict of a saved pairwise judgment at another tie margin."""
+    if judgment.margin is None or judgment.status is not Status.OK:
+        return judgment
+    margin = judgment.margin
+    winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
+    return judgment.model_copy(update={"winner": winner})
 
 
 def _judge_files(
@@ -144,6 +167,7 @@ def _judge_files(
     backend: str | None,
     out: Path,
     quiet: bool,
+    overrides: Overrides = Overrides(),
 ) -> dict[str, Any]:
     """Judge every file's labelled rows, writing the judgments to `out` as they come."""
     from app.progress import ProgressBar
@@ -155,7 +179,7 @@ def _judge_files(
     try:
         with open(out, "w", encoding="utf-8", newline="\n") as stream:
             for file in files:
-                config = judge_config(file.kind, judge.entry, options.n_ctx)
+                config = judge_config(file.kind, judge.entry, options.n_ctx, overrides)
                 if not quiet:
                     print(f"{file.name}: {len(file.rows)} labelled rows", file=sys.stderr)
                 with ProgressBar(total=len(file.rows), disable=quiet) as bar:
@@ -163,7 +187,7 @@ def _judge_files(
                     write_jsonl(_tagged(judged, file), stream)
     finally:
         judge.close()
-    shown = judge_config("pairwise", judge.entry, options.n_ctx)
+    shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
     return {
         "model": judge.name,
         "template": shown.template,
@@ -302,11 +326,14 @@ def evaluate_files(
     n_ctx: int = 4096,
     backend: str | None = None,
     quiet: bool = False,
+    overrides: Overrides = Overrides(),
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
     `model` is a registry name or a model path (None: the registry default);
-    `backend` forces a backend by name. `out_dir` defaults to
+    `backend` forces a backend by name; `overrides` replace the entry's template,
+    pair combine, tie margin and input budget. Re-scoring with a calibrated
+    combine and a tie margin recomputes each verdict from the saved margin. `out_dir` defaults to
     training/runs/eval-<model> when judging, and to the folder of `judgments`
     when re-scoring. Raises EvaluationError, FileNotFoundError or the loader's
     errors; one bad row never stops the run.
@@ -317,13 +344,17 @@ def evaluate_files(
     files = [load_labelled(p, n, limit) for p, n in zip(paths, file_names(paths))]
     if judgments is not None:
         saved = read_judgments(Path(judgments))
+        if overrides.pair_combine == "calibrated" and overrides.tie_margin is not None:
+            saved = [recombine(j, overrides.tie_margin) for j in saved]
         attach_judgments(files, saved)
         run = _saved_run(saved, Path(judgments))
+        if overrides.tie_margin is not None:
+            run["pair_combine"], run["tie_margin"] = overrides.pair_combine, overrides.tie_margin
         out = Path(out_dir) if out_dir is not None else Path(judgments).parent
     else:
         options = BackendOptions(n_ctx=n_ctx, n_threads=threads)
         out = Path(out_dir) if out_dir is not None else RUNS_DIR / f"eval-{_slug(model)}"
-        run = _judge_files(files, model, options, backend, out / JUDGMENTS_FILE, quiet)
+        run = _judge_files(files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides)
     report = build_report(files, run, limit)
     write_report(report, out)
     return report
@@ -386,6 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads,
             n_ctx=args.n_ctx,
             quiet=args.quiet,
+            overrides=Overrides(
+                template=args.template,
+                pair_combine=args.combine,
+                tie_margin=args.tie_margin,
+                max_input_chars=args.max_input_chars,
+            ),
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -414,6 +451,20 @@ def _parser() -> argparse.ArgumentParser:
         "--judgments",
         type=Path,
         help="re-score this saved judgments.jsonl instead of judging (no model needed)",
+    )
+    parser.add_argument("--template", help="prompt template (default: the model's own)")
+    parser.add_argument(
+        "--combine",
+        choices=("agree", "calibrated"),
+        help="pairwise: how both orders make a verdict (default: the model's setting)",
+    )
+    parser.add_argument(
+        "--tie-margin",
+        type=float,
+        help="calibrated combine: a gap this small is a tie (re-scoring: recomputed)",
+    )
+    parser.add_argument(
+        "--max-input-chars", type=int, help="cut question and answers to this many characters"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

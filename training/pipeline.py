@@ -8,6 +8,8 @@ where it stopped (adapter training also resumes from its last checkpoint).
     adapters/  single/ and pairwise/ (peft folders) with their training logs
     merged/    <method>/adapter (+ model/) for the configured merge and comparisons
     export/    <name>-q8_0.gguf (+ q4_k_m), INT8 check result
+    calibrate/ tie margin of the position-calibrated verdict, tuned on training pairs
+    eval/      <variant>/report.md|json per judge variant, summary.md side by side
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from training.config import TrainingConfig, load_config
 
-STAGES = ("data", "train", "merge", "export")
+STAGES = ("data", "train", "merge", "export", "calibrate", "eval")
 
 
 def _log(message: str) -> None:
@@ -134,6 +136,130 @@ def stage_export(config: TrainingConfig, run: Path) -> dict:
     return result
 
 
+def exported_gguf(config: TrainingConfig, run: Path) -> Path:
+    return run / "export" / f"{config.name}-{config.export.gguf}.gguf"
+
+
+def calibration_file(config: TrainingConfig) -> Path:
+    """Training pairs for the tie margin: a seeded sample of pairwise_train, Auto-J layout."""
+    import random
+
+    from training.config import resolve_path
+    from training.data import PAIRWISE_FILE
+
+    source = resolve_path(config.data.autoj_dir) / PAIRWISE_FILE
+    lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    random.Random(config.data.seed + 7).shuffle(lines)
+    out = config.run_dir() / "calibrate" / "pairs.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines[: config.eval.calibration_pairs]) + "\n", encoding="utf-8")
+    return out
+
+
+def stage_calibrate(config: TrainingConfig, run: Path, progress: bool = True) -> dict:
+    from app.io.reader import read_rows
+    from training.calibrate import tune_tie_margin
+    from training.evaluate import evaluate_files, read_judgments
+
+    done = run / "calibrate" / "calibration.json"
+    if done.exists():
+        return json.loads(done.read_text(encoding="utf-8"))
+    if not config.eval.calibration_pairs:
+        return {"tie_margin": 0.0, "pairs": 0}
+    pairs_file = calibration_file(config)
+    evaluate_files(
+        [pairs_file],
+        model=str(exported_gguf(config, run)),
+        out_dir=run / "calibrate",
+        quiet=not progress,
+        overrides=_eval_overrides(config, 0.0),
+    )
+    labels = {row.line: row.item.label.winner for row in read_rows(pairs_file) if row.item}
+    judged = read_judgments(run / "calibrate" / "judgments.jsonl")
+    pairs = [(j.margin, labels[j.line]) for j in judged if j.margin is not None]
+    result = tune_tie_margin(pairs)
+    done.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def _eval_overrides(config: TrainingConfig, tie_margin: float):
+    from training.evaluate import Overrides
+
+    return Overrides(
+        template=config.data.template,
+        pair_combine="calibrated",
+        tie_margin=tie_margin,
+        max_input_chars=config.data.max_input_chars,
+    )
+
+
+def variant_gguf(config: TrainingConfig, run: Path, variant: str, base_dir: Path) -> Path:
+    """The GGUF of one judge variant, built on first use (same quantization as the export)."""
+    from training.export import export_gguf
+
+    if variant == config.merge.method:
+        return exported_gguf(config, run)
+    out = run / "eval" / "models" / f"{variant}-{config.export.gguf}.gguf"
+    if out.exists():
+        return out
+    if variant == "base":
+        model_dir = base_dir
+    elif variant in config.adapters:
+        model_dir = run / "eval" / "models" / variant
+        if not (model_dir / "config.json").exists():
+            apply_adapter(base_dir, run / "adapters" / variant, model_dir)
+    else:
+        model_dir = run / "merged" / variant / "model"
+    export_gguf(model_dir, out, config.export.gguf, base=config.base)
+    return out
+
+
+def apply_adapter(base_dir: Path, adapter_dir: Path, out_dir: Path) -> Path:
+    """Base + one LoRA adapter, merged into plain weights (safetensors, with the tokenizer)."""
+    import shutil
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    merged.save_pretrained(str(out_dir), safe_serialization=True)
+    for path in base_dir.iterdir():
+        if path.is_file() and not path.name.endswith(".safetensors") and path.name != "config.json":
+            shutil.copy2(path, out_dir / path.name)
+    return out_dir
+
+
+def stage_eval(
+    config: TrainingConfig, run: Path, base_dir: Path, tie_margin: float, progress: bool = True
+) -> dict:
+    from training.config import resolve_path
+    from training.evaluate import evaluate_files
+
+    files = [resolve_path(f) for f in config.eval.files]
+    heldout = run / "data" / "single_heldout.jsonl"
+    if heldout.exists():
+        files.append(heldout)
+    results = {}
+    for variant in config.eval.variants:
+        out = run / "eval" / variant
+        if (out / "report.json").exists():
+            results[variant] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+            continue
+        _log(f"evaluating {variant}")
+        margin = tie_margin if variant == config.merge.method else 0.0
+        results[variant] = evaluate_files(
+            files,
+            model=str(variant_gguf(config, run, variant, base_dir)),
+            limit=config.eval.limit,
+            out_dir=out,
+            quiet=not progress,
+            overrides=_eval_overrides(config, margin),
+        )
+    return {variant: str(run / "eval" / variant / "report.md") for variant in results}
+
+
 def run_pipeline(
     config: TrainingConfig,
     stages: tuple[str, ...] = STAGES,
@@ -153,7 +279,7 @@ def run_pipeline(
     if "data" in stages:
         _log("building examples")
         summary["data"] = stage_data(config, run)
-    if base_dir is None and {"train", "merge"} & set(stages):
+    if base_dir is None and {"train", "merge", "eval"} & set(stages):
         base_dir = hf_base_dir(config.base)
     if "train" in stages:
         gguf = base_gguf_file or base_gguf(config.base)
@@ -164,6 +290,12 @@ def run_pipeline(
     if "export" in stages:
         _log(f"exporting GGUF {config.export.gguf}")
         summary["export"] = stage_export(config, run)
+    if "calibrate" in stages:
+        _log("tuning the tie margin on training pairs")
+        summary["calibrate"] = stage_calibrate(config, run, progress)
+    if "eval" in stages:
+        margin = stage_calibrate(config, run, progress)["tie_margin"]
+        summary["eval"] = stage_eval(config, run, base_dir, margin, progress)
     summary["seconds"] = round(time.perf_counter() - started, 1)
     (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

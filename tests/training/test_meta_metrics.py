@@ -304,3 +304,17 @@ def test_empty_single_input_gives_none() -> None:
     assert result["pearson"] is None
     assert result["mae"] is None
     assert result["heuristic"]["n"] == 0
+
+
+def test_tie_margin_tuning_picks_the_best_split() -> None:
+    from training.calibrate import tune_tie_margin, verdict_at
+
+    # |margins| 0.1, 0.2, 1.0, 2.0 -> candidates 0, 0.15, 0.6, 1.5.
+    # At 0.6: 0.1 tie (ok), -0.2 tie (ok), 1.0 A (ok), -2.0 B (ok) -> 4/4.
+    pairs = [(0.1, "tie"), (-0.2, "tie"), (1.0, "A"), (-2.0, "B")]
+    assert tune_tie_margin(pairs) == {"tie_margin": 0.6, "agreement": 100.0, "pairs": 4}
+    # No ties in the labels: margin 0 is best (and the smallest among equals).
+    assert tune_tie_margin([(0.1, "A"), (-0.3, "B")])["tie_margin"] == 0.0
+    assert verdict_at(0.5, 0.5) == "tie" and verdict_at(-0.6, 0.5) == "B"
+    with pytest.raises(ValueError, match="no judged pairs"):
+        tune_tie_margin([])
