@@ -2,19 +2,49 @@
 
 Idempotent: a file already in place is kept. Nothing is downloaded from a
 model hub: the base GGUF comes from an installed PyPI package.
+
+Build kinds (`build:` in models/registry.yaml):
+- `pypi-gguf:<module>`: the module's `assemble()` writes the GGUF;
+- `adapter:<folder>`: a trained judge, shipped as its LoRA adapter (a peft
+  folder under models/). The entry's `base` is built as safetensors
+  (training/bases.py), the adapter is folded into it (`merge_and_unload`) and
+  the result is exported to a Q8_0 GGUF with llama.cpp's converter. With a
+  bare `adapter`, the folder is the entry's `adapter` field.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from importlib import import_module
 from pathlib import Path
 
-from models.registry import STORE_DIR, ModelEntry, load_registry
+from models.registry import MODELS_DIR, STORE_DIR, ModelEntry, load_registry
+
+# Copied from the base folder next to the merged weights (what the converter reads).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+    "pocketjudge_source.json",
+)
 
 
-def build_entry(entry: ModelEntry, store: Path = STORE_DIR) -> str:
+def build_entry(
+    entry: ModelEntry,
+    store: Path = STORE_DIR,
+    *,
+    models_dir: Path = MODELS_DIR,
+    base_dir: Path | None = None,
+) -> str:
+    """Build one entry's file. `models_dir` holds adapter folders; `base_dir`
+    replaces the base's safetensors folder (tests)."""
     path = entry.path(store)
     if path is None or entry.build is None:
         return "nothing to build"
@@ -26,7 +56,45 @@ def build_entry(entry: ModelEntry, store: Path = STORE_DIR) -> str:
         store.mkdir(parents=True, exist_ok=True)
         module.assemble(output_path=path)
         return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
+    if kind == "adapter":
+        folder = argument or entry.adapter
+        if not folder:
+            raise SystemExit(f"{entry.name}: 'build: adapter' needs a folder: adapter:<folder>")
+        build_from_adapter(entry, models_dir / folder, path, base_dir)
+        return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
     raise SystemExit(f"{entry.name}: unknown build kind '{kind}' in models/registry.yaml")
+
+
+def build_from_adapter(
+    entry: ModelEntry, adapter_dir: Path, out_file: Path, base_dir: Path | None = None
+) -> Path:
+    """Base (float32) + LoRA adapter -> merged safetensors (temporary) -> Q8_0 GGUF."""
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise SystemExit(
+            f"{entry.name}: no peft adapter at {adapter_dir} (adapter_config.json missing)"
+        )
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from training.bases import get_base, hf_base_dir
+    from training.export import export_gguf
+
+    base = get_base(entry.base or "")
+    named_base = base.name if base_dir is None else None  # an explicit folder is its own base
+    base_dir = base_dir or hf_base_dir(base.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        base_dir, dtype=torch.float32, local_files_only=True, use_safetensors=True
+    )
+    merged = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pj-merged-", dir=out_file.parent) as tmp:
+        merged_dir = Path(tmp) / entry.name
+        merged.save_pretrained(merged_dir, safe_serialization=True)
+        for name in TOKENIZER_FILES:
+            if (base_dir / name).is_file():
+                shutil.copy2(base_dir / name, merged_dir / name)
+        return export_gguf(merged_dir, out_file, "q8_0", base=named_base)
 
 
 def main(argv: list[str] | None = None) -> int:

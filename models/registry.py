@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
@@ -33,7 +33,16 @@ class ModelEntry(BaseModel):
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = Field(default=0.0, ge=0)
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
+    base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)
     description: str = ""
+
+    @model_validator(mode="after")
+    def _adapter_build_has_base(self) -> ModelEntry:
+        if (self.build or "").partition(":")[0] == "adapter" and not self.base:
+            raise ValueError(
+                "an 'adapter:<folder>' build needs 'base' (a name in training/bases.py)"
+            )
+        return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:
         return store / self.file if self.file else None

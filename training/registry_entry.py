@@ -1,0 +1,134 @@
+"""A trained judge's entry in models/registry.yaml, added without losing the file's comments."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from app.errors import ConfigError
+from models.registry import REGISTRY_FILE, ModelEntry, load_registry
+from training.bases import get_base
+
+
+def registry_entry(
+    name: str,
+    *,
+    base: str,
+    adapter: str,
+    file: str | None = None,
+    template: str | None = "pocketjudge-compact",
+    pair_combine: str = "agree",
+    tie_margin: float = 0.0,
+    context: int = 4096,
+    description: str = "",
+) -> dict[str, Any]:
+    """A registry entry built from `base` + the LoRA adapter folder `adapter` (under models/).
+
+    Validated as a ModelEntry; `file` defaults to `<name>-q8_0.gguf` in models/store/.
+    """
+    entry = {
+        "name": name,
+        "backend": "llama-cpp",
+        "file": file or f"{name}-q8_0.gguf",
+        "build": f"adapter:{adapter}",
+        "base": get_base(base).name,
+        "trained_for_judging": True,
+        "context": context,
+        "template": template,
+        "pair_combine": pair_combine,
+        "tie_margin": tie_margin,
+        "description": description
+        or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",
+    }
+    entry = {k: v for k, v in entry.items() if v is not None}
+    ModelEntry.model_validate(entry)
+    return entry
+
+
+_ITEM = re.compile(r"^(?P<indent>\s*)- ")
+_TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:")
+_DEFAULT = re.compile(r"^default:[^#\n]*?(?=\s*(#|$))")  # the value, not a trailing comment
+
+
+def add_registry_entry(
+    entry: dict[str, Any], registry_file: Path = REGISTRY_FILE, make_default: bool = False
+) -> Path:
+    """Add `entry` to the registry file, or replace the entry of the same name.
+
+    The file is edited as text, so its comments and the other entries stay as
+    they are; the result is validated with load_registry before it replaces
+    the file.
+    """
+    import yaml
+
+    registry_file = Path(registry_file)
+    ModelEntry.model_validate(entry)
+    ordered = {"name": entry["name"], "backend": entry["backend"], **entry}
+    text = registry_file.read_text(encoding="utf-8")
+    head, blocks, tail = _split_models(text, registry_file)
+    indent = _ITEM.match(blocks[0][1][0]).group("indent") if blocks else "  "
+    rendered = yaml.safe_dump([ordered], sort_keys=False, allow_unicode=True, width=88)
+    body = [indent + line if line else line for line in rendered.splitlines(keepends=True)]
+    names = [yaml.safe_load("".join(b))[0].get("name") for _, b in blocks]
+    if ordered["name"] in names:
+        index = names.index(ordered["name"])
+        blocks[index] = (blocks[index][0], body)
+    else:
+        blocks.append(([], body))
+    if make_default:
+        head = [_DEFAULT.sub(f"default: {ordered['name']}", line) for line in head]
+    new_text = "".join(head) + "".join("".join(c) + "".join(b) for c, b in blocks) + "".join(tail)
+    _replace_validated(registry_file, text, new_text)
+    return registry_file
+
+
+def _split_models(
+    text: str, path: Path
+) -> tuple[list[str], list[tuple[list[str], list[str]]], list[str]]:
+    """(lines up to `models:`, [(comment lines, entry lines)], top-level lines after)."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    start = next((i for i, line in enumerate(lines) if line.startswith("models:")), None)
+    if start is None or lines[start].split(":", 1)[1].strip() not in ("", "[]"):
+        raise ConfigError(path, "models", "expected a block list under a 'models:' line")
+    if lines[start].split(":", 1)[1].strip() == "[]":
+        lines[start] = "models:\n"
+    head, rest = lines[: start + 1], lines[start + 1 :]
+    end = next((i for i, line in enumerate(rest) if _TOP_KEY.match(line)), len(rest))
+    rest, tail = rest[:end], rest[end:]
+    first = next((m for m in map(_ITEM.match, rest) if m), None)
+    indent = first.group("indent") if first else "  "
+    blocks: list[tuple[list[str], list[str]]] = []
+    pending: list[str] = []  # comments and blank lines belong to the entry after them
+    for line in rest:
+        if line.startswith(indent + "- "):  # an entry; deeper "- " lines are inside one
+            blocks.append((pending, [line]))
+            pending = []
+        elif not line.strip() or line.lstrip().startswith("#"):
+            pending.append(line)
+        elif blocks:
+            blocks[-1][1].extend([*pending, line])
+            pending = []
+        else:
+            raise ConfigError(path, "models", f"unexpected line before the first entry: {line!r}")
+    return head, blocks, pending + tail
+
+
+def _replace_validated(path: Path, old_text: str, new_text: str) -> None:
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(new_text, encoding="utf-8")
+    try:
+        load_registry.cache_clear()
+        load_registry(partial)
+    except Exception:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        load_registry.cache_clear()
+    if path.read_text(encoding="utf-8") != old_text:
+        partial.unlink(missing_ok=True)
+        raise ConfigError(path, "", "the file changed while the entry was being added: retry")
+    os.replace(partial, path)
