@@ -8,6 +8,7 @@ tie margin. The margin is chosen here on pairs the judge was trained on
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 
@@ -27,7 +28,7 @@ def tune_tie_margin(pairs: Sequence[tuple[float, str]]) -> dict[str, float | int
     if not pairs:
         raise ValueError("no judged pairs with a margin to tune the tie margin on")
     sizes = sorted({abs(m) for m, _ in pairs})
-    candidates = [0.0] + [(a + b) / 2 for a, b in zip(sizes, sizes[1:])]
+    candidates = [0.0] + [(a + b) / 2 for a, b in itertools.pairwise(sizes)]
     best_margin, best_hits = 0.0, -1
     for candidate in candidates:
         hits = sum(verdict_at(m, candidate) == label for m, label in pairs)

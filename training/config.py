@@ -93,6 +93,11 @@ class EvalConfig(_Strict):
     limit: int | None = Field(default=None, ge=1)
 
 
+class ShipConfig(_Strict):
+    enabled: bool = False  # copy the merged adapter to models/judges/<name>/ and register it
+    make_default: bool = False  # and make it the registry's default judge
+
+
 class TrainingConfig(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     base: str
@@ -104,6 +109,7 @@ class TrainingConfig(_Strict):
     merge: MergeConfig = Field(default_factory=MergeConfig)
     export: ExportConfig = Field(default_factory=ExportConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    ship: ShipConfig = Field(default_factory=ShipConfig)
 
     @model_validator(mode="after")
     def _adapters_unique(self) -> TrainingConfig:
@@ -120,9 +126,15 @@ def resolve_path(value: str | Path) -> Path:
     return path if path.is_absolute() else (REPO_ROOT / path).resolve()
 
 
-def load_config(path: Path | str) -> TrainingConfig:
+def resolve_config_path(path: Path | str) -> Path:
+    """A config file path, or a name in training/configs/ (with or without .yaml)."""
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         candidate = CONFIGS_DIR / path
         path = candidate if candidate.exists() else candidate.with_suffix(".yaml")
+    return path
+
+
+def load_config(path: Path | str) -> TrainingConfig:
+    path = resolve_config_path(path)
     return validate(TrainingConfig, read_mapping(path), path)

@@ -10,6 +10,10 @@ where it stopped (adapter training also resumes from its last checkpoint).
     export/    <name>-q8_0.gguf (+ q4_k_m), INT8 check result
     calibrate/ tie margin of the position-calibrated verdict, tuned on training pairs
     eval/      <variant>/report.md|json per judge variant, summary.md side by side
+
+`ship` (when the config enables it) copies the merged adapter, config, model
+card and evaluation into models/judges/<name>/ and registers the judge, so
+`make models` in a fresh clone rebuilds the same GGUF from the PyPI base.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from training.config import TrainingConfig, load_config
+from training.config import TrainingConfig, load_config, resolve_config_path
 
-STAGES = ("data", "train", "merge", "export", "calibrate", "eval")
+STAGES = ("data", "train", "merge", "export", "calibrate", "eval", "ship")
 
 
 def _log(message: str) -> None:
@@ -257,7 +261,88 @@ def stage_eval(
             quiet=not progress,
             overrides=_eval_overrides(config, margin),
         )
+    from training.compare import write_comparison
+
+    write_comparison(run / "eval")
     return {variant: str(run / "eval" / variant / "report.md") for variant in results}
+
+
+def headline_metrics(report: dict) -> dict[str, dict]:
+    """Per evaluation file: the numbers a model card shows."""
+    rows = {}
+    for name, entry in report["files"].items():
+        judge = entry["judge"]
+        if entry["kind"] == "pairwise":
+            rows[name] = {
+                "rows": judge.get("n"),
+                "both orders %": judge.get("agreement_both"),
+                "calibrated verdict %": judge.get("agreement_combined"),
+                "longer answer wins %": entry["heuristic"].get("agreement_both"),
+                "swap consistency %": judge.get("consistency"),
+            }
+        else:
+            rows[name] = {
+                "rows": judge.get("n"),
+                "Pearson": judge.get("pearson"),
+                "Spearman": judge.get("spearman"),
+                "length Spearman": judge.get("heuristic", {}).get("spearman"),
+            }
+    return rows
+
+
+def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> dict:
+    import shutil
+
+    from models.registry import MODELS_DIR, STORE_DIR
+    from training.export import add_registry_entry, git_commit, registry_entry, write_model_card
+
+    if not config.ship.enabled:
+        return {"skipped": "ship.enabled is false in the config"}
+    dest = MODELS_DIR / "judges" / config.name
+    adapter = dest / "adapter"
+    adapter.mkdir(parents=True, exist_ok=True)
+    merged = run / "merged" / config.merge.method / "adapter"
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        shutil.copy2(merged / name, adapter / name)
+    if config_path is not None:
+        shutil.copy2(config_path, dest / "training_config.yaml")
+    report_dir = run / "eval" / config.merge.method
+    metrics = None
+    if (report_dir / "report.json").exists():
+        shutil.copy2(report_dir / "report.md", dest / "eval_report.md")
+        report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        metrics = headline_metrics(report)
+    if (run / "eval" / "summary.md").exists():
+        shutil.copy2(run / "eval" / "summary.md", dest / "eval_variants.md")
+    calibration = stage_calibrate(config, run, progress=False)
+    data = json.loads((run / "data" / "build.json").read_text(encoding="utf-8"))
+    write_model_card(
+        dest,
+        name=config.name,
+        base=config.base,
+        config_path=config_path or run / "config.json",
+        data_summary={**data["counts"], "single held out": data["single_heldout"]},
+        metrics=metrics,
+        commit=git_commit(),
+    )
+    entry = registry_entry(
+        config.name,
+        base=config.base,
+        adapter=f"judges/{config.name}/adapter",
+        template=config.data.template,
+        pair_combine="calibrated",
+        tie_margin=float(calibration["tie_margin"]),
+        description=(
+            f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "
+            f"pairwise judging, {config.merge.method}-merged, GGUF {config.export.gguf}. "
+            "See models/judges/" + config.name + "/MODEL_CARD.md for how it scores."
+        ),
+    )
+    add_registry_entry(entry, make_default=config.ship.make_default)
+    store_file = STORE_DIR / entry["file"]
+    if not store_file.exists():
+        shutil.copy2(exported_gguf(config, run), store_file)
+    return {"dest": str(dest), "registry": entry["name"], "default": config.ship.make_default}
 
 
 def run_pipeline(
@@ -267,6 +352,7 @@ def run_pipeline(
     base_dir: Path | None = None,
     base_gguf_file: Path | None = None,
     progress: bool = True,
+    config_path: Path | None = None,
 ) -> dict:
     """Run the stages in order. `base_dir` / `base_gguf_file` replace the named base (tests)."""
     from training.bases import base_gguf, hf_base_dir
@@ -296,6 +382,8 @@ def run_pipeline(
     if "eval" in stages:
         margin = stage_calibrate(config, run, progress)["tie_margin"]
         summary["eval"] = stage_eval(config, run, base_dir, margin, progress)
+    if "ship" in stages:
+        summary["ship"] = stage_ship(config, run, config_path)
     summary["seconds"] = round(time.perf_counter() - started, 1)
     (run / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -314,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         parser.error(f"unknown stage(s) {unknown}; valid: {', '.join(STAGES)}")
-    summary = run_pipeline(load_config(args.config), stages)
+    config_path = resolve_config_path(args.config)
+    summary = run_pipeline(load_config(config_path), stages, config_path=config_path)
     print(json.dumps(summary, indent=2))
     return 0
 
