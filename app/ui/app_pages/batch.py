@@ -1,0 +1,123 @@
+"""Judge a whole file: upload, preview with per-row errors, run, watch, stop, resume."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app.batch_job import BatchJob
+from app.errors import InputError, PocketJudgeError
+from app.io.layouts import LAYOUTS
+from app.io.reader import InputRow, read_rows
+from app.metrics import MetricsUnavailable, preload
+from app.scenarios import load_catalog
+from app.service import JudgeService
+from app.ui import state
+from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome
+from app.ui.model_cache import shared_judge
+from app.ui.settings import PROTOCOL_LABELS, Settings, max_upload_bytes, model_label
+from app.ui.tables import preview_frame
+
+PARSED = "batch.parsed"
+
+
+def parse_upload(upload) -> tuple[list[InputRow] | None, str | None]:
+    """The rows of an uploaded file (parsed once per upload), or the reason there are none."""
+    cached = st.session_state.get(PARSED)
+    if cached is not None and cached[0] == upload.file_id:
+        return cached[1], cached[2]
+    try:
+        rows = list(read_rows(upload.getvalue(), name=upload.name, max_bytes=max_upload_bytes()))
+        error = None if rows else f"{upload.name} has no rows"
+    except InputError as exc:
+        rows, error = None, str(exc)
+    st.session_state[PARSED] = (upload.file_id, rows, error)
+    return rows, error
+
+
+def render_preview(rows: list[InputRow]) -> None:
+    frame = preview_frame(rows)
+    bad = int((frame["status"] == "error").sum())
+    columns = st.columns(3)
+    columns[0].metric("Rows", len(rows))
+    columns[1].metric("Readable", len(rows) - bad)
+    columns[2].metric("With problems", bad)
+    if bad:
+        st.warning(
+            f"{bad} of {len(rows)} rows have problems (the error column says what to fix). "
+            "They stay in the results as error rows, so the output has one row per input row."
+        )
+    only_bad = st.toggle("Show only rows with problems", value=bool(bad), key="preview_errors")
+    shown = frame[frame["status"] == "error"] if only_bad else frame
+    st.dataframe(shown, hide_index=True, key="preview")
+
+
+def start(settings: Settings, rows: list[InputRow], source: str) -> None:
+    config = settings.judge_config()
+    try:
+        with st.spinner("Loading the judge model..."):
+            shared = shared_judge(settings)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return
+    if config.reference_metrics and any(r.item and r.item.reference for r in rows):
+        try:
+            with st.spinner("Loading the reference metrics..."):
+                preload()
+        except MetricsUnavailable as exc:
+            st.warning(f"Reference metrics are off for this run: {exc}")
+            config = replace(config, reference_metrics=False)
+    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
+    job = BatchJob(service, rows, config, lock=shared.lock)
+    try:
+        shared.track(job)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return
+    job.start()
+    st.session_state[RUN] = BatchRun(job, shared, source, settings.rubric, settings.swap)
+
+
+def page() -> None:
+    settings = state.current_settings()
+    st.title("Batch")
+    st.caption(
+        f"{PROTOCOL_LABELS[settings.protocol]} · scenario `{settings.scenario}` · model "
+        f"`{model_label(settings.model)}`. Every input row gives exactly one output row."
+    )
+    limit_mb = max_upload_bytes() / 1_000_000
+    upload = st.file_uploader(
+        f"Upload a .jsonl or .json file (up to {limit_mb:g} MB)",
+        type=["jsonl", "json", "ndjson"],
+        key="upload",
+        help="Accepted layouts: " + "; ".join(f"{k} {v}" for k, v in LAYOUTS.items()),
+    )
+    run: BatchRun | None = st.session_state.get(RUN)
+    rows = None
+    if upload is not None:
+        rows, error = parse_upload(upload)
+        if error:
+            st.error(error)
+        else:
+            render_preview(rows)
+    busy = run is not None and run.running
+    clicked = st.button(
+        "Run batch",
+        type="primary",
+        key="run_batch",
+        disabled=not rows or busy,
+        help="Stop the current run first." if busy else None,
+    )
+    if clicked and rows:
+        start(settings, rows, upload.name)
+        run = st.session_state.get(RUN)
+    if run is None:
+        return
+    st.header(f"Run: {run.source}")
+    render_live(run)
+    if not run.running:
+        render_outcome(run)
+
+
+page()

@@ -1,0 +1,131 @@
+"""Judge one item typed by hand: a question, 1-6 answers and an optional reference."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+from pydantic import ValidationError
+
+from app.errors import PocketJudgeError
+from app.metrics import MetricsUnavailable, preload
+from app.records import JudgeItem, Judgment, Protocol
+from app.scenarios import load_catalog
+from app.service import JudgeService
+from app.ui import state
+from app.ui.model_cache import shared_judge
+from app.ui.options import answer_label, answer_range
+from app.ui.settings import PROTOCOL_LABELS, Settings, model_label
+from app.ui.tables import criterion_names, overall_top, rubric_scale
+from app.ui.views import show_judgment
+
+RESULT = "single.result"
+
+
+def form(settings: Settings) -> tuple[str, list[str], str]:
+    question = st.text_area(
+        "Question", value=state.stored("question", ""), height=100, **state.persisted("question")
+    )
+    low, high = answer_range(settings.protocol)
+    if low == high:
+        count = low
+    else:
+        key = f"answer_count_{settings.protocol}"
+        default = min(max(int(state.stored(key, low)), low), high)
+        count = int(
+            st.number_input(
+                "Number of answers",
+                min_value=low,
+                max_value=high,
+                value=default,
+                step=1,
+                **state.persisted(key),
+            )
+        )
+    answers = []
+    columns = st.columns(min(count, 3))
+    for number in range(1, count + 1):
+        key = f"answer_{number}"
+        with columns[(number - 1) % len(columns)]:
+            answers.append(
+                st.text_area(
+                    answer_label(settings.protocol, number),
+                    value=state.stored(key, ""),
+                    height=160,
+                    **state.persisted(key),
+                )
+            )
+    needs_reference = settings.protocol == Protocol.ANCHORED.value
+    reference = st.text_area(
+        "Reference answer"
+        + (" (required for anchored grading)" if needs_reference else " (optional)"),
+        value=state.stored("reference", ""),
+        height=100,
+        **state.persisted("reference"),
+    )
+    return question, answers, reference
+
+
+def judge(settings: Settings, question: str, answers: list[str], reference: str) -> None:
+    try:
+        item = JudgeItem(
+            id="manual", question=question, answers=tuple(answers), reference=reference or None
+        )
+    except ValidationError as exc:
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        st.error(f"Check the form: {problems}.")
+        return
+    config = settings.judge_config()
+    try:
+        with st.spinner("Loading the judge model..."):
+            shared = shared_judge(settings)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return
+    if config.reference_metrics and item.reference:
+        try:
+            with st.spinner("Loading the reference metrics..."):
+                preload()
+        except MetricsUnavailable as exc:
+            st.warning(f"Reference metrics are off for this judgment: {exc}")
+            config = replace(config, reference_metrics=False)
+    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
+    if shared.lock.locked():
+        st.info("Another tab is judging with this model; this item waits for its turn.")
+    try:
+        with st.spinner("Judging..."), shared.use():
+            judgment = service.judge(item, config)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return
+    st.session_state[RESULT] = (judgment, settings.rubric)
+
+
+def show_result(result: tuple[Judgment, object]) -> None:
+    judgment, rubric = result
+    st.divider()
+    show_judgment(
+        judgment,
+        names=criterion_names(judgment, load_catalog(), rubric),
+        scale=rubric_scale(rubric, judgment),
+        top=overall_top(rubric, judgment),
+        key="single",
+    )
+
+
+def page() -> None:
+    settings = state.current_settings()
+    st.title("Judge one item")
+    st.caption(
+        f"{PROTOCOL_LABELS[settings.protocol]} · scenario `{settings.scenario}` · "
+        f"model `{model_label(settings.model)}`. Change these in the sidebar and on the "
+        "Scenario and criteria page. Nothing leaves this machine."
+    )
+    question, answers, reference = form(settings)
+    if st.button("Judge", type="primary", key="judge"):
+        judge(settings, question, answers, reference)
+    if st.session_state.get(RESULT) is not None:
+        show_result(st.session_state[RESULT])
+
+
+page()

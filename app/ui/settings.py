@@ -1,0 +1,199 @@
+"""What the user chose in the app, as one frozen value, and how it reaches the core.
+
+No Streamlit here: `Settings` is built from the session state by `app.ui.state` and turned
+into the core's `JudgeConfig` and `BackendOptions` by the functions below, so the mapping
+from widgets to the engine is testable on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from app.cli import input_budget_chars
+from app.criteria_resolution import AUTO, CriteriaChoice
+from app.prompts import DEFAULT_TEMPLATE
+from app.records import Protocol
+from app.scenarios import Rubric
+from app.service import JudgeConfig
+from models.backends.base import BackendOptions, SamplingParams
+from models.registry import ModelEntry, load_registry
+
+MODEL_ENV = "POCKETJUDGE_MODEL"  # a registry name or a .gguf path: the app's default model
+MAX_UPLOAD_ENV = "POCKETJUDGE_MAX_UPLOAD_MB"
+DEFAULT_MAX_UPLOAD_MB = 50.0
+
+AUTO_PROTOCOL = "auto"
+PROTOCOL_CHOICES = (AUTO_PROTOCOL, *(p.value for p in Protocol))
+PROTOCOL_LABELS = {
+    AUTO_PROTOCOL: "Auto (by answer count)",
+    Protocol.SINGLE.value: "Single answer grading",
+    Protocol.PAIRWISE.value: "Pairwise comparison",
+    Protocol.MULTI.value: "Multi-answer ranking",
+    Protocol.ANCHORED.value: "Reference-anchored single grading",
+}
+COMBINE_LABELS = {
+    "agree": "Agreement (a verdict both orders give, else tie)",
+    "calibrated": "Position-calibrated (expected scores averaged over both orders)",
+}
+
+CriteriaMode = Literal["scenario", "criteria", "rubric"]
+CRITERIA_MODES: tuple[CriteriaMode, ...] = ("scenario", "criteria", "rubric")
+CRITERIA_MODE_LABELS = {
+    "scenario": "The scenario's criteria",
+    "criteria": "Criteria I pick",
+    "rubric": "A custom rubric",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every choice that shapes a judgment. Defaults match the CLI's."""
+
+    model: str
+    protocol: str = AUTO_PROTOCOL
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 768
+    repeat_penalty: float = 1.1
+    seed: int = 0
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: let llama.cpp choose
+    n_gpu_layers: int = 0
+    use_reference: bool = True
+    swap: bool = True
+    pair_combine: Literal["agree", "calibrated"] = "agree"
+    tie_margin: float = 0.0
+    template: str = DEFAULT_TEMPLATE
+    reference_metrics: bool = True
+    scenario: str = AUTO
+    criteria_mode: CriteriaMode = "scenario"
+    criteria: tuple[str, ...] = ()
+    rubric: Rubric | None = field(default=None, compare=False)
+
+    @property
+    def protocol_value(self) -> Protocol | None:
+        return None if self.protocol == AUTO_PROTOCOL else Protocol(self.protocol)
+
+    def choice(self) -> CriteriaChoice:
+        """The scenario always applies; picked criteria or a rubric replace its criteria."""
+        if self.criteria_mode == "rubric" and self.rubric is not None:
+            return CriteriaChoice(scenario=self.scenario, rubric=self.rubric)
+        if self.criteria_mode == "criteria" and self.criteria:
+            return CriteriaChoice(scenario=self.scenario, criteria=self.criteria)
+        return CriteriaChoice(scenario=self.scenario)
+
+    def judge_config(self) -> JudgeConfig:
+        return JudgeConfig(
+            protocol=self.protocol_value,
+            choice=self.choice(),
+            use_reference=self.use_reference,
+            swap=self.swap,
+            pair_combine=self.pair_combine,
+            tie_margin=self.tie_margin,
+            template=self.template,
+            sampling=SamplingParams(
+                temperature=self.temperature,
+                top_p=self.top_p,
+                max_tokens=self.max_tokens,
+                seed=self.seed,
+                repeat_penalty=self.repeat_penalty,
+            ),
+            max_input_chars=input_budget_chars(self.n_ctx, self.max_tokens),
+            reference_metrics=self.reference_metrics and self.use_reference,
+        )
+
+    def backend_options(self) -> BackendOptions:
+        return BackendOptions(
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads or None,
+            n_gpu_layers=self.n_gpu_layers,
+        )
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """What a model's registry entry says the app should start from."""
+
+    template: str = DEFAULT_TEMPLATE
+    pair_combine: Literal["agree", "calibrated"] = "agree"
+    tie_margin: float = 0.0
+    n_ctx: int = 4096
+    trained_for_judging: bool | None = None  # None: a file the registry does not know
+    description: str = ""
+
+
+def default_model() -> str:
+    """POCKETJUDGE_MODEL when set, else the registry's default."""
+    return os.environ.get(MODEL_ENV, "").strip() or load_registry().default
+
+
+def is_model_file(model: str) -> bool:
+    return Path(model).suffix.lower() == ".gguf"
+
+
+def registry_entry(model: str) -> ModelEntry | None:
+    if is_model_file(model):
+        return None
+    registry = load_registry()
+    return registry.get(model) if model in registry.names() else None
+
+
+def model_defaults(model: str) -> ModelDefaults:
+    entry = registry_entry(model)
+    if entry is None:
+        return ModelDefaults()
+    return ModelDefaults(
+        template=entry.template or DEFAULT_TEMPLATE,
+        pair_combine=entry.pair_combine,
+        tie_margin=entry.tie_margin,
+        n_ctx=entry.context,
+        trained_for_judging=entry.trained_for_judging,
+        description=entry.description,
+    )
+
+
+def model_choices(added: tuple[str, ...] = ()) -> list[str]:
+    """Registry names, then the POCKETJUDGE_MODEL file and the files the user added."""
+    choices = list(load_registry().names())
+    for model in (default_model(), *added):
+        if model not in choices:
+            choices.append(model)
+    return choices
+
+
+def model_label(model: str) -> str:
+    return f"{Path(model).name} (file)" if is_model_file(model) else model
+
+
+def check_model_file(text: str) -> str:
+    """The absolute path of a GGUF file a user typed; ValueError saying what is wrong."""
+    path = Path(text.strip().strip('"').strip("'")).expanduser()
+    if not text.strip():
+        raise ValueError("type the path of a .gguf file")
+    if path.suffix.lower() != ".gguf":
+        raise ValueError(f"{path}: not a .gguf file; convert the model to GGUF first")
+    if not path.is_file():
+        raise ValueError(f"{path}: file not found; check the path")
+    return str(path.resolve())
+
+
+def max_upload_bytes() -> int:
+    """The upload size limit: POCKETJUDGE_MAX_UPLOAD_MB megabytes (default 50)."""
+    raw = os.environ.get(MAX_UPLOAD_ENV, "").strip()
+    try:
+        megabytes = float(raw) if raw else DEFAULT_MAX_UPLOAD_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_UPLOAD_MB
+    return max(1, int(megabytes * 1_000_000))
+
+
+RUBRICS_ENV = "POCKETJUDGE_RUBRICS_DIR"
+
+
+def user_rubrics_dir() -> Path:
+    """Where the rubric editor saves by default: POCKETJUDGE_RUBRICS_DIR, else ~/.pocketjudge."""
+    raw = os.environ.get(RUBRICS_ENV, "").strip()
+    return Path(raw).expanduser() if raw else Path.home() / ".pocketjudge" / "rubrics"

@@ -1,0 +1,117 @@
+"""Session state shared by the pages: widget keys, defaults, and the current `Settings`.
+
+Two kinds of keys live in `st.session_state`:
+
+- widget keys (`"model"`, `"temperature"`, `"scenario"`, ...), stable so browser tests can
+  find the widgets. The sidebar's widgets are drawn on every run, so their values persist.
+- stored values (`"cfg.<key>"`), copied from a page's widgets by `persisted(...)`. Streamlit
+  forgets the value of a widget that a run does not draw, so a page's choices (scenario,
+  criteria, rubric, the single-item form) are kept here and survive a change of page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import streamlit as st
+
+from app.criteria_resolution import AUTO
+from app.ui.settings import Settings, default_model, model_defaults
+
+STORE = "cfg."
+
+# Sidebar widgets: key -> default (the model-dependent ones are filled in by `init_state`).
+SIDEBAR_DEFAULTS: dict[str, Any] = {
+    "protocol": Settings.protocol,
+    "temperature": Settings.temperature,
+    "top_p": Settings.top_p,
+    "max_tokens": Settings.max_tokens,
+    "repeat_penalty": Settings.repeat_penalty,
+    "seed": Settings.seed,
+    "n_threads": Settings.n_threads,
+    "n_gpu_layers": Settings.n_gpu_layers,
+    "use_reference": Settings.use_reference,
+    "reference_metrics": Settings.reference_metrics,
+    "swap": Settings.swap,
+}
+# Values kept across pages: key -> default.
+STORED_DEFAULTS: dict[str, Any] = {
+    "scenario": AUTO,
+    "criteria_mode": "scenario",
+    "criteria": (),
+    "rubric": None,
+    "added_models": (),
+}
+MODEL_KEYS = ("template", "pair_combine", "tie_margin", "n_ctx")
+
+
+def init_state() -> None:
+    """Give every shared key its default once per session."""
+    state = st.session_state
+    if "model" not in state:
+        state["model"] = default_model()
+        apply_model_defaults()
+    for key, value in SIDEBAR_DEFAULTS.items():
+        state.setdefault(key, value)
+    for key, value in STORED_DEFAULTS.items():
+        state.setdefault(STORE + key, value)
+
+
+def apply_model_defaults() -> None:
+    """Template, pair combine, tie margin and context length from the model's registry entry."""
+    defaults = model_defaults(st.session_state["model"])
+    for key in MODEL_KEYS:
+        st.session_state[key] = getattr(defaults, key)
+
+
+def stored(key: str, default: Any = None) -> Any:
+    return st.session_state.get(STORE + key, default)
+
+
+def store(key: str, value: Any) -> None:
+    st.session_state[STORE + key] = value
+
+
+def persisted(key: str, convert: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Widget arguments that copy its value to `cfg.<key>` whenever it changes."""
+
+    def keep() -> None:
+        value = st.session_state[key]
+        store(key, convert(value) if convert else value)
+
+    return {"key": key, "on_change": keep}
+
+
+def current_settings() -> Settings:
+    return settings_from(st.session_state)
+
+
+def settings_from(state: Mapping[str, Any]) -> Settings:
+    """Settings from a session state (or any mapping holding the same keys)."""
+
+    def kept(key: str, default: Any = None) -> Any:
+        return state.get(STORE + key, default)
+
+    return Settings(
+        model=state["model"],
+        protocol=state["protocol"],
+        temperature=float(state["temperature"]),
+        top_p=float(state["top_p"]),
+        max_tokens=int(state["max_tokens"]),
+        repeat_penalty=float(state["repeat_penalty"]),
+        seed=int(state["seed"]),
+        n_ctx=int(state["n_ctx"]),
+        n_threads=int(state["n_threads"]),
+        n_gpu_layers=int(state["n_gpu_layers"]),
+        use_reference=bool(state["use_reference"]),
+        swap=bool(state["swap"]),
+        pair_combine=state["pair_combine"],
+        tie_margin=float(state["tie_margin"]),
+        template=state["template"],
+        reference_metrics=bool(state["reference_metrics"]),
+        scenario=kept("scenario", AUTO),
+        criteria_mode=kept("criteria_mode", "scenario"),
+        criteria=tuple(kept("criteria", ())),
+        rubric=kept("rubric"),
+    )

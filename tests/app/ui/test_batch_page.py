@@ -1,0 +1,167 @@
+"""The batch flow on the tiny real model: preview, run to done, stop and resume, two tabs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app.records import Status
+from app.ui import model_cache
+from app.ui.batch_view import RUN, BatchRun
+from app.ui.settings import MAX_UPLOAD_ENV
+from app.ui.state import settings_from
+
+PAGE = "app_pages/batch.py"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+MODELS = ("model-x", "model-y", "model-z")
+WAIT_S = 120
+
+
+def rows(count: int) -> bytes:
+    """`count` pairwise rows whose answers name the models that wrote them, and one bad row."""
+    lines = []
+    for n in range(count):
+        first, second = MODELS[n % 3], MODELS[(n + 1) % 3]
+        lines.append(
+            {
+                "id": f"r{n}",
+                "question": f"Name a primary colour ({n}).",
+                "answers": ["Red.", "Green is one."],
+                "answer_models": [first, second],
+            }
+        )
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    return (text + '{"id": "bad", "answers": ["x"]}\n').encode("utf-8")
+
+
+def upload(at: AppTest, data: bytes, name: str = "batch.jsonl") -> AppTest:
+    at.file_uploader(key="upload").upload(name, data, "application/jsonl").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table_with(at: AppTest, column: str):
+    """The first table on the page that has `column`."""
+    return next(t.value for t in at.dataframe if column in t.value.columns)
+
+
+def current_run(at: AppTest) -> BatchRun:
+    return at.session_state[RUN]
+
+
+def finish(at: AppTest) -> AppTest:
+    """Wait for the job's thread, then rerun the page as the polling fragment would."""
+    assert current_run(at).job.wait(WAIT_S)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_preview_shows_row_errors_before_running(make_app: Callable[..., AppTest]) -> None:
+    at = make_app(PAGE)
+    assert at.button(key="run_batch").disabled
+    upload(at, (EXAMPLES / "bad_rows.jsonl").read_bytes(), "bad_rows.jsonl")
+    assert [m.value for m in at.metric] == ["6", "2", "4"]
+    assert "4 of 6 rows have problems" in at.warning[0].value
+    shown = at.dataframe[0].value
+    assert list(shown["line"]) == [2, 3, 4, 5]  # only the rows with problems, by default
+    assert "invalid JSON" in shown.iloc[0]["error"]
+    assert "field 'question'" in shown.iloc[1]["error"]
+    at.toggle(key="preview_errors").set_value(False).run()
+    assert len(at.dataframe[0].value) == 6
+    assert not at.button(key="run_batch").disabled
+
+
+def test_every_example_layout_previews_clean(make_app: Callable[..., AppTest]) -> None:
+    at = make_app(PAGE)
+    for path in sorted(EXAMPLES.glob("*.json*")):
+        if path.name == "bad_rows.jsonl":
+            continue
+        upload(at, path.read_bytes(), path.name)
+        assert at.metric[2].value == "0", path.name  # no row with problems
+        assert not at.error, path.name
+
+
+def test_a_file_over_the_size_limit_is_refused(
+    make_app: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MAX_UPLOAD_ENV, "0.0001")  # 100 bytes
+    at = make_app(PAGE)
+    upload(at, (EXAMPLES / "bad_rows.jsonl").read_bytes(), "bad_rows.jsonl")
+    message = at.error[0].value
+    assert "the limit is 100 bytes" in message and "Split the file" in message
+    assert at.button(key="run_batch").disabled
+
+
+def test_batch_runs_to_done_with_dashboard_leaderboard_and_downloads(
+    make_app: Callable[..., AppTest],
+) -> None:
+    at = make_app(PAGE)
+    upload(at, rows(4))
+    at.button(key="run_batch").click().run()
+    assert not at.exception, at.exception
+    finish(at)
+    snap = current_run(at).job.snapshot()
+    assert snap.state == "done" and snap.done == snap.total == 5
+    assert [j.status for j in snap.judgments] == [Status.OK] * 4 + [Status.ERROR]
+    assert "Done: 5 rows judged" in at.success[0].value
+    headers = [h.value for h in at.header]
+    for header in ("Download", "Dashboard", "Model leaderboard", "Inspect a row"):
+        assert header in headers
+    assert {button.key for button in at.get("download_button")} >= {
+        "download_jsonl",
+        "download_csv",
+    }
+    board = table_with(at, "Bradley-Terry strength")
+    assert set(board["model"]) == set(MODELS)
+    dashboard = {metric.label: metric.value for metric in at.metric}
+    assert dashboard["Rows judged"] == "5" and dashboard["error"] == "1"
+    assert "Position consistency" in dashboard  # swap is on by default
+    assert any(subheader.value == "Rows to inspect" for subheader in at.subheader)
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 5  # scores, verdicts, groups, criteria, leaderboard (+ inspector)
+    assert settings_from(at.session_state).swap
+
+
+def test_stop_keeps_the_judged_rows_and_resume_finishes(
+    make_app: Callable[..., AppTest], app_env: Path
+) -> None:
+    at = make_app(PAGE)
+    upload(at, rows(6))
+    handle = model_cache.shared_judge(settings_from(at.session_state))
+    with handle.lock:  # the job waits for the model at its first row
+        at.button(key="run_batch").click().run()
+        assert current_run(at).job.state == "running"
+        at.button(key="stop_batch").click().run()
+        assert current_run(at).job.state == "stopping"
+    finish(at)
+    snap = current_run(at).job.snapshot()
+    assert snap.state == "stopped" and snap.done == 1 < snap.total
+    assert "Stopped after 1 of 7 rows" in at.info[0].value
+    assert len(table_with(at, "verdict")) == 1  # the live results table
+    at.button(key="resume_batch").click().run()
+    finish(at)
+    snap = current_run(at).job.snapshot()
+    assert snap.state == "done" and snap.done == 7
+    assert [j.id for j in snap.judgments] == [f"r{n}" for n in range(6)] + ["bad"]
+
+
+def test_two_tabs_judge_at_once_on_one_model(make_app: Callable[..., AppTest]) -> None:
+    batch_tab = make_app(PAGE)
+    upload(batch_tab, rows(3))
+    batch_tab.button(key="run_batch").click().run()
+    single_tab = make_app()
+    single_tab.text_area(key="question").input("Which colour is the sky?")
+    single_tab.text_area(key="answer_1").input("Blue.")
+    single_tab.button(key="judge").click().run()
+    assert not single_tab.exception
+    judgment, _ = single_tab.session_state["single.result"]
+    assert judgment.status is Status.OK
+    finish(batch_tab)
+    run = current_run(batch_tab)
+    assert run.job.snapshot().state == "done"
+    assert run.handle is model_cache.shared_judge(settings_from(single_tab.session_state))

@@ -1,0 +1,149 @@
+"""Judging one item on the tiny real model: the form, the verdict, the charts, the feedback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app.metrics
+from app.records import Judgment, Protocol, Status
+from app.scenarios import RUBRICS_DIR, load_rubric
+
+QUESTION = "What is the capital of France?"
+REFERENCE = "Paris is the capital of France."
+
+
+def fill(at: AppTest, answers: Sequence[str], reference: str = "") -> AppTest:
+    at.text_area(key="question").input(QUESTION)
+    for number, answer in enumerate(answers, start=1):
+        at.text_area(key=f"answer_{number}").input(answer)
+    at.text_area(key="reference").input(reference)
+    return at.run()
+
+
+def judge(at: AppTest) -> Judgment:
+    at.button(key="judge").click().run()
+    assert not at.exception, at.exception
+    judgment, _ = at.session_state["single.result"]
+    return judgment
+
+
+@pytest.fixture
+def fake_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skip loading BERTScore (seconds); the real metrics run in the slow test below."""
+
+    def metrics(answers: Sequence[str], reference: str) -> list[dict[str, float]]:
+        return [
+            {"rouge1": 0.5, "rouge2": 0.2, "rougeL": 0.5, "bleu": 0.1, "bertscore_f1": 0.8}
+            for _ in answers
+        ]
+
+    monkeypatch.setattr(app.metrics, "reference_metrics", metrics)
+    monkeypatch.setattr(app.metrics, "preload", lambda **_: None)
+
+
+def test_empty_answers_are_refused_before_loading_a_model(
+    make_app: Callable[..., AppTest],
+) -> None:
+    at = make_app()
+    at.button(key="judge").click().run()
+    assert not at.exception
+    assert "question is empty" in at.error[0].value or "answer 1 is empty" in at.error[0].value
+    assert "single.result" not in at.session_state
+
+
+def test_pairwise_with_reference_shows_verdict_confidence_and_three_charts(
+    make_app: Callable[..., AppTest], fake_metrics: None
+) -> None:
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("pairwise").run()
+    assert at.text_area(key="answer_2").label == "Answer B"
+    fill(at, ["Paris.", "Lyon."], REFERENCE)
+    judgment = judge(at)
+    assert judgment.status is Status.OK  # the grammar makes the tiny model's output parse
+    assert judgment.protocol is Protocol.PAIRWISE and judgment.swapped
+    assert judgment.criteria == ("accuracy", "clarity")
+    assert at.subheader[0].value.startswith("Verdict: ")
+    labels = [metric.label for metric in at.metric]
+    assert labels[:3] == ["Answer A", "Answer B", "Confidence"]
+    assert "Position consistency" in labels
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3  # bars, radar, reference metrics
+    assert at.text[0].value == (judgment.feedback or "(no feedback)")
+    at.toggle(key="single_feedback_markdown").set_value(True).run()
+    assert not at.exception and not at.text
+
+
+def test_no_reference_no_metrics_chart(
+    make_app: Callable[..., AppTest], fake_metrics: None
+) -> None:
+    at = make_app()
+    fill(at, ["Paris."])
+    judgment = judge(at)
+    assert judgment.protocol is Protocol.SINGLE and judgment.reference_metrics is None
+    assert at.subheader[0].value == "Grade"
+    assert at.metric[0].label == "Answer 1" and at.metric[0].value.endswith("/ 10")
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_multi_answer_ranking(make_app: Callable[..., AppTest]) -> None:
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("multi").run()
+    at.number_input(key="answer_count_multi").set_value(3).run()
+    fill(at, ["Paris.", "Lyon.", "Nice."])
+    judgment = judge(at)
+    assert judgment.protocol is Protocol.MULTI and judgment.ranking is not None
+    assert at.subheader[0].value.startswith("Ranking: Answer ")
+
+
+def test_anchored_needs_a_reference(make_app: Callable[..., AppTest]) -> None:
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("anchored").run()
+    fill(at, ["Paris."])
+    judgment = judge(at)
+    assert judgment.status is Status.ERROR
+    assert "needs a 'reference'" in at.error[0].value
+
+
+def test_the_form_survives_a_change_of_page(make_app: Callable[..., AppTest]) -> None:
+    at = make_app()
+    fill(at, ["Paris."], REFERENCE)
+    at.switch_page("app_pages/about.py").run()
+    at.switch_page("app_pages/judge.py").run()
+    assert at.text_area(key="question").value == QUESTION
+    assert at.text_area(key="answer_1").value == "Paris."
+    assert at.text_area(key="reference").value == REFERENCE
+
+
+@pytest.mark.slow
+def test_real_reference_metrics(make_app: Callable[..., AppTest]) -> None:
+    """Loads BERTScore's model (about 10 s on 2 CPU cores)."""
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("pairwise").run()
+    fill(at, ["Paris is the capital of France.", "Lyon."], REFERENCE)
+    judgment = judge(at)
+    assert judgment.reference_metrics is not None
+    assert judgment.reference_metrics[0]["rouge1"] == pytest.approx(1.0)
+    assert (
+        judgment.reference_metrics[0]["bertscore_f1"]
+        > judgment.reference_metrics[1]["bertscore_f1"]
+    )
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_a_rubric_judgment_uses_its_names_and_scale(
+    make_app: Callable[..., AppTest], fake_metrics: None
+) -> None:
+    rubric = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")
+    at = make_app()
+    at.session_state["cfg.criteria_mode"] = "rubric"
+    at.session_state["cfg.rubric"] = rubric
+    fill(at, ["A red fox in the snow."], "A red fox (Vulpes vulpes) standing in snow.")
+    judgment = judge(at)
+    assert judgment.status is Status.OK, judgment.error
+    assert judgment.scenario == f"rubric:{rubric.id}"
+    assert at.metric[0].value.endswith("/ 15")  # a sum rubric: 2 + 3 + 5 + 2 + 3 points
+    bars = at.get("plotly_chart")[0].proto.spec
+    assert rubric.criteria[0].name in bars

@@ -1,0 +1,56 @@
+"""The judgment view on its own: failures show the raw output, model text is never HTML."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+def unparsed_view() -> None:
+    from app.records import Judgment, Protocol, Status
+    from app.ui.views import show_judgment
+
+    show_judgment(
+        Judgment(
+            id="x",
+            protocol=Protocol.SINGLE,
+            status=Status.UNPARSED,
+            error="no overall score",
+            raw_output="{oops",
+        )
+    )
+
+
+def feedback_view() -> None:
+    from app.records import AnswerScores, Judgment, Protocol, Status
+    from app.ui.views import show_judgment
+
+    show_judgment(
+        Judgment(
+            id="x",
+            protocol=Protocol.SINGLE,
+            status=Status.OK,
+            answers=(AnswerScores(criteria={"accuracy": 7.0}, overall=7.0),),
+            criteria=("accuracy",),
+            feedback="<script>alert(1)</script> **fine** ![t](http://example.com/x.png)",
+        ),
+        top=10,
+        key="v",
+    )
+
+
+def test_unparsed_judgment_shows_why_and_the_raw_output() -> None:
+    at = AppTest.from_function(unparsed_view).run()
+    assert not at.exception
+    assert "could not be read" in at.warning[0].value and "no overall score" in at.warning[0].value
+    assert at.code[0].value == "{oops"
+    assert not at.get("plotly_chart")
+
+
+def test_feedback_is_plain_text_or_markdown_without_html() -> None:
+    at = AppTest.from_function(feedback_view).run()
+    assert at.subheader[0].value == "Grade" and at.metric[0].value == "7 / 10"
+    assert at.text[0].value.startswith("<script>")  # shown as text, not run
+    at.toggle(key="v_feedback_markdown").set_value(True).run()
+    feedback = next(m for m in at.markdown if "fine" in m.value)
+    assert not feedback.allow_html
+    assert "[image: t]" in feedback.value and "http://example.com" not in feedback.value
