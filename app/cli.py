@@ -166,7 +166,8 @@ def _judge(args: argparse.Namespace) -> int:
         use_reference=not args.no_reference,
         swap=not args.no_swap,
         reference_metrics=args.reference_metrics,
-        max_input_chars=input_budget_chars(args.n_ctx, args.max_tokens),
+        max_input_chars=(entry and entry.max_input_chars)
+        or input_budget_chars(args.n_ctx, args.max_tokens),
         template=args.template or (entry and entry.template) or DEFAULT_TEMPLATE,
         pair_combine=args.combine or (entry.pair_combine if entry else "agree"),
         tie_margin=args.tie_margin

@@ -32,6 +32,7 @@ class ModelEntry(BaseModel):
     template: str | None = None  # the prompt template the model was trained on
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = Field(default=0.0, ge=0)
+    max_input_chars: int | None = Field(default=None, ge=200)  # what the judge was trained to read
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)
     description: str = ""

@@ -91,6 +91,7 @@ class EvalConfig(_Strict):
         "../shared/data/llmbar/adversarial_neighbor.json",
     )
     limit: int | None = Field(default=None, ge=1)
+    threads: int | None = Field(default=None, ge=1)  # llama.cpp threads (None: its default)
 
 
 class ShipConfig(_Strict):

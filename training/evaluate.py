@@ -146,7 +146,9 @@ def judge_config(
         tie_margin=overrides.tie_margin
         if overrides.tie_margin is not None
         else (entry.tie_margin if entry else 0.0),
-        max_input_chars=overrides.max_input_chars or input_budget_chars(n_ctx, MAX_TOKENS),
+        max_input_chars=overrides.max_input_chars
+        or (entry and entry.max_input_chars)
+        or input_budget_chars(n_ctx, MAX_TOKENS),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
 

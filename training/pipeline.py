@@ -175,6 +175,7 @@ def stage_calibrate(config: TrainingConfig, run: Path, progress: bool = True) ->
         [pairs_file],
         model=str(exported_gguf(config, run)),
         out_dir=run / "calibrate",
+        threads=config.eval.threads,
         quiet=not progress,
         overrides=_eval_overrides(config, 0.0),
     )
@@ -258,6 +259,7 @@ def stage_eval(
             model=str(variant_gguf(config, run, variant, base_dir)),
             limit=config.eval.limit,
             out_dir=out,
+            threads=config.eval.threads,
             quiet=not progress,
             overrides=_eval_overrides(config, margin),
         )
@@ -332,6 +334,7 @@ def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> d
         template=config.data.template,
         pair_combine="calibrated",
         tie_margin=float(calibration["tie_margin"]),
+        max_input_chars=config.data.max_input_chars,
         description=(
             f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "
             f"pairwise judging, {config.merge.method}-merged, GGUF {config.export.gguf}. "

@@ -22,6 +22,7 @@ def registry_entry(
     pair_combine: str = "agree",
     tie_margin: float = 0.0,
     context: int = 4096,
+    max_input_chars: int | None = None,
     description: str = "",
 ) -> dict[str, Any]:
     """A registry entry built from `base` + the LoRA adapter folder `adapter` (under models/).
@@ -39,6 +40,7 @@ def registry_entry(
         "template": template,
         "pair_combine": pair_combine,
         "tie_margin": tie_margin,
+        "max_input_chars": max_input_chars,
         "description": description
         or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",
     }

@@ -101,7 +101,8 @@ class Settings:
                 seed=self.seed,
                 repeat_penalty=self.repeat_penalty,
             ),
-            max_input_chars=input_budget_chars(self.n_ctx, self.max_tokens),
+            max_input_chars=model_defaults(self.model).max_input_chars
+            or input_budget_chars(self.n_ctx, self.max_tokens),
             reference_metrics=self.reference_metrics and self.use_reference,
         )
 
@@ -121,6 +122,7 @@ class ModelDefaults:
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = 0.0
     n_ctx: int = 4096
+    max_input_chars: int | None = None  # the judge's own input budget, else from n_ctx
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
 
@@ -150,6 +152,7 @@ def model_defaults(model: str) -> ModelDefaults:
         pair_combine=entry.pair_combine,
         tie_margin=entry.tie_margin,
         n_ctx=entry.context,
+        max_input_chars=entry.max_input_chars,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
     )
