@@ -39,7 +39,14 @@ run: setup models
 	PYTHONPATH=$(CURDIR) $(BIN)/python -m streamlit run app/ui/main.py --server.address $(HOST) --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
-test: setup models
+# Debian's Chromium for the browser tests (tests/app/ui/test_browser.py), when it is missing.
+SUDO := $(shell [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)
+.PHONY: browser
+browser:
+	command -v chromium >/dev/null || ($(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+
+test: setup models browser
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-fast: setup models
