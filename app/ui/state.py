@@ -46,14 +46,30 @@ STORED_DEFAULTS: dict[str, Any] = {
 MODEL_KEYS = ("template", "pair_combine", "tie_margin", "n_ctx")
 
 
+SIDEBAR_MIRROR = STORE + "sidebar."
+
+
 def init_state() -> None:
-    """Give every shared key its default once per session."""
+    """Give every shared key its default once per session, and keep the sidebar's values.
+
+    Streamlit drops a widget's value when a run is cut short before the widget is
+    drawn again (a page switch during the session's first run did that), and the
+    next run would show the defaults. Every run therefore mirrors the sidebar
+    values into stored keys and re-claims them before any widget is drawn.
+    """
     state = st.session_state
-    if "model" not in state:
+    if "model" not in state and SIDEBAR_MIRROR + "model" not in state:
         state["model"] = default_model()
         apply_model_defaults()
     for key, value in SIDEBAR_DEFAULTS.items():
-        state.setdefault(key, value)
+        if key not in state and SIDEBAR_MIRROR + key not in state:
+            state[key] = value
+    for key in ("model", *SIDEBAR_DEFAULTS, *MODEL_KEYS):
+        if key in state:
+            state[key] = state[key]  # re-claimed, so this run's widgets start from it
+            state[SIDEBAR_MIRROR + key] = state[key]
+        elif SIDEBAR_MIRROR + key in state:
+            state[key] = state[SIDEBAR_MIRROR + key]
     for key, value in STORED_DEFAULTS.items():
         state.setdefault(STORE + key, value)
 

@@ -40,7 +40,7 @@ SCREENSHOTS_DIR = REPO_ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 900}
 START_S = 90  # the server answering its health check
 JUDGE_S = 180  # loading the model and BERTScore, then one pairwise judgment
-BATCH_S = 300  # each half of the batch: 50 rows take 20 s on 2 idle cores, minutes on busy ones
+BATCH_S = 900  # each half of the batch: 50 rows take 20 s on 2 idle cores, minutes on busy ones
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 LIVE = ":not([data-stale='true'])"  # an element of the current run, not a left-over
 FEEDBACK = '[data-testid="stMarkdownContainer"] strong:text-is("Feedback")'
