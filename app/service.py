@@ -8,7 +8,7 @@ with status ok, unparsed (raw text kept) or error (message kept).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
@@ -166,18 +166,9 @@ class JudgeService:
     ) -> Attempt:
         protocol = config.protocol
         reference = item.reference if config.use_reference else None
-        texts = fit_texts(
-            [item.question, reference or "", *(item.answers[i] for i in order)],
-            config.max_input_chars,
-        )
-        labels = PAIR_LABELS if protocol is Protocol.PAIRWISE else _numbers(len(order))
-        prompt = PromptInput(
-            protocol=protocol,
-            question=texts[0],
-            answers=tuple(AnswerSlot(label, text) for label, text in zip(labels, texts[2:])),
-            rule=resolved.rule,
-            reference=texts[1] or None,
-            scenario=resolved.scenario,
+        answers = [item.answers[i] for i in order]
+        prompt = prompt_input(
+            protocol, item.question, answers, reference, resolved, config.max_input_chars
         )
         messages = get_template(config.template).render(prompt)
         spec = output_spec(protocol, resolved.rule, len(order))
@@ -193,6 +184,31 @@ class JudgeService:
                     f"judgment was complete; raise max_tokens ({exc})"
                 )
         return Attempt(order=order, generation=generation, parsed=parsed, failure=failure)
+
+
+def prompt_input(
+    protocol: Protocol,
+    question: str,
+    answers: Sequence[str],
+    reference: str | None,
+    resolved: ResolvedCriteria,
+    max_input_chars: int | None,
+) -> PromptInput:
+    """What the template renders for answers in this order, texts cut to fit.
+
+    Training renders its examples through this too (training/data.py), so a
+    trained judge sees exactly the prompts it meets at inference.
+    """
+    texts = fit_texts([question, reference or "", *answers], max_input_chars)
+    labels = PAIR_LABELS if protocol is Protocol.PAIRWISE else _numbers(len(answers))
+    return PromptInput(
+        protocol=protocol,
+        question=texts[0],
+        answers=tuple(AnswerSlot(label, text) for label, text in zip(labels, texts[2:])),
+        rule=resolved.rule,
+        reference=texts[1] or None,
+        scenario=resolved.scenario,
+    )
 
 
 def infer_protocol(item: JudgeItem) -> Protocol:

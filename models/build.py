@@ -30,6 +30,8 @@ TOKENIZER_FILES = (
     "special_tokens_map.json",
     "added_tokens.json",
     "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
     "chat_template.jinja",
     "chat_template.json",
     "pocketjudge_source.json",

@@ -35,10 +35,10 @@ from typing import Any
 from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import PocketJudgeError
 from app.io.reader import read_rows
-from app.prompts import AnswerSlot, PromptInput, get_template
+from app.prompts import get_template
 from app.records import JudgeItem, Protocol
 from app.scenarios import Catalog, load_catalog
-from app.text_fitting import fit_texts
+from app.service import prompt_input
 from training.config import DataConfig, resolve_path
 
 SINGLE_FILE = "single_train.jsonl"
@@ -143,17 +143,10 @@ def render_messages(
     max_input_chars: int,
     with_reference: bool,
 ) -> tuple[dict[str, str], ...]:
-    """The messages the judging service would send for this item (see app/service.py)."""
+    """The messages the judging service sends for this item, in this answer order."""
     reference = item.reference if with_reference else None
-    texts = fit_texts([item.question, reference or "", *item.answers], max_input_chars)
-    labels = ("A", "B") if protocol is Protocol.PAIRWISE else ("1",)
-    prompt = PromptInput(
-        protocol=protocol,
-        question=texts[0],
-        answers=tuple(AnswerSlot(label, text) for label, text in zip(labels, texts[2:])),
-        rule=resolved.rule,
-        reference=texts[1] or None,
-        scenario=resolved.scenario,
+    prompt = prompt_input(
+        protocol, item.question, item.answers, reference, resolved, max_input_chars
     )
     return tuple(
         {"role": m.role, "content": m.content} for m in get_template(template).render(prompt)

@@ -34,20 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import PocketJudgeError
+from models.build import TOKENIZER_FILES
 
 METHODS = ("linear", "ties", "dare_linear", "dare_ties", "magnitude_prune")
 MERGED = "merged"  # name of the merged adapter inside the PeftModel
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "tokenizer.model",
-    "vocab.json",
-    "merges.txt",
-    "chat_template.jinja",
-    "chat_template.json",
-)
+# TOKENIZER_FILES (from models.build): what a merged model folder needs from the base.
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

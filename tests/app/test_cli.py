@@ -443,7 +443,10 @@ def test_models_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
     registry = load_registry()
     for entry in registry.models:
         assert f"{entry.name}" in out
-    assert f"{registry.default} [default]: llama-cpp, NOT trained for judging" in out
+    for entry in registry.models:
+        trained = "trained judge" if entry.trained_for_judging else "NOT trained for judging"
+        marks = " [default]" if entry.name == registry.default else ""
+        assert f"{entry.name}{marks}: {entry.backend}, {trained}, " in out
 
 
 # -- as a subprocess ---------------------------------------------------------------

@@ -52,7 +52,8 @@ def test_gemma_judges_real_pairs_with_swap(
                  "--max-tokens", "320", "--threads", "1", "--quiet"])  # fmt: skip
     assert code == 0
     stderr = capsys.readouterr().err
-    assert "is not trained for judging" in stderr
+    entry = load_registry().get()
+    assert ("is not trained for judging" in stderr) is not entry.trained_for_judging
     assert f"{N_ROWS} rows -> {out}: {N_ROWS} ok, 0 unparsed, 0 error" in stderr
 
     judgments = [Judgment.model_validate_json(line) for line in out.read_text().splitlines()]
@@ -70,9 +71,13 @@ def test_gemma_judges_real_pairs_with_swap(
             assert scores.expected_criteria is not None
             assert set(scores.expected_criteria) == set(judgment.criteria)
             assert all(1.0 <= v <= 10.0 for v in scores.expected_criteria.values())
-        # Confidence is the probability of the winner; when the two orders disagree the
-        # result is a tie with no confidence (by design of combine_swapped).
+        # Confidence is the probability of the winner; when the two orders disagree there
+        # is none, and the verdict is a tie ("agree") or the calibrated margin's call.
+        assert judgment.template == (entry.template or "pocketjudge")
+        assert judgment.margin is not None
         if judgment.consistent:
             assert judgment.confidence is not None and 0.0 <= judgment.confidence <= 1.0
         else:
-            assert judgment.winner == "tie" and judgment.confidence is None
+            assert judgment.confidence is None
+            if entry.pair_combine == "agree":
+                assert judgment.winner == "tie"
