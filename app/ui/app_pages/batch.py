@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from app.batch_job import BatchJob
 from app.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
-from app.metrics import MetricsUnavailable, preload
-from app.scenarios import load_catalog
-from app.service import JudgeService
 from app.ui import state
 from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome
-from app.ui.model_cache import shared_judge
+from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, max_upload_bytes, model_label
 from app.ui.tables import preview_frame
 
@@ -54,21 +49,11 @@ def render_preview(rows: list[InputRow]) -> None:
 
 
 def start(settings: Settings, rows: list[InputRow], source: str) -> None:
-    config = settings.judge_config()
-    try:
-        with st.spinner("Loading the judge model..."):
-            shared = shared_judge(settings)
-    except PocketJudgeError as exc:
-        st.error(str(exc))
+    has_reference = any(r.item and r.item.reference for r in rows)
+    prepared = prepare_run(settings, has_reference, "run")
+    if prepared is None:
         return
-    if config.reference_metrics and any(r.item and r.item.reference for r in rows):
-        try:
-            with st.spinner("Loading the reference metrics..."):
-                preload()
-        except MetricsUnavailable as exc:
-            st.warning(f"Reference metrics are off for this run: {exc}")
-            config = replace(config, reference_metrics=False)
-    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
+    shared, service, config = prepared
     job = BatchJob(service, rows, config, lock=shared.lock)
     try:
         shared.track(job)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 from pydantic import ValidationError
 
 from app.errors import PocketJudgeError
-from app.metrics import MetricsUnavailable, preload
 from app.records import JudgeItem, Judgment, Protocol
 from app.scenarios import load_catalog
-from app.service import JudgeService
 from app.ui import state
-from app.ui.model_cache import shared_judge
 from app.ui.options import answer_label, answer_range
+from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, model_label
 from app.ui.tables import criterion_names, overall_top, rubric_scale
 from app.ui.views import show_judgment
@@ -75,21 +71,10 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
         problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         st.error(f"Check the form: {problems}.")
         return
-    config = settings.judge_config()
-    try:
-        with st.spinner("Loading the judge model..."):
-            shared = shared_judge(settings)
-    except PocketJudgeError as exc:
-        st.error(str(exc))
+    prepared = prepare_run(settings, bool(item.reference), "judgment")
+    if prepared is None:
         return
-    if config.reference_metrics and item.reference:
-        try:
-            with st.spinner("Loading the reference metrics..."):
-                preload()
-        except MetricsUnavailable as exc:
-            st.warning(f"Reference metrics are off for this judgment: {exc}")
-            config = replace(config, reference_metrics=False)
-    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
+    shared, service, config = prepared
     if shared.lock.locked():
         st.info("Another tab is judging with this model; this item waits for its turn.")
     try:

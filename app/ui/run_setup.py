@@ -1,0 +1,40 @@
+"""Before judging, on both pages: load the shared model, ready the metrics, build the service."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app import metrics
+from app.errors import PocketJudgeError
+from app.scenarios import load_catalog
+from app.service import JudgeConfig, JudgeService
+from app.ui.model_cache import SharedJudge, shared_judge
+from app.ui.settings import Settings
+
+
+def prepare_run(
+    settings: Settings, needs_metrics: bool, what: str
+) -> tuple[SharedJudge, JudgeService, JudgeConfig] | None:
+    """The shared model, a service over it and the config; None after showing a load error.
+
+    `needs_metrics`: some input has a reference, so reference metrics would be computed;
+    when they cannot load, the run goes on without them and says so (`what`: "run", ...).
+    """
+    config = settings.judge_config()
+    try:
+        with st.spinner("Loading the judge model..."):
+            shared = shared_judge(settings)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return None
+    if config.reference_metrics and needs_metrics:
+        try:
+            with st.spinner("Loading the reference metrics..."):
+                metrics.preload()  # looked up at call time (tests replace it)
+        except metrics.MetricsUnavailable as exc:
+            st.warning(f"Reference metrics are off for this {what}: {exc}")
+            config = replace(config, reference_metrics=False)
+    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
+    return shared, service, config
