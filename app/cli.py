@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app.criteria_resolution import AUTO, CriteriaChoice
 from app.errors import PocketJudgeError
+from app.model_settings import model_judge_settings
 from app.prompts import DEFAULT_TEMPLATE, template_names
 from app.records import Protocol, Status
 from app.scenarios import load_catalog, load_rubric
@@ -166,13 +167,12 @@ def _judge(args: argparse.Namespace) -> int:
         use_reference=not args.no_reference,
         swap=not args.no_swap,
         reference_metrics=args.reference_metrics,
-        max_input_chars=(entry and entry.max_input_chars)
-        or input_budget_chars(args.n_ctx, args.max_tokens),
-        template=args.template or (entry and entry.template) or DEFAULT_TEMPLATE,
-        pair_combine=args.combine or (entry.pair_combine if entry else "agree"),
-        tie_margin=args.tie_margin
-        if args.tie_margin is not None
-        else (entry.tie_margin if entry else 0.0),
+        **model_judge_settings(
+            entry,
+            template=args.template,
+            pair_combine=args.combine,
+            tie_margin=args.tie_margin,
+        ).config_fields(input_budget_chars(args.n_ctx, args.max_tokens)),
         sampling=SamplingParams(
             temperature=args.temperature,
             top_p=args.top_p,

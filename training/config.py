@@ -116,7 +116,17 @@ class TrainingConfig(_Strict):
     def _adapters_unique(self) -> TrainingConfig:
         if len(set(self.adapters)) != len(self.adapters) or not self.adapters:
             raise ValueError("adapters must list 'single' and/or 'pairwise' once each")
+        unknown = [v for v in self.eval.variants if v not in self.variant_names()]
+        if unknown:
+            raise ValueError(
+                f"eval.variants: unknown {unknown}; valid: {', '.join(self.variant_names())}"
+            )
         return self
+
+    def variant_names(self) -> tuple[str, ...]:
+        """Judges a run can evaluate: the base, each adapter alone, each merge it builds."""
+        merges = (self.merge.method, *self.merge.compare)
+        return ("base", *self.adapters, *dict.fromkeys(merges))
 
     def run_dir(self) -> Path:
         return resolve_path(self.output_dir or f"training/runs/{self.name}")

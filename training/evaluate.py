@@ -29,7 +29,7 @@ from app.cli import input_budget_chars
 from app.errors import PocketJudgeError
 from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
-from app.prompts import DEFAULT_TEMPLATE
+from app.model_settings import model_judge_settings
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 from app.service import JudgeConfig, JudgeService
@@ -141,14 +141,13 @@ def judge_config(
     return JudgeConfig(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
-        template=overrides.template or (entry and entry.template) or DEFAULT_TEMPLATE,
-        pair_combine=overrides.pair_combine or (entry.pair_combine if entry else "agree"),
-        tie_margin=overrides.tie_margin
-        if overrides.tie_margin is not None
-        else (entry.tie_margin if entry else 0.0),
-        max_input_chars=overrides.max_input_chars
-        or (entry and entry.max_input_chars)
-        or input_budget_chars(n_ctx, MAX_TOKENS),
+        **model_judge_settings(
+            entry,
+            template=overrides.template,
+            pair_combine=overrides.pair_combine,
+            tie_margin=overrides.tie_margin,
+            max_input_chars=overrides.max_input_chars,
+        ).config_fields(input_budget_chars(n_ctx, MAX_TOKENS)),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
 

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from training.config import TrainingConfig, load_config, resolve_config_path
 
 STAGES = ("data", "train", "merge", "export", "calibrate", "eval", "ship")
@@ -160,31 +162,56 @@ def calibration_file(config: TrainingConfig) -> Path:
     return out
 
 
-def stage_calibrate(config: TrainingConfig, run: Path, progress: bool = True) -> dict:
+def stage_calibrate(
+    config: TrainingConfig,
+    run: Path,
+    progress: bool = True,
+    variant: str | None = None,
+    base_dir: Path | None = None,
+) -> dict:
+    """Tune one variant's tie margin on training pairs (default: the configured merge).
+
+    Every variant gets its own margin: a margin tuned on one model's score gaps
+    means nothing for another's, and a margin of 0 would almost never say tie.
+    """
     from app.io.reader import read_rows
     from training.calibrate import tune_tie_margin
     from training.evaluate import evaluate_files, read_judgments
 
-    done = run / "calibrate" / "calibration.json"
+    variant = variant or config.merge.method
+    out = run / "calibrate"
+    if variant != config.merge.method:
+        out = out / variant
+    done = out / "calibration.json"
     if done.exists():
         return json.loads(done.read_text(encoding="utf-8"))
     if not config.eval.calibration_pairs:
         return {"tie_margin": 0.0, "pairs": 0}
+    if variant == config.merge.method:
+        model = exported_gguf(config, run)
+    else:
+        model = variant_gguf(config, run, variant, base_dir or _base_dir(config))
     pairs_file = calibration_file(config)
     evaluate_files(
         [pairs_file],
-        model=str(exported_gguf(config, run)),
-        out_dir=run / "calibrate",
+        model=str(model),
+        out_dir=out,
         threads=config.eval.threads,
         quiet=not progress,
         overrides=_eval_overrides(config, 0.0),
     )
     labels = {row.line: row.item.label.winner for row in read_rows(pairs_file) if row.item}
-    judged = read_judgments(run / "calibrate" / "judgments.jsonl")
+    judged = read_judgments(out / "judgments.jsonl")
     pairs = [(j.margin, labels[j.line]) for j in judged if j.margin is not None]
     result = tune_tie_margin(pairs)
     done.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _base_dir(config: TrainingConfig) -> Path:
+    from training.bases import hf_base_dir
+
+    return hf_base_dir(config.base)
 
 
 def _eval_overrides(config: TrainingConfig, tie_margin: float):
@@ -236,9 +263,12 @@ def apply_adapter(base_dir: Path, adapter_dir: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def stage_eval(
-    config: TrainingConfig, run: Path, base_dir: Path, tie_margin: float, progress: bool = True
-) -> dict:
+def eval_dir_name(variant: str, limit: int | None) -> str:
+    """Results on the first N rows live apart from results on all rows."""
+    return variant if limit is None else f"{variant}-limit{limit}"
+
+
+def stage_eval(config: TrainingConfig, run: Path, base_dir: Path, progress: bool = True) -> dict:
     from training.config import resolve_path
     from training.evaluate import evaluate_files
 
@@ -248,12 +278,12 @@ def stage_eval(
         files.append(heldout)
     results = {}
     for variant in config.eval.variants:
-        out = run / "eval" / variant
+        out = run / "eval" / eval_dir_name(variant, config.eval.limit)
         if (out / "report.json").exists():
             results[variant] = json.loads((out / "report.json").read_text(encoding="utf-8"))
             continue
-        _log(f"evaluating {variant}")
-        margin = tie_margin if variant == config.merge.method else 0.0
+        margin = stage_calibrate(config, run, progress, variant, base_dir)["tie_margin"]
+        _log(f"evaluating {variant} (tie margin {margin})")
         results[variant] = evaluate_files(
             files,
             model=str(variant_gguf(config, run, variant, base_dir)),
@@ -266,7 +296,10 @@ def stage_eval(
     from training.compare import write_comparison
 
     write_comparison(run / "eval")
-    return {variant: str(run / "eval" / variant / "report.md") for variant in results}
+    return {
+        variant: str(run / "eval" / eval_dir_name(variant, config.eval.limit) / "report.md")
+        for variant in results
+    }
 
 
 def headline_metrics(report: dict) -> dict[str, dict]:
@@ -383,8 +416,7 @@ def run_pipeline(
         _log("tuning the tie margin on training pairs")
         summary["calibrate"] = stage_calibrate(config, run, progress)
     if "eval" in stages:
-        margin = stage_calibrate(config, run, progress)["tie_margin"]
-        summary["eval"] = stage_eval(config, run, base_dir, margin, progress)
+        summary["eval"] = stage_eval(config, run, base_dir, progress)
     if "ship" in stages:
         summary["ship"] = stage_ship(config, run, config_path)
     summary["seconds"] = round(time.perf_counter() - started, 1)
@@ -400,13 +432,30 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--stages", default=",".join(STAGES), help=f"comma-separated, from {', '.join(STAGES)}"
     )
+    run.add_argument(
+        "--variants", help="evaluate these variants instead of the config's (base, single, ...)"
+    )
+    run.add_argument("--limit", type=int, help="evaluate only the first N rows of each file")
     args = parser.parse_args(argv)
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         parser.error(f"unknown stage(s) {unknown}; valid: {', '.join(STAGES)}")
     config_path = resolve_config_path(args.config)
-    summary = run_pipeline(load_config(config_path), stages, config_path=config_path)
+    config = load_config(config_path)
+    eval_changes: dict = {}
+    if args.variants:
+        eval_changes["variants"] = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    if args.limit is not None:
+        eval_changes["limit"] = args.limit
+    if eval_changes:
+        try:
+            config = TrainingConfig.model_validate(
+                {**config.model_dump(), "eval": {**config.eval.model_dump(), **eval_changes}}
+            )
+        except ValidationError as error:
+            parser.error("; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors()))
+    summary = run_pipeline(config, stages, config_path=config_path)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -14,6 +14,7 @@ from typing import Literal
 
 from app.cli import input_budget_chars
 from app.criteria_resolution import AUTO, CriteriaChoice
+from app.model_settings import model_judge_settings
 from app.prompts import DEFAULT_TEMPLATE
 from app.records import Protocol
 from app.scenarios import Rubric
@@ -147,12 +148,13 @@ def model_defaults(model: str) -> ModelDefaults:
     entry = registry_entry(model)
     if entry is None:
         return ModelDefaults()
+    own = model_judge_settings(entry)
     return ModelDefaults(
-        template=entry.template or DEFAULT_TEMPLATE,
-        pair_combine=entry.pair_combine,
-        tie_margin=entry.tie_margin,
+        template=own.template,
+        pair_combine=own.pair_combine,
+        tie_margin=own.tie_margin,
         n_ctx=entry.context,
-        max_input_chars=entry.max_input_chars,
+        max_input_chars=own.max_input_chars,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
     )

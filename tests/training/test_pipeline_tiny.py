@@ -47,7 +47,7 @@ def tiny_config(run_dir: Path) -> TrainingConfig:
         train=TrainConfig(grad_accum=2, steps={"single": 2, "pairwise": 2}, checkpoint_every=1),
         merge=MergeConfig(method="dare_ties", density=0.7, compare=("linear",)),
         export=ExportConfig(gguf="q8_0", int8_check=False),
-        eval=EvalConfig(calibration_pairs=4, limit=2),
+        eval=EvalConfig(calibration_pairs=4, limit=2, variants=("dare_ties", "base")),
     )
 
 
@@ -128,7 +128,7 @@ def test_calibration_and_evaluation_reports(tiny_run: dict) -> None:
     assert tiny_run["calibrate"]["pairs"] >= 1
     assert tiny_run["calibrate"]["tie_margin"] >= 0
     run = Path(tiny_run["run_dir"])
-    report = json.loads((run / "eval" / "dare_ties" / "report.json").read_text())
+    report = json.loads((run / "eval" / "dare_ties-limit2" / "report.json").read_text())
     assert set(report["files"]) == {
         "pairwise_dev.jsonl",
         "natural.json",
@@ -136,5 +136,14 @@ def test_calibration_and_evaluation_reports(tiny_run: dict) -> None:
         "single_heldout.jsonl",
     }
     assert report["template"] == "pocketjudge-compact"
-    assert "longer answer wins" in (run / "eval" / "summary.md").read_text()
+    summary = (run / "eval" / "summary.md").read_text()
+    assert "longer answer wins" in summary and "base-limit2" in summary
+
+
+def test_every_evaluated_variant_gets_its_own_tie_margin(tiny_run: dict) -> None:
+    run = Path(tiny_run["run_dir"])
+    own = json.loads((run / "calibrate" / "base" / "calibration.json").read_text())
+    report = json.loads((run / "eval" / "base-limit2" / "report.json").read_text())
+    assert own["pairs"] >= 1
+    assert report["tie_margin"] == own["tie_margin"]
     assert tiny_run["ship"] == {"skipped": "ship.enabled is false in the config"}

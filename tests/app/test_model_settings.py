@@ -1,0 +1,52 @@
+"""The settings a registry entry gives every JudgeConfig, and how overrides win."""
+
+from app.model_settings import ModelJudgeSettings, model_judge_settings
+from app.prompts import DEFAULT_TEMPLATE
+from app.service import JudgeConfig
+from models.registry import ModelEntry, load_registry
+
+TRAINED = ModelEntry(
+    name="trained",
+    backend="llama-cpp",
+    file="trained.gguf",
+    template="pocketjudge-compact",
+    pair_combine="calibrated",
+    tie_margin=0.25,
+    max_input_chars=1200,
+)
+
+
+def test_a_bare_model_file_gets_the_engine_defaults():
+    assert model_judge_settings(None) == ModelJudgeSettings(
+        template=DEFAULT_TEMPLATE, pair_combine="agree", tie_margin=0.0, max_input_chars=None
+    )
+
+
+def test_a_registry_entry_brings_its_own_settings():
+    settings = model_judge_settings(TRAINED)
+    assert settings == ModelJudgeSettings("pocketjudge-compact", "calibrated", 0.25, 1200)
+
+
+def test_given_values_win_and_a_zero_tie_margin_is_a_value():
+    settings = model_judge_settings(
+        TRAINED, template="pocketjudge", pair_combine="agree", tie_margin=0.0, max_input_chars=900
+    )
+    assert settings == ModelJudgeSettings("pocketjudge", "agree", 0.0, 900)
+
+
+def test_config_fields_fall_back_to_the_context_budget_only_without_one():
+    assert model_judge_settings(None).config_fields(5000)["max_input_chars"] == 5000
+    assert model_judge_settings(TRAINED).config_fields(5000)["max_input_chars"] == 1200
+    config = JudgeConfig(**model_judge_settings(TRAINED).config_fields(5000))
+    assert (config.template, config.pair_combine, config.tie_margin) == (
+        "pocketjudge-compact",
+        "calibrated",
+        0.25,
+    )
+
+
+def test_the_default_judge_is_calibrated_with_its_trained_template():
+    registry = load_registry()
+    settings = model_judge_settings(registry.get())
+    assert settings.template == registry.get().template
+    assert settings.pair_combine == registry.get().pair_combine
