@@ -8,17 +8,19 @@ run used it) and swap consistency; per single-score file Pearson and Spearman.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 HEURISTIC = "longer answer wins"
 
 
-def load_reports(eval_dir: Path) -> dict[str, dict[str, Any]]:
+def load_reports(eval_dir: Path, prefix: str = "") -> dict[str, dict[str, Any]]:
     reports = {}
     for path in sorted(eval_dir.glob("*/report.json")):
-        reports[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
+        reports[prefix + path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
     return reports
 
 
@@ -26,8 +28,16 @@ def _num(value: Any, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _rows_label(limit: Any) -> str:
+    return f"first {limit}" if limit else "all"
+
+
 def comparison_table(reports: dict[str, dict[str, Any]]) -> str:
-    """Markdown: one row per variant, then the heuristic, columns per file."""
+    """Markdown: one row per variant, columns per file, then the heuristic.
+
+    The heuristic gets one row per row count present (all rows, first N), so
+    every judge row has the heuristic on exactly its own rows beneath it.
+    """
     if not reports:
         return "No evaluation reports yet.\n"
     files: dict[str, str] = {}
@@ -42,10 +52,10 @@ def comparison_table(reports: dict[str, dict[str, Any]]) -> str:
         else:
             header += [f"{stem} Pearson", f"{stem} Spearman"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    heuristic: list[str] = [HEURISTIC, ""]
+    heuristics: dict[str, list[str]] = {}
     for variant, report in reports.items():
-        row = [f"{variant} ({report.get('pair_combine')}, tie ≤ {report.get('tie_margin')})"]
-        row.append(str(report.get("limit") or "all"))
+        rows = _rows_label(report.get("limit"))
+        row = [f"{variant} ({report.get('pair_combine')}, tie ≤ {report.get('tie_margin')})", rows]
         heuristic_cells = []
         for name, kind in files.items():
             entry = report["files"].get(name)
@@ -60,27 +70,49 @@ def comparison_table(reports: dict[str, dict[str, Any]]) -> str:
                 heuristic_cells += [
                     _num(h.get("agreement_both")),
                     _num(h.get("agreement_combined")),
+                    "–",
                 ]
-                heuristic_cells.append("–")
             else:
                 row += [_num(judge.get("pearson"), 3), _num(judge.get("spearman"), 3)]
                 h = judge.get("heuristic", {})
                 heuristic_cells += [_num(h.get("pearson"), 3), _num(h.get("spearman"), 3)]
         lines.append("| " + " | ".join(row) + " |")
-        heuristic = [HEURISTIC, row[1], *heuristic_cells]
-    lines.append("| " + " | ".join(heuristic) + " |")
+        heuristics.setdefault(rows, [HEURISTIC, rows, *heuristic_cells])
+    for heuristic in heuristics.values():
+        lines.append("| " + " | ".join(heuristic) + " |")
     return "\n".join(lines) + "\n"
+
+
+INTRO = (
+    "Agreement in %. 'both': both answer orders give the label; 'combined': the one "
+    "verdict the engine reports (position-calibrated when so configured); the heuristic "
+    "rows are 'the longer answer wins' on the same rows (one row per row count). "
+    "Single-score files: correlation with the teacher's 1-10 rating.\n\n"
+)
 
 
 def write_comparison(eval_dir: Path) -> Path:
     out = eval_dir / "summary.md"
-    text = (
-        "# Judge variants side by side\n\n"
-        "Agreement in %. 'both': both answer orders give the label; 'combined': the one "
-        "verdict the engine reports (position-calibrated when so configured); the heuristic "
-        "row is 'the longer answer wins' on the same rows (its row count is that of the last "
-        "variant). Single-score files: correlation with the teacher's 1-10 rating.\n\n"
-        + comparison_table(load_reports(eval_dir))
-    )
+    text = "# Judge variants side by side\n\n" + INTRO + comparison_table(load_reports(eval_dir))
     out.write_text(text, encoding="utf-8")
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.compare",
+        description="Print one table of every variant of one or more training runs.",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (training/runs/<name>)")
+    args = parser.parse_args(argv)
+    reports: dict[str, dict[str, Any]] = {}
+    for run in args.runs:
+        if not (run / "eval").is_dir():
+            parser.error(f"{run}: no eval/ folder; run the pipeline's eval stage first")
+        reports |= load_reports(run / "eval", prefix=f"{run.name}/")
+    print(INTRO + comparison_table(reports), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
