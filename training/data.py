@@ -50,6 +50,7 @@ SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
 class Piece:
     text: str
     value: bool  # True: chosen by the model (carries loss); False: forced by the schema
+    weight: float = 1.0  # loss weight of a value piece (see restate_weights)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,10 @@ class Example:
             "id": self.id,
             "adapter": self.adapter,
             "messages": list(self.messages),
-            "pieces": [[p.text, p.value] for p in self.pieces],
+            "pieces": [
+                [p.text, p.value] if p.weight == 1.0 else [p.text, p.value, p.weight]
+                for p in self.pieces
+            ],
             "meta": self.meta,
         }
 
@@ -79,7 +83,10 @@ class Example:
             id=data["id"],
             adapter=data["adapter"],
             messages=tuple(data["messages"]),
-            pieces=tuple(Piece(text, bool(value)) for text, value in data["pieces"]),
+            pieces=tuple(
+                Piece(text, bool(value), float(rest[0]) if rest else 1.0)
+                for text, value, *rest in data["pieces"]
+            ),
             meta=data.get("meta", {}),
         )
 
@@ -114,6 +121,30 @@ def json_pieces(value: Any) -> list[Piece]:
 
     walk(value)
     return pieces
+
+
+def restate_weights(pieces: list[Piece], weight: float) -> list[Piece]:
+    """Give `weight` to the value pieces that only restate the first score.
+
+    Our targets score every criterion alike, so the first score is the whole
+    decision and the other criteria, the overall and the verdict follow from
+    it. At weight 1 the decision is one token in sixteen of a pair's loss and
+    the model can lower its loss by learning to copy; a small weight keeps the
+    copies consistent while the loss goes to the decision. Feedback text is
+    not a restatement and keeps weight 1.
+    """
+    if weight == 1.0:
+        return pieces
+    out: list[Piece] = []
+    decided = False
+    for index, piece in enumerate(pieces):
+        is_feedback = index > 0 and pieces[index - 1].text.endswith('"feedback": ')
+        if piece.value and not is_feedback:
+            if decided:
+                piece = Piece(piece.text, True, weight)
+            decided = True
+        out.append(piece)
+    return out
 
 
 def single_reply(keys: Sequence[str], score: int, feedback: str) -> dict[str, Any]:
@@ -217,7 +248,7 @@ def single_examples(
             id=f"single-{item.id}",
             adapter="single",
             messages=messages,
-            pieces=tuple(json_pieces(reply)),
+            pieces=tuple(restate_weights(json_pieces(reply), config.restated_weight)),
             meta={"score": score, "scenario": item.scenario},
         )
 
@@ -312,7 +343,7 @@ def pairwise_examples(
                 id=f"pair-{item.id}-{''.join(map(str, order))}",
                 adapter="pairwise",
                 messages=messages,
-                pieces=tuple(json_pieces(reply)),
+                pieces=tuple(restate_weights(json_pieces(reply), config.restated_weight)),
                 meta={
                     "label": label,
                     "scenario": item.scenario,

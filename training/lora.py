@@ -32,6 +32,7 @@ DONE_FILE = "training_done.json"
 class Tokenized:
     input_ids: list[int]
     labels: list[int]  # IGNORE where no loss
+    weights: list[float] | None = None  # per position, beside labels (None: all 1)
 
 
 class ExampleTokenizer:
@@ -54,13 +55,16 @@ class ExampleTokenizer:
         messages = [Message(m["role"], m["content"]) for m in example.messages]
         ids = list(self.backend.prompt_tokens(messages))
         labels = [IGNORE] * len(ids)
+        weights = [0.0] * len(ids)
         for piece in example.pieces:
             tokens = self.backend.llama.tokenize(
                 piece.text.encode("utf-8"), add_bos=False, special=False
             )
             ids.extend(tokens)
             labels.extend(tokens if piece.value else [IGNORE] * len(tokens))
-        return Tokenized(ids, labels)
+            weights.extend([piece.weight if piece.value else 0.0] * len(tokens))
+        uniform = all(w == 1.0 for w, label in zip(weights, labels) if label != IGNORE)
+        return Tokenized(ids, labels, None if uniform else weights)
 
     def close(self) -> None:
         self.backend.close()
@@ -92,8 +96,11 @@ def lora_config(spec: LoraConfigSpec):
     )
 
 
-def target_loss(model, input_ids, labels, autocast: bool):
-    """Mean cross-entropy over the positions whose next token carries loss."""
+def target_loss(model, input_ids, labels, autocast: bool, weights=None):
+    """Mean cross-entropy over the positions whose next token carries loss.
+
+    With `weights` (a float tensor shaped like `labels`) the mean is weighted.
+    """
     import torch
     import torch.nn.functional as F
 
@@ -107,7 +114,11 @@ def target_loss(model, input_ids, labels, autocast: bool):
     cap = getattr(inner.config, "final_logit_softcapping", None)
     if cap:
         logits = torch.tanh(logits / cap) * cap
-    return F.cross_entropy(logits, targets[mask])
+    if weights is None:
+        return F.cross_entropy(logits, targets[mask])
+    per_token = F.cross_entropy(logits, targets[mask], reduction="none")
+    chosen = weights[:, 1:][mask]
+    return (per_token * chosen).sum() / chosen.sum().clamp_min(1e-8)
 
 
 def _schedule(name: str, total: int, warmup: int):
@@ -187,7 +198,8 @@ def train_adapter(
             example = examples[order[step * train.grad_accum + micro]]
             ids = torch.tensor([example.input_ids])
             labels = torch.tensor([example.labels])
-            loss = target_loss(model, ids, labels, train.bf16) / train.grad_accum
+            weights = torch.tensor([example.weights]) if example.weights else None
+            loss = target_loss(model, ids, labels, train.bf16, weights) / train.grad_accum
             loss.backward()
             window.append(loss.item() * train.grad_accum)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
