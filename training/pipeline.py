@@ -187,14 +187,10 @@ def stage_calibrate(
         return json.loads(done.read_text(encoding="utf-8"))
     if not config.eval.calibration_pairs:
         return {"tie_margin": 0.0, "pairs": 0}
-    if variant == config.merge.method:
-        model = exported_gguf(config, run)
-    else:
-        model = variant_gguf(config, run, variant, base_dir or _base_dir(config))
     pairs_file = calibration_file(config)
     evaluate_files(
         [pairs_file],
-        model=str(model),
+        model=str(variant_gguf(config, run, variant, base_dir)),
         out_dir=out,
         threads=config.eval.threads,
         quiet=not progress,
@@ -208,12 +204,6 @@ def stage_calibrate(
     return result
 
 
-def _base_dir(config: TrainingConfig) -> Path:
-    from training.bases import hf_base_dir
-
-    return hf_base_dir(config.base)
-
-
 def _eval_overrides(config: TrainingConfig, tie_margin: float):
     from training.evaluate import Overrides
 
@@ -225,8 +215,15 @@ def _eval_overrides(config: TrainingConfig, tie_margin: float):
     )
 
 
-def variant_gguf(config: TrainingConfig, run: Path, variant: str, base_dir: Path) -> Path:
-    """The GGUF of one judge variant, built on first use (same quantization as the export)."""
+def variant_gguf(
+    config: TrainingConfig, run: Path, variant: str, base_dir: Path | None = None
+) -> Path:
+    """The GGUF of one judge variant, built on first use (same quantization as the export).
+
+    `base_dir` (default: the config's base, built on demand) is needed only to
+    build the base or a single adapter's model.
+    """
+    from training.bases import hf_base_dir
     from training.export import export_gguf
 
     if variant == config.merge.method:
@@ -234,6 +231,8 @@ def variant_gguf(config: TrainingConfig, run: Path, variant: str, base_dir: Path
     out = run / "eval" / "models" / f"{variant}-{config.export.gguf}.gguf"
     if out.exists():
         return out
+    if variant == "base" or variant in config.adapters:
+        base_dir = base_dir or hf_base_dir(config.base)
     if variant == "base":
         model_dir = base_dir
     elif variant in config.adapters:
@@ -276,15 +275,15 @@ def stage_eval(config: TrainingConfig, run: Path, base_dir: Path, progress: bool
     heldout = run / "data" / "single_heldout.jsonl"
     if heldout.exists():
         files.append(heldout)
-    results = {}
+    reports = {}
     for variant in config.eval.variants:
         out = run / "eval" / eval_dir_name(variant, config.eval.limit)
+        reports[variant] = str(out / "report.md")
         if (out / "report.json").exists():
-            results[variant] = json.loads((out / "report.json").read_text(encoding="utf-8"))
             continue
         margin = stage_calibrate(config, run, progress, variant, base_dir)["tie_margin"]
         _log(f"evaluating {variant} (tie margin {margin})")
-        results[variant] = evaluate_files(
+        evaluate_files(
             files,
             model=str(variant_gguf(config, run, variant, base_dir)),
             limit=config.eval.limit,
@@ -296,10 +295,7 @@ def stage_eval(config: TrainingConfig, run: Path, base_dir: Path, progress: bool
     from training.compare import write_comparison
 
     write_comparison(run / "eval")
-    return {
-        variant: str(run / "eval" / eval_dir_name(variant, config.eval.limit) / "report.md")
-        for variant in results
-    }
+    return reports
 
 
 def headline_metrics(report: dict) -> dict[str, dict]:
