@@ -40,6 +40,7 @@ class DataConfig(_Strict):
     length_balance: bool = True  # drop longer-wins pairs until they match shorter-wins pairs
     # loss weight of reply values that restate the first score (data.restate_weights)
     restated_weight: float = Field(default=1.0, ge=0, le=1)
+    feedback_weight: float = Field(default=1.0, ge=0, le=1)  # loss weight of feedback text
     feedback_chars: int = Field(default=300, ge=0)  # single targets: critique cut to this
     pair_scores: dict[str, int] = Field(
         default_factory=lambda: {"win": 8, "lose": 4, "tie": 6}

@@ -123,7 +123,9 @@ def json_pieces(value: Any) -> list[Piece]:
     return pieces
 
 
-def restate_weights(pieces: list[Piece], weight: float) -> list[Piece]:
+def restate_weights(
+    pieces: list[Piece], weight: float, feedback_weight: float = 1.0
+) -> list[Piece]:
     """Give `weight` to the value pieces that only restate the first score.
 
     Our targets score every criterion alike, so the first score is the whole
@@ -131,16 +133,20 @@ def restate_weights(pieces: list[Piece], weight: float) -> list[Piece]:
     it. At weight 1 the decision is one token in sixteen of a pair's loss and
     the model can lower its loss by learning to copy; a small weight keeps the
     copies consistent while the loss goes to the decision. Feedback text is
-    not a restatement and keeps weight 1.
+    not a restatement; it gets `feedback_weight`, because a single target's
+    critique (~60 tokens) otherwise outweighs its one score token.
     """
-    if weight == 1.0:
+    if weight == 1.0 and feedback_weight == 1.0:
         return pieces
     out: list[Piece] = []
     decided = False
     for index, piece in enumerate(pieces):
         is_feedback = index > 0 and pieces[index - 1].text.endswith('"feedback": ')
-        if piece.value and not is_feedback:
-            if decided:
+        if piece.value and is_feedback:
+            if feedback_weight != 1.0:
+                piece = Piece(piece.text, True, feedback_weight)
+        elif piece.value:
+            if decided and weight != 1.0:
                 piece = Piece(piece.text, True, weight)
             decided = True
         out.append(piece)
@@ -248,7 +254,9 @@ def single_examples(
             id=f"single-{item.id}",
             adapter="single",
             messages=messages,
-            pieces=tuple(restate_weights(json_pieces(reply), config.restated_weight)),
+            pieces=tuple(
+                restate_weights(json_pieces(reply), config.restated_weight, config.feedback_weight)
+            ),
             meta={"score": score, "scenario": item.scenario},
         )
 
@@ -343,7 +351,11 @@ def pairwise_examples(
                 id=f"pair-{item.id}-{''.join(map(str, order))}",
                 adapter="pairwise",
                 messages=messages,
-                pieces=tuple(restate_weights(json_pieces(reply), config.restated_weight)),
+                pieces=tuple(
+                    restate_weights(
+                        json_pieces(reply), config.restated_weight, config.feedback_weight
+                    )
+                ),
                 meta={
                     "label": label,
                     "scenario": item.scenario,

@@ -432,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
         "--variants", help="evaluate these variants instead of the config's (base, single, ...)"
     )
     run.add_argument("--limit", type=int, help="evaluate only the first N rows of each file")
+    run.add_argument(
+        "--adapters",
+        help="train only these adapters (e.g. one per process, after the data stage)",
+    )
     args = parser.parse_args(argv)
     stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
     unknown = [s for s in stages if s not in STAGES]
@@ -451,6 +455,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         except ValidationError as error:
             parser.error("; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors()))
+    if args.adapters:
+        chosen = tuple(a.strip() for a in args.adapters.split(",") if a.strip())
+        others = [a for a in chosen if a not in config.adapters]
+        if others:
+            parser.error(f"adapter(s) {others} not in the config; it has {list(config.adapters)}")
+        if set(stages) - {"train"}:
+            parser.error("--adapters goes with --stages train only (the merge needs every adapter)")
+        config = config.model_copy(update={"adapters": chosen})
     summary = run_pipeline(config, stages, config_path=config_path)
     print(json.dumps(summary, indent=2))
     return 0

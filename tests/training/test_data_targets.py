@@ -31,6 +31,13 @@ def test_only_the_first_score_keeps_full_weight_and_feedback_is_not_a_restatemen
     assert [p.weight for p in single if p.value] == [1.0, 0.25, 0.25, 0.25, 1.0]
 
 
+def test_feedback_weight_applies_to_the_feedback_text_only():
+    pieces = restate_weights(json_pieces(single_reply(KEYS, 7, "Clear but long.")), 0.1, 0.2)
+    assert [p.weight for p in pieces if p.value] == [1.0, 0.1, 0.1, 0.1, 0.2]
+    only_feedback = restate_weights(json_pieces(single_reply(KEYS, 7, "Fine.")), 1.0, 0.5)
+    assert [p.weight for p in only_feedback if p.value] == [1.0, 1.0, 1.0, 1.0, 0.5]
+
+
 def test_weight_one_changes_nothing():
     pieces = json_pieces(single_reply(KEYS, 3, ""))
     assert restate_weights(pieces, 1.0) == pieces
