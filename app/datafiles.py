@@ -14,7 +14,7 @@ from typing import Any, TypeVar, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from app.errors import ConfigError
+from app.errors import ConfigError, validation_message
 
 M = TypeVar("M", bound=BaseModel)
 DISPLAY_NAMES = {"scale_min": "scale.min", "scale_max": "scale.max"}
@@ -120,7 +120,7 @@ def _message(error: Mapping[str, Any], model: type[BaseModel]) -> str:
         return f"has {ctx.get('actual_length')} item(s); needs at least {ctx['min_length']}"
     if kind == "too_long" and "max_length" in ctx:
         return f"has {ctx.get('actual_length')} items; allows at most {ctx['max_length']}"
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = validation_message(error)
     if kind == "literal_error":
         message += f", got {error['input']!r}"
     return message

@@ -6,6 +6,13 @@ Every error says what went wrong and, where it can, what to do next.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
+from typing import Any
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """The message of one pydantic error, without pydantic's "Value error, " prefix."""
+    return str(error.get("msg", "invalid value")).removeprefix("Value error, ")
 
 
 class PocketJudgeError(Exception):

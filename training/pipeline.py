@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from app.errors import validation_message
 from training.config import TrainingConfig, load_config, resolve_config_path
 
 STAGES = ("data", "train", "merge", "export", "calibrate", "eval", "ship")
@@ -454,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                 {**config.model_dump(), "eval": {**config.eval.model_dump(), **eval_changes}}
             )
         except ValidationError as error:
-            parser.error("; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors()))
+            parser.error("; ".join(validation_message(e) for e in error.errors()))
     if args.adapters:
         chosen = tuple(a.strip() for a in args.adapters.split(",") if a.strip())
         others = [a for a in chosen if a not in config.adapters]

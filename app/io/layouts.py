@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.errors import InputError
+from app.errors import InputError, validation_message
 from app.records import MAX_ANSWERS, JudgeItem, Label
 
 UNKNOWN = "unknown"
@@ -232,7 +232,7 @@ class _Fields:
         first = exc.errors()[0]
         location = first.get("loc") or ("",)
         field = self.sources.get(str(location[0]), str(location[0]))
-        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        message = validation_message(first)
         return self.error(field, message)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
-from app.errors import PocketJudgeError
+from app.errors import PocketJudgeError, validation_message
 from app.records import JudgeItem, Judgment, Protocol
 from app.scenarios import load_catalog
 from app.ui import state
@@ -68,7 +68,7 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
             id="manual", question=question, answers=tuple(answers), reference=reference or None
         )
     except ValidationError as exc:
-        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        problems = "; ".join(validation_message(e) for e in exc.errors())
         st.error(f"Check the form: {problems}.")
         return
     prepared = prepare_run(settings, bool(item.reference), "judgment")
