@@ -1,0 +1,180 @@
+"""A linear probe: is there a preference signal in a base model's hidden states at all?
+
+`python -m training.probe --base smollm2-135m` embeds question + answer with
+the frozen GGUF base (llama.cpp, per-token states, mean and last pooled), fits
+a logistic regression on the difference of the two answers' features over the
+same length-balanced training pairs (and counterexamples) the pairwise adapter
+sees, and scores it on the evaluation files beside "the longer answer wins".
+
+The head has no intercept and sees the feature difference in both orders, so
+it cannot prefer a position: its verdict is the same in both orders and it
+never says tie. It is a diagnostic of the base's capacity (a classification
+head instead of generated scores), not a judge the app runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from app.records import JudgeItem
+from training.config import DataConfig, resolve_path
+
+EVAL_FILES = (
+    "../shared/data/autoj/pairwise_dev.jsonl",
+    "../shared/data/llmbar/natural.json",
+    "../shared/data/llmbar/adversarial_neighbor.json",
+)
+QUESTION_CHARS = 400
+ANSWER_CHARS = 800
+
+
+def probe_text(question: str, answer: str) -> str:
+    """What the base reads for one answer: the request and the answer, both cut."""
+    return f"Request: {question[:QUESTION_CHARS]}\n\nAnswer: {answer[:ANSWER_CHARS]}"
+
+
+def pooled(token_states: Sequence[Sequence[float]]) -> np.ndarray:
+    """Mean and last token state side by side: the answer's whole text and its end."""
+    states = np.asarray(token_states, dtype=np.float32)
+    return np.concatenate([states.mean(axis=0), states[-1]])
+
+
+def pair_features(
+    items: Sequence[JudgeItem], embed: Callable[[str], np.ndarray], label: str = ""
+) -> np.ndarray:
+    """Per pair, answer A's features minus answer B's."""
+    from tqdm import tqdm
+
+    rows = []
+    for item in tqdm(items, desc=f"probe {label}", unit="pair", file=sys.stderr):
+        first, second = (embed(probe_text(item.question, a)) for a in item.answers[:2])
+        rows.append(first - second)
+    return np.stack(rows)
+
+
+def decisive(items: Sequence[JudgeItem]) -> list[JudgeItem]:
+    return [i for i in items if i.label is not None and i.label.winner in ("A", "B")]
+
+
+def fit_head(features: np.ndarray, winners: Sequence[str], seed: int = 0):
+    """Logistic regression on both orders (x, A) and (-x, B): position-free by construction."""
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    y = np.array([1 if w == "A" else 0 for w in winners])
+    x = np.concatenate([features, -features])
+    y = np.concatenate([y, 1 - y])
+    head = make_pipeline(
+        StandardScaler(with_mean=False),
+        LogisticRegressionCV(
+            Cs=8,
+            cv=5,
+            l1_ratios=(0.0,),
+            scoring="neg_log_loss",
+            use_legacy_attributes=False,
+            fit_intercept=False,
+            max_iter=2000,
+            random_state=seed,
+        ),
+    )
+    return head.fit(x, y)
+
+
+def agreement(predicted: Sequence[str], labels: Sequence[str]) -> float:
+    """Percentage of rows where the verdict equals the label (tie labels count as misses)."""
+    return round(100 * sum(p == t for p, t in zip(predicted, labels)) / len(labels), 1)
+
+
+def longer(item: JudgeItem) -> str:
+    return "A" if len(item.answers[0]) >= len(item.answers[1]) else "B"
+
+
+def training_pairs(config: DataConfig) -> list[JudgeItem]:
+    """The pairwise adapter's pairs: length-balanced decisive pairs plus counterexamples."""
+    from app.scenarios import load_catalog
+    from training.data import (
+        PAIRWISE_FILE,
+        BuildReport,
+        _labelled,
+        balance_lengths,
+        counterexamples,
+    )
+
+    catalog = load_catalog()
+    report = BuildReport()
+    pairs = [i for i in _labelled(resolve_path(config.autoj_dir) / PAIRWISE_FILE) if i.label]
+    pairs = balance_lengths([i for i in pairs if i.label.winner], config.seed, report)
+    pairs = pairs + counterexamples(pairs, config.counterexamples, config.seed, catalog, report)
+    return decisive(pairs)
+
+
+def load_eval(path: Path) -> list[JudgeItem]:
+    from app.io.reader import read_rows
+
+    return [r.item for r in read_rows(path) if r.item is not None and r.item.label]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__)
+    parser.add_argument("--base", default="smollm2-135m", help="base model name (training.bases)")
+    parser.add_argument("--gguf", help="embed with this GGUF instead of the base's")
+    parser.add_argument("--out", default="training/runs/probe", help="output folder")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
+
+    from training.bases import base_gguf
+
+    gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = Llama(
+        model_path=str(gguf),
+        embedding=True,
+        pooling_type=LLAMA_POOLING_TYPE_NONE,
+        n_ctx=1024,
+        n_threads=args.threads,
+        verbose=False,
+    )
+
+    def embed(text: str) -> np.ndarray:
+        return pooled(model.embed(text, truncate=True))
+
+    def cached(name: str, items: list[JudgeItem]) -> np.ndarray:
+        path = out / f"{gguf.stem}-{name}.npy"
+        if path.exists():
+            return np.load(path)
+        features = pair_features(items, embed, name)
+        np.save(path, features)
+        return features
+
+    train = training_pairs(DataConfig())
+    head = fit_head(cached("train", train), [i.label.winner for i in train])
+    results = {"gguf": gguf.name, "train_pairs": len(train), "files": {}}
+    for file in EVAL_FILES:
+        path = resolve_path(file)
+        items = load_eval(path)
+        probs = head.predict_proba(cached(path.stem, items))[:, 1]
+        verdicts = ["A" if p >= 0.5 else "B" for p in probs]
+        labels = [i.label.winner for i in items]
+        results["files"][path.name] = {
+            "rows": len(items),
+            "probe": agreement(verdicts, labels),
+            "longer answer wins": agreement([longer(i) for i in items], labels),
+            "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
+        }
+    (out / f"{gguf.stem}-results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
