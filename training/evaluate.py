@@ -345,12 +345,17 @@ def evaluate_files(
     files = [load_labelled(p, n, limit) for p, n in zip(paths, file_names(paths))]
     if judgments is not None:
         saved = read_judgments(Path(judgments))
-        if overrides.pair_combine == "calibrated" and overrides.tie_margin is not None:
-            saved = [recombine(j, overrides.tie_margin) for j in saved]
-        attach_judgments(files, saved)
         run = _saved_run(saved, Path(judgments))
         if overrides.tie_margin is not None:
-            run["pair_combine"], run["tie_margin"] = overrides.pair_combine, overrides.tie_margin
+            # Only calibrated judgments carry a margin; a new margin re-decides exactly those.
+            if overrides.pair_combine == "agree":
+                raise EvaluationError(
+                    "a tie margin re-scores the calibrated verdict; drop --combine agree"
+                )
+            if any(j.margin is not None for j in saved):
+                saved = [recombine(j, overrides.tie_margin) for j in saved]
+                run["pair_combine"], run["tie_margin"] = "calibrated", overrides.tie_margin
+        attach_judgments(files, saved)
         out = Path(out_dir) if out_dir is not None else Path(judgments).parent
     else:
         options = BackendOptions(n_ctx=n_ctx, n_threads=threads)

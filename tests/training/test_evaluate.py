@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from app.io.reader import read_rows
 from app.records import Judgment, Status
 from app.scenarios import load_catalog
 from app.scoring import ScoringRule, verdict_from_overall
 from models.backends import register_backend
 from models.backends.base import BackendOptions, Generation, Message, OutputSpec, SamplingParams
 from tests.support.fake_backend import FakeBackend
-from training.evaluate import EvaluationError, evaluate_files, main
+from training.evaluate import EvaluationError, Overrides, evaluate_files, main
 
 CATALOG = load_catalog()
 BACKEND = "meta-fake"
@@ -257,6 +258,42 @@ def test_rescore_saved_judgments_without_a_model(
     assert "longer answer wins" in printed
     written = (tmp_path / "cli" / "report.md").read_text(encoding="utf-8")
     assert printed == written + "\n"  # print() adds one newline
+
+
+def test_rescore_with_a_tie_margin_redecides_calibrated_verdicts(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    _evaluate(inputs, tmp_path / "run", "llmbar")
+    rows = [
+        json.loads(line)
+        for line in (tmp_path / "run" / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    for row in rows:  # as the calibrated combine saves them: a winner and the score gap
+        row["margin"], row["winner"] = 0.02, "tie"
+    calibrated = tmp_path / "calibrated.jsonl"
+    calibrated.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+    as_saved = evaluate_files([inputs["llmbar"]], judgments=calibrated, out_dir=tmp_path / "a")
+    redecided = evaluate_files(
+        [inputs["llmbar"]],
+        judgments=calibrated,
+        out_dir=tmp_path / "b",
+        overrides=Overrides(tie_margin=0.0),  # no --combine needed
+    )
+    judge = redecided["files"]["llmbar.json"]["judge"]
+    assert as_saved["files"]["llmbar.json"]["judge"]["agreement_combined"] == 0.0  # all ties
+    labels = [row.item.label.winner for row in read_rows(inputs["llmbar"])]
+    # margin 0.02 > 0 everywhere: every verdict is now A
+    assert judge["agreement_combined"] == pytest.approx(100 * labels.count("A") / len(labels))
+    assert labels.count("A") > 0
+    assert redecided["tie_margin"] == 0.0 and redecided["pair_combine"] == "calibrated"
+    with pytest.raises(EvaluationError, match="drop --combine agree"):
+        evaluate_files(
+            [inputs["llmbar"]],
+            judgments=calibrated,
+            out_dir=tmp_path / "c",
+            overrides=Overrides(pair_combine="agree", tie_margin=0.1),
+        )
 
 
 def test_rescore_with_missing_and_foreign_rows(inputs: dict[str, Path], tmp_path: Path) -> None:
