@@ -136,17 +136,14 @@ def restate_weights(
     not a restatement; it gets `feedback_weight`, because a single target's
     critique (~60 tokens) otherwise outweighs its one score token.
     """
-    if weight == 1.0 and feedback_weight == 1.0:
-        return pieces
     out: list[Piece] = []
     decided = False
     for index, piece in enumerate(pieces):
         is_feedback = index > 0 and pieces[index - 1].text.endswith('"feedback": ')
         if piece.value and is_feedback:
-            if feedback_weight != 1.0:
-                piece = Piece(piece.text, True, feedback_weight)
+            piece = Piece(piece.text, True, feedback_weight)
         elif piece.value:
-            if decided and weight != 1.0:
+            if decided:
                 piece = Piece(piece.text, True, weight)
             decided = True
         out.append(piece)

@@ -421,6 +421,11 @@ def run_pipeline(
     return summary
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated option as names, blanks dropped."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -438,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         help="train only these adapters (e.g. one per process, after the data stage)",
     )
     args = parser.parse_args(argv)
-    stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+    stages = _names(args.stages)
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         parser.error(f"unknown stage(s) {unknown}; valid: {', '.join(STAGES)}")
@@ -446,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(config_path)
     eval_changes: dict = {}
     if args.variants:
-        eval_changes["variants"] = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+        eval_changes["variants"] = _names(args.variants)
     if args.limit is not None:
         eval_changes["limit"] = args.limit
     if eval_changes:
@@ -457,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValidationError as error:
             parser.error("; ".join(validation_message(e) for e in error.errors()))
     if args.adapters:
-        chosen = tuple(a.strip() for a in args.adapters.split(",") if a.strip())
+        chosen = _names(args.adapters)
         others = [a for a in chosen if a not in config.adapters]
         if others:
             parser.error(f"adapter(s) {others} not in the config; it has {list(config.adapters)}")
