@@ -361,6 +361,18 @@ def pairwise_examples(
             )
 
 
+def training_pairs(config: DataConfig, catalog: Catalog, report: BuildReport) -> list[JudgeItem]:
+    """The labelled pairs the pairwise adapter learns from: read, length-balanced, with
+    counterexamples added (each pair in one order; examples add the swap)."""
+    pairs = [i for i in _labelled(resolve_path(config.autoj_dir) / PAIRWISE_FILE) if i.label.winner]
+    if config.pairwise_limit:
+        pairs = pairs[: config.pairwise_limit]
+    report.add("pairs_read", len(pairs))
+    if config.length_balance:
+        pairs = balance_lengths(pairs, config.seed, report)
+    return pairs + counterexamples(pairs, config.counterexamples, config.seed, catalog, report)
+
+
 def build_examples(config: DataConfig, catalog: Catalog | None = None) -> dict[str, Any]:
     """All examples by adapter, the held-out single rows, and counts of what was built."""
     catalog = catalog or load_catalog()
@@ -370,13 +382,7 @@ def build_examples(config: DataConfig, catalog: Catalog | None = None) -> dict[s
     single_train, single_heldout = split_single(singles, config.single_heldout, config.seed)
     if config.single_limit:
         single_train = single_train[: config.single_limit]
-    pairs = [i for i in _labelled(source / PAIRWISE_FILE) if i.label.winner]
-    if config.pairwise_limit:
-        pairs = pairs[: config.pairwise_limit]
-    report.add("pairs_read", len(pairs))
-    if config.length_balance:
-        pairs = balance_lengths(pairs, config.seed, report)
-    pairs = pairs + counterexamples(pairs, config.counterexamples, config.seed, catalog, report)
+    pairs = training_pairs(config, catalog, report)
     examples = {
         "single": list(single_examples(single_train, config, catalog, report)),
         "pairwise": list(pairwise_examples(pairs, config, catalog, report)),

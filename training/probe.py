@@ -96,25 +96,6 @@ def longer(item: JudgeItem) -> str:
     return "A" if len(item.answers[0]) >= len(item.answers[1]) else "B"
 
 
-def training_pairs(config: DataConfig) -> list[JudgeItem]:
-    """The pairwise adapter's pairs: length-balanced decisive pairs plus counterexamples."""
-    from app.scenarios import load_catalog
-    from training.data import (
-        PAIRWISE_FILE,
-        BuildReport,
-        _labelled,
-        balance_lengths,
-        counterexamples,
-    )
-
-    catalog = load_catalog()
-    report = BuildReport()
-    pairs = [i for i in _labelled(resolve_path(config.autoj_dir) / PAIRWISE_FILE) if i.label]
-    pairs = balance_lengths([i for i in pairs if i.label.winner], config.seed, report)
-    pairs = pairs + counterexamples(pairs, config.counterexamples, config.seed, catalog, report)
-    return decisive(pairs)
-
-
 def load_eval(path: Path) -> list[JudgeItem]:
     from app.io.reader import read_rows
 
@@ -131,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
 
+    from app.scenarios import load_catalog
     from training.bases import base_gguf
+    from training.data import BuildReport, training_pairs
 
     gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)
     out = Path(args.out)
@@ -156,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         np.save(path, features)
         return features
 
-    train = training_pairs(DataConfig())
+    train = decisive(training_pairs(DataConfig(), load_catalog(), BuildReport()))
     head = fit_head(cached("train", train), [i.label.winner for i in train])
     results = {"gguf": gguf.name, "train_pairs": len(train), "files": {}}
     for file in EVAL_FILES:
