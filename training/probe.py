@@ -24,6 +24,7 @@ import numpy as np
 
 from app.records import JudgeItem
 from training.config import DataConfig, resolve_path
+from training.meta_metrics import longer_answer, percent
 
 EVAL_FILES = (
     "../shared/data/autoj/pairwise_dev.jsonl",
@@ -89,11 +90,12 @@ def fit_head(features: np.ndarray, winners: Sequence[str], seed: int = 0):
 
 def agreement(predicted: Sequence[str], labels: Sequence[str]) -> float:
     """Percentage of rows where the verdict equals the label (tie labels count as misses)."""
-    return round(100 * sum(p == t for p, t in zip(predicted, labels)) / len(labels), 1)
+    return round(percent(sum(p == t for p, t in zip(predicted, labels)), len(labels)), 1)
 
 
 def longer(item: JudgeItem) -> str:
-    return "A" if len(item.answers[0]) >= len(item.answers[1]) else "B"
+    """The report's 'longer answer wins' verdict, so the probe's rows match every report."""
+    return longer_answer((len(item.answers[0]), len(item.answers[1])))
 
 
 def load_eval(path: Path) -> list[JudgeItem]:
