@@ -37,6 +37,9 @@ class DataConfig(_Strict):
     counterexamples: float = Field(
         default=0.3, ge=0, le=2
     )  # per pair: off-topic longer answer loses
+    # where a counterexample's off-topic answer comes from: any other request of the same
+    # scenario group, or the most similar other request (MiniLM), like LLMBar's neighbours
+    counterexample_match: Literal["group", "nearest"] = "group"
     length_balance: bool = True  # drop longer-wins pairs until they match shorter-wins pairs
     # loss weight of reply values that restate the first score (data.restate_weights)
     restated_weight: float = Field(default=1.0, ge=0, le=1)

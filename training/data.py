@@ -18,8 +18,8 @@ Sources (../shared/data/autoj, see its README):
 Counter-measures against learning "longer is better" (the human labels reward
 length): length balancing drops pairs where the longer answer wins until they
 are as many as those where the shorter one wins, and counterexamples pair an
-on-topic answer with a longer answer written for another request of the same
-kind, which must lose.
+on-topic answer with a longer answer written for another request (of the same
+kind, or the most similar one), which must lose.
 """
 
 from __future__ import annotations
@@ -277,25 +277,51 @@ def balance_lengths(items: list[JudgeItem], seed: int, report: BuildReport) -> l
 
 
 def counterexamples(
-    items: list[JudgeItem], share: float, seed: int, catalog: Catalog, report: BuildReport
+    items: list[JudgeItem],
+    share: float,
+    seed: int,
+    catalog: Catalog,
+    report: BuildReport,
+    match: str = "group",
 ) -> list[JudgeItem]:
-    """On-topic answer vs a longer answer to another request of the same group: on-topic wins."""
+    """On-topic answer vs a longer answer to another request, which must lose.
+
+    `match` picks that other request: "group", any request of the same scenario group;
+    "nearest", the most similar request that has a longer answer (LLMBar's neighbours are
+    built this way, and off-topic answers to near requests are the hard ones to spot)."""
     rng = random.Random(seed + 3)
     by_group: dict[str, list[JudgeItem]] = {}
     for item in items:
         by_group.setdefault(_group(item.scenario, catalog), []).append(item)
-    made: list[JudgeItem] = []
-    wanted = round(share * len(items))
-    candidates = list(items)
-    rng.shuffle(candidates)
-    for item in candidates:
-        if len(made) >= wanted:
-            break
-        good = item.answers[0 if item.label.winner in ("A", "tie") else 1]
+    neighbours: list[list[int]] = []
+    if match == "nearest" and share > 0:
+        from training.similarity import neighbours_by_similarity
+
+        neighbours = neighbours_by_similarity([i.question for i in items])
+
+    def longer_answers(index: int, good: str) -> list[str]:
+        item = items[index]
+        if match == "nearest":
+            for j in neighbours[index]:
+                longer = [a for a in items[j].answers if len(a) > len(good)]
+                if longer:
+                    return longer
+            return []
         others = [
             o for o in by_group[_group(item.scenario, catalog)] if o.question != item.question
         ]
-        longer = [a for o in others for a in o.answers if len(a) > len(good)]
+        return [a for o in others for a in o.answers if len(a) > len(good)]
+
+    made: list[JudgeItem] = []
+    wanted = round(share * len(items))
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    for index in order:
+        if len(made) >= wanted:
+            break
+        item = items[index]
+        good = item.answers[0 if item.label.winner in ("A", "tie") else 1]
+        longer = longer_answers(index, good)
         if not longer:
             continue
         off_topic = rng.choice(longer)
@@ -370,7 +396,15 @@ def training_pairs(config: DataConfig, catalog: Catalog, report: BuildReport) ->
     report.add("pairs_read", len(pairs))
     if config.length_balance:
         pairs = balance_lengths(pairs, config.seed, report)
-    return pairs + counterexamples(pairs, config.counterexamples, config.seed, catalog, report)
+    made = counterexamples(
+        pairs,
+        config.counterexamples,
+        config.seed,
+        catalog,
+        report,
+        config.counterexample_match,
+    )
+    return pairs + made
 
 
 def build_examples(config: DataConfig, catalog: Catalog | None = None) -> dict[str, Any]:

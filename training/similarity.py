@@ -1,0 +1,39 @@
+"""Which requests are alike: all-MiniLM-L6-v2 sentence embeddings (the encoder BERTScore uses,
+shipped on PyPI), compared by cosine. Used to pick counterexamples that answer a *neighbouring*
+request, like LLMBar's adversarial neighbour pairs, rather than any request of the same kind."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.metrics.reference import bertscore_model_dir
+
+
+@functools.cache
+def _encoder():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(bertscore_model_dir()), device="cpu")
+
+
+def embed(texts: Sequence[str]) -> np.ndarray:
+    """Unit-length embeddings, one row per text."""
+    return _encoder().encode(
+        list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False
+    )
+
+
+def neighbours_by_similarity(texts: Sequence[str]) -> list[list[int]]:
+    """For each text, the indices of the others, most similar first (identical texts left out)."""
+    vectors = embed(texts)
+    similarity = vectors @ vectors.T
+    ranked: list[list[int]] = []
+    for i, row in enumerate(similarity):
+        order = np.argsort(-row, kind="stable")
+        ranked.append([int(j) for j in order if j != i and texts[j] != texts[i]])
+    return ranked
