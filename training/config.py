@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 
 AdapterName = Literal["single", "pairwise"]
+CounterexampleMatch = Literal["group", "nearest"]
 MergeMethod = Literal["linear", "ties", "dare_linear", "dare_ties", "magnitude_prune"]
 
 
@@ -39,7 +40,7 @@ class DataConfig(_Strict):
     )  # per pair: off-topic longer answer loses
     # where a counterexample's off-topic answer comes from: any other request of the same
     # scenario group, or the most similar other request (MiniLM), like LLMBar's neighbours
-    counterexample_match: Literal["group", "nearest"] = "group"
+    counterexample_match: CounterexampleMatch = "group"
     length_balance: bool = True  # drop longer-wins pairs until they match shorter-wins pairs
     # loss weight of reply values that restate the first score (data.restate_weights)
     restated_weight: float = Field(default=1.0, ge=0, le=1)

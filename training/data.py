@@ -39,7 +39,7 @@ from app.prompts import get_template
 from app.records import JudgeItem, Protocol
 from app.scenarios import Catalog, load_catalog
 from app.service import prompt_input
-from training.config import DataConfig, resolve_path
+from training.config import CounterexampleMatch, DataConfig, resolve_path
 
 SINGLE_FILE = "single_train.jsonl"
 PAIRWISE_FILE = "pairwise_train.jsonl"
@@ -282,7 +282,7 @@ def counterexamples(
     seed: int,
     catalog: Catalog,
     report: BuildReport,
-    match: str = "group",
+    match: CounterexampleMatch = "group",
 ) -> list[JudgeItem]:
     """On-topic answer vs a longer answer to another request, which must lose.
 

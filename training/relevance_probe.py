@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from app.records import JudgeItem
-from training.config import DataConfig, resolve_path
+from training.config import CounterexampleMatch, DataConfig, resolve_path
 from training.probe import EVAL_FILES, agreement, load_eval, longer
 
 QUESTION_CHARS = 1000
@@ -117,7 +117,7 @@ def relevance_verdicts(features: np.ndarray) -> list[str]:
     return ["A" if r > 0 else "B" if r < 0 else "tie" for r in features[:, 1]]
 
 
-def training_set(match: str, share: float, seed: int) -> list[JudgeItem]:
+def training_set(match: CounterexampleMatch, share: float, seed: int) -> list[JudgeItem]:
     """All labelled Auto-J training pairs (no length balance) plus counterexamples."""
     from app.scenarios import load_catalog
     from training.data import BuildReport, training_pairs
