@@ -5,17 +5,16 @@ request, like LLMBar's adversarial neighbour pairs, rather than any request of t
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
-from app.metrics.reference import bertscore_model_dir
+from app.metrics.reference import bertscore_model_dir, set_offline
 
 
 @functools.cache
 def _encoder():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    set_offline()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(bertscore_model_dir()), device="cpu")

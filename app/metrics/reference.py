@@ -43,7 +43,7 @@ class MetricsUnavailable(PocketJudgeError):
     """A package that a reference metric needs is missing or broken."""
 
 
-def _set_offline() -> None:
+def set_offline() -> None:
     """Never reach the Hugging Face hub; takes effect if set before huggingface_hub is imported."""
     for name, value in _OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
@@ -64,7 +64,7 @@ def load_module(module_name: str) -> evaluate.EvaluationModule:
     """Load one of our evaluate modules ('pj_rouge', 'pj_bleu', 'pj_bertscore'), once."""
     if module_name not in _REQUIREMENTS:
         raise UnknownNameError("metric module", module_name, list(_REQUIREMENTS))
-    _set_offline()
+    set_offline()
     _require(module_name)
     import evaluate
 
