@@ -25,6 +25,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 
@@ -117,15 +118,23 @@ def relevance_verdicts(features: np.ndarray) -> list[str]:
     return ["A" if r > 0 else "B" if r < 0 else "tie" for r in features[:, 1]]
 
 
-def training_set(match: CounterexampleMatch, share: float, seed: int) -> list[JudgeItem]:
-    """All labelled Auto-J training pairs (no length balance) plus counterexamples."""
+def training_sets(share: float, seed: int) -> tuple[list[JudgeItem], dict[str, list[JudgeItem]]]:
+    """All labelled Auto-J training pairs (no length balance), and for each way of matching
+    the counterexamples built from them."""
     from app.scenarios import load_catalog
     from training.data import BuildReport, training_pairs
 
-    config = DataConfig(
-        length_balance=False, counterexamples=share, counterexample_match=match, seed=seed
-    )
-    return training_pairs(config, load_catalog(), BuildReport())
+    catalog = load_catalog()
+    pairs: list[JudgeItem] = []
+    made: dict[str, list[JudgeItem]] = {}
+    for match in get_args(CounterexampleMatch):
+        config = DataConfig(
+            length_balance=False, counterexamples=share, counterexample_match=match, seed=seed
+        )
+        items = training_pairs(config, catalog, BuildReport())
+        pairs = [i for i in items if not i.metadata.get("counterexample")]
+        made[match] = [i for i in items if i.metadata.get("counterexample")]
+    return pairs, made
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,13 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     evals = {resolve_path(f).name: load_eval(resolve_path(f)) for f in EVAL_FILES}
     eval_features = {name: relevance_features(items) for name, items in evals.items()}
     results: dict = {"share": args.share, "files": {}}
+    pairs, made = training_sets(args.share, args.seed)
+    pair_features = relevance_features(pairs)  # shared by both heads: embedded once
     heads = {}
-    for match in ("group", "nearest"):
-        train = training_set(match, args.share, args.seed)
+    for match, counter in made.items():
         heads[match] = RelevanceHead(args.seed).fit(
-            relevance_features(train), [i.label.winner for i in train]
+            np.concatenate([pair_features, relevance_features(counter)]),
+            [i.label.winner for i in pairs + counter],
         )
-        results[f"train_pairs_{match}"] = len(train)
+        results[f"train_pairs_{match}"] = len(pairs) + len(counter)
     for name, items in evals.items():
         labels = [i.label.winner for i in items]
         row = {
