@@ -66,6 +66,12 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluate $(EVAL_FILES) \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS)
 
+# The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md);
+# cells are saved in bench/runs/ as they finish, so an interrupted run goes on. BENCH_ARGS=--fresh
+BENCH_ARGS ?=
+bench: setup models
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run $(BENCH_ARGS)
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

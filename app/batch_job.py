@@ -146,6 +146,10 @@ class BatchJob:
         return len(self._rows)
 
     @property
+    def config(self) -> JudgeConfig:
+        return self._config
+
+    @property
     def items(self) -> list[JudgeItem | None]:
         """The input item of each row (None where unreadable), aligned with the judgments."""
         return [row.item for row in self._rows]

@@ -94,6 +94,40 @@ def _parser() -> argparse.ArgumentParser:
         "--tie-margin", type=float, help="calibrated combine: a gap this small is a tie"
     )
     judge.add_argument(
+        "--mode",
+        choices=("score", "generate"),
+        default="score",
+        help="score (default): the verdict, grade or ranking and the criterion scores read from "
+        "the model's probabilities, no free text; generate: the whole reply, critique included",
+    )
+    judge.add_argument(
+        "--feedback",
+        action="store_true",
+        help="score mode: also write a critique of each judgment (one generation per item)",
+    )
+    judge.add_argument(
+        "--no-criteria",
+        action="store_true",
+        help="decision-first templates: skip the per-criterion scores (fastest)",
+    )
+    judge.add_argument(
+        "--uncertain-below",
+        type=float,
+        help="report pairwise verdicts and rankings below this confidence as uncertain "
+        "(default: the model's setting)",
+    )
+    judge.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="score mode: replies decoded side by side as llama.cpp sequences (1: one at a time)",
+    )
+    judge.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="score mode: evaluate every prompt in full (benchmarks)",
+    )
+    judge.add_argument(
         "--reference-metrics",
         action="store_true",
         help="add ROUGE-1/2/L, BLEU and BERTScore F1 per answer for rows with a reference",
@@ -152,6 +186,8 @@ def _judge(args: argparse.Namespace) -> int:
         load_in_8bit=args.int8,
         base_url=args.base_url,
         api_key_env=args.api_key_env,
+        parallel=args.parallel,
+        prefix_cache=not args.no_prefix_cache,
         extra={"schema_form": args.schema_form},
     )
     total = count_rows(args.input)
@@ -167,12 +203,17 @@ def _judge(args: argparse.Namespace) -> int:
         use_reference=not args.no_reference,
         swap=not args.no_swap,
         reference_metrics=args.reference_metrics,
+        mode=args.mode,
+        criteria=not args.no_criteria,
+        feedback=args.feedback,
+        context_tokens=args.n_ctx,
         **model_judge_settings(
             entry,
             template=args.template,
             pair_combine=args.combine,
             tie_margin=args.tie_margin,
-        ).config_fields(input_budget_chars(args.n_ctx, args.max_tokens)),
+            uncertain_below=args.uncertain_below,
+        ).config_fields(),
         sampling=SamplingParams(
             temperature=args.temperature,
             top_p=args.top_p,
@@ -210,15 +251,6 @@ def _check_choice(choice: CriteriaChoice) -> None:
         catalog.specs_for(criteria_ids=list(choice.criteria))
 
 
-PROMPT_OVERHEAD_TOKENS = 1300  # instructions and 10 criteria; the rest is for the item
-CHARS_PER_TOKEN = 3  # conservative for English text
-
-
-def input_budget_chars(n_ctx: int, max_tokens: int) -> int:
-    """How many characters of question, reference and answers fit the context."""
-    return max(1000, (n_ctx - max_tokens - PROMPT_OVERHEAD_TOKENS) * CHARS_PER_TOKEN)
-
-
 def _collect(stream, sink: list):
     for judgment in stream:
         sink.append(judgment)
@@ -235,6 +267,14 @@ def _summary(judgments: list, elapsed: float, load_s: float, out: Path) -> None:
         f"model load {load_s:.1f}s, judging {judged:.1f}s ({rate:.2f} rows/s)",
         file=sys.stderr,
     )
+    uncertain = sum(bool(j.uncertain) for j in judgments)
+    truncated = sum(j.truncated for j in judgments)
+    if uncertain or truncated:
+        print(
+            f"  {uncertain} verdicts uncertain (confidence below the judge's threshold: read "
+            f"'leaning'), {truncated} rows cut to fit the context ('truncated')",
+            file=sys.stderr,
+        )
     for judgment in judgments:
         if judgment.status is not Status.OK:
             print(

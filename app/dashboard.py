@@ -23,7 +23,7 @@ from app.records import JudgeItem, Judgment, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 
 OTHER_GROUP = "other"
-VERDICTS = ("A", "B", "tie")
+VERDICTS = ("A", "B", "tie", "uncertain")
 
 
 class ProblemRow(NamedTuple):

@@ -9,10 +9,11 @@ swapped pairwise judgment.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from app.output_format import answer_keys
+from app import verdicts
+from app.output_format import ReplyLayout, answer_keys, decision_path
 from app.parsing import ParsedOutput
 from app.records import AnswerScores, Judgment, Protocol, Status
 from app.scoring import (
@@ -32,6 +33,16 @@ class Attempt:
     generation: Generation
     parsed: ParsedOutput | None
     failure: str | None
+    layout: ReplyLayout = field(default_factory=ReplyLayout)
+    protocol: Protocol = Protocol.SINGLE
+
+    def decision_probs(self) -> dict[str, float] | None:
+        """The distribution read at the decision of a decision-first reply."""
+        path = decision_path(self.protocol, self.layout)
+        for dist in self.generation.distributions:
+            if path is not None and dist.path == path:
+                return dict(dist.probs)
+        return None
 
 
 @dataclass(frozen=True)
@@ -60,20 +71,62 @@ def build_judgment(base: Judgment, attempts: Sequence[Attempt], rule: ScoringRul
             dists = None
         else:
             dists.update(item.overall_dists)
+    feedback = [a.parsed.feedback for a in attempts if a.parsed.feedback]
     update = {
         **meta,
         "status": Status.OK,
         "answers": tuple(answers[i] for i in sorted(answers)),
-        "feedback": "\n\n".join(a.parsed.feedback for a in attempts if a.parsed.feedback),
+        "feedback": "\n\n".join(feedback) if feedback else None,
     }
     parsed = attempts[0].parsed
     order = attempts[0].order
     if base.protocol is Protocol.PAIRWISE:
-        update["winner"] = _original_winner(parsed.verdict, order)
+        update["winner"] = update["leaning"] = _original_winner(parsed.verdict, order)
+        probs = _verdict_probs(attempts[0], rule, dists)
+        update["verdict_probs"] = _rounded(probs)
+        update["confidence"] = probs[update["winner"]]
+        return base.model_copy(update=update)
     if base.protocol is Protocol.MULTI:
         update["ranking"] = tuple(order[n - 1] + 1 for n in parsed.ranking)
-    update["confidence"] = _confidence(base.protocol, update, stated, dists)
+    if attempts[0].layout.decision_first:
+        update["confidence"] = _decision_first_confidence(attempts, stated)
+    else:
+        update["confidence"] = _confidence(base.protocol, update, stated, dists)
     return base.model_copy(update=update)
+
+
+def _verdict_probs(
+    attempt: Attempt, rule: ScoringRule, dists: dict[int, dict[int, float]] | None
+) -> dict[str, float]:
+    """One order's P(A), P(B), P(tie) in the original labels (see app.verdicts)."""
+    parsed = attempt.parsed
+    assert parsed is not None and parsed.verdict is not None
+    token = attempt.decision_probs() if attempt.layout.decision_first else None
+    if token is not None:
+        probs = verdicts.from_token(token)
+    elif not attempt.layout.decision_first and dists and len(dists) == 2:
+        first, second = (dists[i] for i in attempt.order)
+        probs = verdicts.from_overall_distributions(first, second)
+    else:
+        probs = verdicts.certain(parsed.verdict)
+    return verdicts.to_original(probs, attempt.order)
+
+
+def _decision_first_confidence(attempts: Sequence[Attempt], stated: dict[int, int]) -> float:
+    """The probability of the decision written: the grade (mean over graded answers), or
+    the answer ranked first."""
+    values = []
+    for attempt in attempts:
+        parsed = attempt.parsed
+        assert parsed is not None
+        probs = attempt.decision_probs()
+        chosen = str(parsed.ranking[0]) if parsed.ranking else str(parsed.stated_overall[0])
+        values.append(1.0 if probs is None else probs.get(chosen, 0.0))
+    return sum(values) / len(values)
+
+
+def _rounded(probs: dict[str, float]) -> dict[str, float]:
+    return {key: round(value, 4) for key, value in probs.items()}
 
 
 PairCombine = Literal["agree", "calibrated"]
@@ -110,25 +163,29 @@ def combine_swapped(
     two = build_judgment(base, [second], rule)
     consistent = one.winner == two.winner
     answers = tuple(_average(a, b, rule) for a, b in zip(one.answers, two.answers))
-    confidence = None
-    if consistent and one.confidence is not None and two.confidence is not None:
-        confidence = (one.confidence + two.confidence) / 2
-    winner = one.winner if consistent else "tie"
+    probs = verdicts.average([one.verdict_probs or {}, two.verdict_probs or {}])
+    if first.layout.decision_first:
+        winner = verdicts.most_likely(probs)
+    else:
+        winner = one.winner if consistent else "tie"
     margin = None
-    if answers[0].expected_overall is not None and answers[1].expected_overall is not None:
-        margin = answers[0].expected_overall - answers[1].expected_overall
-        if combine == "calibrated":
+    expected = [a.expected_overall for a in answers]
+    if len(expected) == 2 and None not in expected:
+        margin = expected[0] - expected[1]
+        if combine == "calibrated" and not first.layout.decision_first:
             winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
     return base.model_copy(
         update={
             **meta,
             "status": Status.OK,
             "winner": winner,
+            "leaning": winner,
             "consistent": consistent,
             "order_winners": (one.winner, two.winner),
             "margin": None if margin is None else round(margin, 4),
             "answers": answers,
-            "confidence": confidence,
+            "confidence": probs[winner],
+            "verdict_probs": _rounded(probs),
             "feedback": one.feedback,
         }
     )
@@ -138,6 +195,14 @@ def _score(attempt: Attempt, rule: ScoringRule, protocol: Protocol) -> _Scored:
     parsed = attempt.parsed
     assert parsed is not None
     keys = answer_keys(protocol, len(attempt.order)) or ("",)
+    grade = (
+        _grade(attempt) if attempt.layout.decision_first and not answer_keys(protocol, 2) else None
+    )
+    if not parsed.scores:  # decision first without criterion scores
+        if grade is None:
+            return _Scored({}, None, {})
+        index = attempt.order[0]
+        return _Scored({index: grade}, None, {index: parsed.stated_overall[0]})
     distributions = _distributions(attempt, keys)
     answers: dict[int, AnswerScores] = {}
     overall_dists: dict[int, dict[int, float]] | None = {}
@@ -161,8 +226,27 @@ def _score(attempt: Attempt, rule: ScoringRule, protocol: Protocol) -> _Scored:
             expected_criteria=expected_criteria,
             expected_overall=expected_overall,
         )
-        stated[index] = parsed.stated_overall[position]
+        if grade is not None:  # the grade written first is the decision; criteria explain it
+            answers[index] = grade.model_copy(
+                update={"criteria": criteria, "expected_criteria": expected_criteria}
+            )
+        stated[index] = parsed.stated_overall[position] if parsed.stated_overall else 0
     return _Scored(answers, overall_dists, stated)
+
+
+def _grade(attempt: Attempt) -> AnswerScores:
+    """The grade a decision-first single reply wrote first, with its distribution."""
+    parsed = attempt.parsed
+    assert parsed is not None
+    written = parsed.stated_overall[0]
+    probs = attempt.decision_probs()
+    dist = {int(value): p for value, p in probs.items()} if probs else None
+    return AnswerScores(
+        criteria={},
+        overall=float(written),
+        expected_overall=expected(dist) if dist else None,
+        overall_probs={k: round(v, 4) for k, v in dist.items()} if dist else None,
+    )
 
 
 def _distributions(attempt: Attempt, keys: Sequence[str]) -> dict[str, dict[str, dict[int, float]]]:

@@ -124,8 +124,10 @@ def _rank_key(standing: ModelStanding) -> tuple[bool, float, bool, float, str]:
 def _comparisons(judgment: Judgment, models: Sequence[str | None]) -> list[Comparison]:
     """The model-vs-model comparisons in one ok judgment."""
     pairs: list[tuple[int, int, float]] = []
-    if judgment.protocol is Protocol.PAIRWISE and judgment.winner is not None:
-        pairs.append((0, 1, WINNER_SCORE[judgment.winner]))
+    if judgment.protocol is Protocol.PAIRWISE and judgment.winner in WINNER_SCORE:
+        pairs.append(
+            (0, 1, WINNER_SCORE[judgment.winner])
+        )  # an uncertain verdict counts for nothing
     elif judgment.protocol is Protocol.MULTI and judgment.ranking is not None:
         for better, worse in combinations([n - 1 for n in judgment.ranking], 2):
             equal = judgment.answers[better].overall == judgment.answers[worse].overall

@@ -23,14 +23,20 @@ class ModelJudgeSettings:
     pair_combine: PairCombine = "agree"
     tie_margin: float = 0.0
     max_input_chars: int | None = None  # None: whatever fits the context window
+    # Verdicts with less than this probability (averaged over both orders) are reported as
+    # uncertain: a decision needs more than half of the judge's probability by default.
+    uncertain_below: float = 0.5
+    critiques: bool = True  # False: the judge is known to write none
 
-    def config_fields(self, fallback_chars: int) -> dict:
-        """Keyword arguments for JudgeConfig; `fallback_chars` when the model sets no budget."""
+    def config_fields(self) -> dict:
+        """Keyword arguments for JudgeConfig."""
         return {
             "template": self.template,
             "pair_combine": self.pair_combine,
             "tie_margin": self.tie_margin,
-            "max_input_chars": self.max_input_chars or fallback_chars,
+            "max_input_chars": self.max_input_chars,
+            "uncertain_below": self.uncertain_below,
+            "critiques": self.critiques,
         }
 
 
@@ -41,6 +47,7 @@ def model_judge_settings(
     pair_combine: PairCombine | None = None,
     tie_margin: float | None = None,
     max_input_chars: int | None = None,
+    uncertain_below: float | None = None,
 ) -> ModelJudgeSettings:
     """The entry's settings (defaults for a bare model file); a given value wins over both."""
     own = (
@@ -49,6 +56,8 @@ def model_judge_settings(
             pair_combine=entry.pair_combine,
             tie_margin=entry.tie_margin,
             max_input_chars=entry.max_input_chars,
+            uncertain_below=entry.uncertain_below,
+            critiques=entry.critiques,
         )
         if entry is not None
         else ModelJudgeSettings()
@@ -58,4 +67,6 @@ def model_judge_settings(
         pair_combine=pair_combine or own.pair_combine,
         tie_margin=own.tie_margin if tie_margin is None else tie_margin,
         max_input_chars=max_input_chars or own.max_input_chars,
+        uncertain_below=own.uncertain_below if uncertain_below is None else uncertain_below,
+        critiques=own.critiques,
     )

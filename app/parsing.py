@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from app.output_format import VERDICTS, answer_keys
+from app.output_format import VERDICTS, ReplyLayout, answer_keys
 from app.records import Protocol
 from app.scoring import ScoringRule, verdict_from_overall
 
@@ -28,11 +28,11 @@ class ParseFailure(ValueError):
 
 @dataclass(frozen=True)
 class ParsedOutput:
-    scores: tuple[dict[str, int], ...]  # one per answer, in output order
-    stated_overall: tuple[int, ...]
+    scores: tuple[dict[str, int], ...]  # one per answer, in output order; () without criteria
+    stated_overall: tuple[int, ...]  # one per answer (decision first: only a single grade)
     verdict: str | None
     ranking: tuple[int, ...] | None
-    feedback: str
+    feedback: str | None  # None when the layout asks for none
 
 
 def last_json_object(text: str) -> dict[str, Any]:
@@ -56,8 +56,17 @@ def last_json_object(text: str) -> dict[str, Any]:
     return found
 
 
-def parse_output(text: str, protocol: Protocol, rule: ScoringRule, n_answers: int) -> ParsedOutput:
+def parse_output(
+    text: str,
+    protocol: Protocol,
+    rule: ScoringRule,
+    n_answers: int,
+    layout: ReplyLayout | None = None,
+) -> ParsedOutput:
+    layout = layout or ReplyLayout()
     data = last_json_object(text)
+    if layout.decision_first:
+        return _parse_decision_first(data, protocol, rule, n_answers, layout)
     keys = answer_keys(protocol, n_answers)
     score_blocks = _field(data, "scores", dict)
     if keys:
@@ -82,10 +91,63 @@ def parse_output(text: str, protocol: Protocol, rule: ScoringRule, n_answers: in
             )
     verdict = _verdict(data, stated) if protocol is Protocol.PAIRWISE else None
     ranking = _ranking(data, stated) if protocol is Protocol.MULTI else None
+    return ParsedOutput(scores, stated, verdict, ranking, _feedback(data, layout))
+
+
+def _feedback(data: dict[str, Any], layout: ReplyLayout) -> str | None:
+    if not layout.feedback:
+        return None
     feedback = data.get("feedback", "")
     if not isinstance(feedback, str):
         raise ParseFailure("feedback is not a string")
-    return ParsedOutput(scores, stated, verdict, ranking, feedback.strip())
+    return feedback.strip()
+
+
+def _parse_decision_first(
+    data: dict[str, Any], protocol: Protocol, rule: ScoringRule, n: int, layout: ReplyLayout
+) -> ParsedOutput:
+    """Decision first: the verdict, grade or ranking, then (optionally) the criterion scores,
+    which must agree with it."""
+    keys = answer_keys(protocol, n)
+    scores: tuple[dict[str, int], ...] = ()
+    if layout.criteria:
+        block = _field(data, "scores", dict)
+        scores = (
+            tuple(_scores(_field(block, key, dict, "scores."), rule, key) for key in keys)
+            if keys
+            else (_scores(block, rule, None),)
+        )
+    implied = tuple(rule.rounded_overall(block) for block in scores)
+    verdict = ranking = None
+    stated: tuple[int, ...] = implied
+    if protocol is Protocol.PAIRWISE:
+        verdict = data.get("verdict")
+        if not isinstance(verdict, str) or verdict.strip() not in VERDICTS:
+            raise ParseFailure(f"verdict is {verdict!r}; expected one of {', '.join(VERDICTS)}")
+        verdict = verdict.strip()
+        if implied and verdict != verdict_from_overall(*implied):
+            raise ParseFailure(
+                f"verdict {verdict} contradicts the criterion scores (overall A={implied[0]}, "
+                f"B={implied[1]})"
+            )
+    elif protocol is Protocol.MULTI:
+        ranking = _ranking(data, implied) if implied else _permutation(data, n)
+    else:
+        grade = _whole(data.get("overall"), "overall")
+        low, high = rule.overall_range()
+        if not low <= grade <= high:
+            raise ParseFailure(f"overall is {grade}, outside {low}-{high}")
+        if scores and abs(grade - rule.overall(scores[0])) > OVERALL_TOLERANCE:
+            raise ParseFailure(
+                f"overall is {grade} but the criterion scores give {rule.overall(scores[0]):.2f}"
+            )
+        stated = (grade,)
+    return ParsedOutput(scores, stated, verdict, ranking, _feedback(data, layout))
+
+
+def _permutation(data: dict[str, Any], n: int) -> tuple[int, ...]:
+    """A ranking with no scores to check it against: each of 1..n once."""
+    return _ranking(data, tuple([0] * n))
 
 
 def _field(data: dict[str, Any], name: str, kind: type, prefix: str = "") -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 from pydantic import BaseModel, ConfigDict
@@ -34,6 +34,9 @@ class TemplateFile(BaseModel):
 
     name: str
     description: str
+    # decision_first: the reply starts with the verdict, grade or ranking (score mode reads
+    # it from one forward pass); decision_last: the scores first, the decision from them.
+    layout: Literal["decision_last", "decision_first"] = "decision_last"
     system: str
     protocols: dict[Protocol, str]
     partials: dict[str, str] = {}
@@ -61,6 +64,7 @@ class PromptTemplate:
     def __init__(self, spec: TemplateFile, path: Path) -> None:
         self.name = spec.name
         self.description = spec.description
+        self.decision_first = spec.layout == "decision_first"
         self.path = path
         self.protocols = tuple(spec.protocols)
         environment = jinja2.Environment(
@@ -98,7 +102,9 @@ class PromptTemplate:
 
 def _context(data: PromptInput) -> dict[str, Any]:
     low, high = data.rule.overall_range()
-    nonce = _nonce([data.question, data.reference or "", *(a.text for a in data.answers)])
+    # Sorted answers: both orders of a pair get the same nonce, so the request fenced with
+    # it is the same text in both prompts and its evaluation is reused for the second.
+    nonce = _nonce([data.question, data.reference or "", *sorted(a.text for a in data.answers)])
     return {
         "protocol": data.protocol.value,
         "question": data.question,

@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 MAX_ANSWERS = 6
 Winner = Literal["A", "B", "tie"]
+# What a pairwise judgment reports: a winner, or "uncertain" when the judge's confidence is
+# below its threshold (the judgment's `leaning` then says which way it leaned).
+Verdict = Literal["A", "B", "tie", "uncertain"]
+Mode = Literal["score", "generate"]
 
 
 class Protocol(StrEnum):
@@ -102,10 +106,13 @@ class AnswerScores(_Frozen):
     probability distribution on the score tokens, when the backend exposes it.
     """
 
-    criteria: dict[str, float]  # whole numbers, or halves when two orders are averaged
+    criteria: dict[
+        str, float
+    ]  # whole numbers, or halves when two orders are averaged; may be empty
     overall: float
     expected_criteria: dict[str, float] | None = None
     expected_overall: float | None = None
+    overall_probs: dict[int, float] | None = None  # decision-first grades: P(each grade)
 
 
 class Judgment(_Frozen):
@@ -115,15 +122,21 @@ class Judgment(_Frozen):
     protocol: Protocol | None  # None only for a row that failed before a protocol applied
     status: Status
     error: str | None = None
-    winner: Winner | None = None
+    winner: Verdict | None = None
+    leaning: Winner | None = None  # pairwise: the winner the judge leans to, even when uncertain
+    uncertain: bool | None = None  # pairwise, multi: confidence below the judge's threshold
     ranking: tuple[int, ...] | None = None  # 1-based answer numbers, best first
-    answers: tuple[AnswerScores, ...] = ()
+    answers: tuple[AnswerScores, ...] = ()  # empty when the criterion scores were not asked for
     feedback: str | None = None
+    feedback_note: str | None = None  # why there is no critique although one was asked for
     reference_metrics: tuple[dict[str, float], ...] | None = None  # per answer, vs the reference
-    confidence: float | None = None
+    confidence: float | None = None  # probability of the reported decision (see app.verdicts)
+    verdict_probs: dict[str, float] | None = None  # pairwise: P(A), P(B), P(tie) over both orders
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
     order_winners: tuple[Winner | None, Winner | None] | None = None  # swap: each order's verdict
     margin: float | None = None  # swap, calibrated: expected overall of A minus B over both orders
+    truncated: bool = False  # a text was cut from the middle to fit the model's context
+    mode: Mode | None = None  # score: decision read from probabilities; generate: full reply
     swapped: bool = False
     raw_output: str | None = None
     raw_output_swapped: str | None = None
@@ -139,8 +152,9 @@ class Judgment(_Frozen):
 
     @model_validator(mode="after")
     def _ok_has_scores(self) -> Judgment:
-        if self.status is Status.OK and not self.answers:
-            raise ValueError("an ok judgment needs scores")
+        decided = self.answers or self.winner is not None or self.ranking is not None
+        if self.status is Status.OK and not decided:
+            raise ValueError("an ok judgment needs scores or a decision")
         if self.status is not Status.OK and self.answers:
             raise ValueError("only an ok judgment carries scores")
         return self

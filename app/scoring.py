@@ -147,6 +147,69 @@ def rounded_overall_distribution(
     return result
 
 
+def reachable_overalls(rule: ScoringRule, fixed: Mapping[str, int]) -> frozenset[int]:
+    """Every rounded overall the answer can still reach when the criteria in `fixed` keep
+    their values and every other criterion may take any value on its scale.
+
+    Decision-first replies state the verdict (or grade, or ranking) before the criterion
+    scores; the scores written after it are kept to values that can still agree with it.
+    The overall grows with each score; when one step of a score moves it by at most 1,
+    every whole number between the lowest and the highest overall is reachable, so only
+    those two are computed (rules with coarser steps take the full convolution).
+    """
+    low = {spec.key: fixed.get(spec.key, spec.scale_min) for spec in rule.specs}
+    high = {spec.key: fixed.get(spec.key, spec.scale_max) for spec in rule.specs}
+    if _largest_step(rule, fixed) <= 1.0:
+        return frozenset(range(rule.rounded_overall(low), rule.rounded_overall(high) + 1))
+    scales = {
+        spec.key: {fixed[spec.key]: 1.0}
+        if spec.key in fixed
+        else dict.fromkeys(range(spec.scale_min, spec.scale_max + 1), 1.0)
+        for spec in rule.specs
+    }
+    return frozenset(rounded_overall_distribution(rule, scales))
+
+
+def _largest_step(rule: ScoringRule, fixed: Mapping[str, int]) -> float:
+    """How much one unit of any free criterion can move the overall."""
+    total_weight = sum(spec.weight for spec in rule.specs)
+    steps = [0.0]
+    for spec in rule.specs:
+        if spec.key in fixed:
+            continue
+        if rule.aggregate == "sum":
+            steps.append(1.0)
+        elif rule.shared_scale is not None:
+            steps.append(spec.weight / total_weight)
+        else:
+            steps.append(spec.weight * 9.0 / (spec.scale_max - spec.scale_min) / total_weight)
+    return max(steps)
+
+
+def verdict_reachable(a: frozenset[int], b: frozenset[int], verdict: str) -> bool:
+    """Can overalls drawn from `a` and `b` still give `verdict`?"""
+    if not a or not b:
+        return False
+    if verdict == "A":
+        return max(a) > min(b)
+    if verdict == "B":
+        return max(b) > min(a)
+    return bool(a & b)
+
+
+def ranking_reachable(reachable: Sequence[frozenset[int]], ranking: Sequence[int]) -> bool:
+    """Can the answers' overalls (1-based numbers in `ranking`, best first) still fall in
+    that order (each at least the next)? Greedy from the last place: each answer takes
+    its smallest reachable value not below the one after it."""
+    floor = -math.inf
+    for number in reversed(ranking):
+        options = [value for value in reachable[number - 1] if value >= floor]
+        if not options:
+            return False
+        floor = min(options)
+    return True
+
+
 def probability_of_verdict(a: Mapping[int, float], b: Mapping[int, float], verdict: str) -> float:
     """P(verdict) when the two rounded overalls are drawn independently."""
     values_a = np.array(list(a.keys()), dtype=float)

@@ -10,21 +10,33 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judgment_builder import Attempt, PairCombine, build_judgment, combine_swapped
-from app.output_format import output_spec
+from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
-from app.prompts import DEFAULT_TEMPLATE, AnswerSlot, PromptInput, get_template
-from app.records import JudgeItem, Judgment, Protocol, Status
+from app.prompts import DEFAULT_TEMPLATE, AnswerSlot, PromptInput, PromptTemplate, get_template
+from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenarios import Catalog, load_catalog
-from app.text_fitting import fit_texts
-from models.backends.base import Backend, SamplingParams
+from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
+from app.verdicts import mark_uncertain
+from models.backends.base import (
+    Backend,
+    Generation,
+    Message,
+    OutputSpec,
+    SamplingParams,
+    ScoreRequest,
+)
 
 PAIR_LABELS = ("A", "B")
+WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
+FIT_ROUNDS = 3
+CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
 
 
 @dataclass(frozen=True)
@@ -37,8 +49,16 @@ class JudgeConfig:
     tie_margin: float = 0.0  # calibrated combine: |expected A - B| at or below this is a tie
     template: str = DEFAULT_TEMPLATE
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
-    max_input_chars: int | None = 6000  # texts are cut from the middle beyond this
+    max_input_chars: int | None = None  # a cap on the item's characters; None: what fits
+    context_tokens: int = 4096  # the model's context: items are cut to fit it
     reference_metrics: bool = False  # ROUGE / BLEU / BERTScore per answer when a reference exists
+    # score: the decision (and criterion scores) read from probabilities, no free text;
+    # generate: the whole reply generated, critique included.
+    mode: Mode = "score"
+    criteria: bool = True  # per-criterion scores (decision-first templates can leave them out)
+    feedback: bool = False  # score mode: also write a critique of each judgment (slower)
+    uncertain_below: float = 0.0  # pairwise / multi: a lower confidence is reported uncertain
+    critiques: bool = True  # False: the model is known to write no critique; say so instead
 
 
 @dataclass
@@ -71,6 +91,28 @@ class Progress:
         return (self.total - self.done) / self.rate
 
 
+@dataclass
+class _Call:
+    """One model call of a plan: the answers in one order."""
+
+    order: tuple[int, ...]
+    messages: list[Message]
+    output: OutputSpec
+    layout: ReplyLayout
+
+
+@dataclass
+class _Plan:
+    """Everything needed to judge one item, before any model call."""
+
+    item: JudgeItem
+    config: JudgeConfig
+    resolved: ResolvedCriteria
+    base: Judgment
+    calls: list[_Call]
+    generations: list[Generation] = field(default_factory=list)
+
+
 class JudgeService:
     def __init__(self, backend: Backend, model_name: str, catalog: Catalog | None = None) -> None:
         self.backend = backend
@@ -86,34 +128,103 @@ class JudgeService:
         total: int | None = None,
         on_judgment: Callable[[Judgment, Progress], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        window: int = WINDOW_ROWS,
     ) -> Iterator[Judgment]:
-        """One judgment per input row, in order. Stops early only when asked to."""
+        """One judgment per input row, in order. Stops early only when asked to.
+
+        Rows are read `window` at a time and scored together, so rows that share
+        instructions run over one evaluated prefix; judgments still come in row order.
+        """
         progress = Progress(total=total)
-        for row in rows:
+        iterator = iter(rows)
+        while True:
             if should_stop is not None and should_stop():
                 return
-            if row.item is None:
-                judgment = error_judgment(
-                    row, config.protocol, model=self.model_name, template=config.template
-                )
-            else:
-                judgment = self.judge(row.item, config, line=row.line)
-            progress.add(judgment)
-            if on_judgment is not None:
-                on_judgment(judgment, progress)
-            yield judgment
+            chunk = list(islice(iterator, window))
+            if not chunk:
+                return
+            for judgment in self.judge_many(chunk, config):
+                progress.add(judgment)
+                if on_judgment is not None:
+                    on_judgment(judgment, progress)
+                yield judgment
+
+    def judge_many(self, rows: Sequence[InputRow], config: JudgeConfig) -> list[Judgment]:
+        """Judgments of `rows`, in order; score mode sends all their calls in one batch."""
+        entries = [(row.item, row.line) if row.item is not None else row for row in rows]
+        return self._judge_entries(entries, config)
 
     # -- one item --------------------------------------------------------------
     def judge(self, item: JudgeItem, config: JudgeConfig, line: int | None = None) -> Judgment:
-        judgment = self._judge(item, config, line)
-        if config.reference_metrics and item.reference and judgment.status is not Status.ERROR:
-            from app.metrics import reference_metrics
+        return self._judge_entries([(item, line)], config)[0]
 
-            metrics = reference_metrics(list(item.answers), item.reference)
-            judgment = judgment.model_copy(update={"reference_metrics": tuple(metrics)})
-        return judgment
+    def _judge_entries(
+        self, entries: Sequence[tuple[JudgeItem, int | None] | InputRow], config: JudgeConfig
+    ) -> list[Judgment]:
+        plans: list[_Plan | Judgment] = []
+        for entry in entries:
+            if isinstance(entry, InputRow):
+                plans.append(
+                    error_judgment(
+                        entry, config.protocol, model=self.model_name, template=config.template
+                    )
+                )
+            else:
+                plans.append(self._plan(entry[0], config, entry[1]))
+        self._run([plan for plan in plans if isinstance(plan, _Plan)], config)
+        judgments = [plan if isinstance(plan, Judgment) else self._finish(plan) for plan in plans]
+        if config.mode == "score" and config.feedback:
+            judgments = [
+                self.explain(plan.item, judgment, config) if isinstance(plan, _Plan) else judgment
+                for plan, judgment in zip(plans, judgments)
+            ]
+        return judgments
 
-    def _judge(self, item: JudgeItem, config: JudgeConfig, line: int | None) -> Judgment:
+    def explain(self, item: JudgeItem, judgment: Judgment, config: JudgeConfig) -> Judgment:
+        """A critique of a judgment already made: the reply generated again with its
+        decision fixed (decision-first templates), feedback included."""
+        if judgment.status is not Status.OK:
+            return judgment
+        if not config.critiques:
+            note = (
+                f"'{self.model_name}' does not write critiques (its model card says so): "
+                "it gives verdicts and scores only"
+            )
+            return judgment.model_copy(update={"feedback": None, "feedback_note": note})
+        config = replace(config, protocol=judgment.protocol, mode="generate")
+        plan = self._plan(item, config, judgment.line, decision=_decision_of(judgment))
+        if isinstance(plan, Judgment):
+            return judgment.model_copy(update={"feedback_note": plan.error})
+        calls = plan.calls[:1] if judgment.protocol is Protocol.PAIRWISE else plan.calls
+        texts, raw = [], []
+        for call in calls:
+            try:
+                generation = self.backend.generate(call.messages, config.sampling, call.output)
+                parsed = self._parse(plan, call, generation)[0]
+            except BackendError as exc:
+                return judgment.model_copy(update={"feedback_note": f"backend failed: {exc}"})
+            raw.append(generation.text)
+            if parsed is not None and parsed.feedback:
+                texts.append(parsed.feedback)
+        note = None
+        if not texts:
+            note = f"'{self.model_name}' wrote no critique for this item (an empty feedback field)"
+        return judgment.model_copy(
+            update={
+                "feedback": "\n\n".join(texts) or None,
+                "feedback_note": note,
+                "raw_output": (judgment.raw_output or "") + CRITIQUE_SEPARATOR + "\n".join(raw),
+            }
+        )
+
+    # -- planning --------------------------------------------------------------
+    def _plan(
+        self,
+        item: JudgeItem,
+        config: JudgeConfig,
+        line: int | None,
+        decision: str | tuple[int, ...] | None = None,
+    ) -> _Plan | Judgment:
         if config.protocol is None:
             config = replace(config, protocol=infer_protocol(item))
         base = Judgment(
@@ -122,68 +233,171 @@ class JudgeService:
             status=Status.ERROR,
             model=self.model_name,
             template=config.template,
+            mode=config.mode,
             line=line,
             metadata=dict(item.metadata),
         )
         try:
             _check_answers(item, config)
-            get_template(config.template)
+            template = get_template(config.template)
             resolved = resolve(config.choice, item, self.catalog)
         except (PocketJudgeError, ValueError) as exc:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
-        try:
-            if config.protocol in (Protocol.SINGLE, Protocol.ANCHORED):
-                return self._grade_each(item, config, resolved, base)
-            if config.protocol is Protocol.PAIRWISE and config.swap:
-                first = self._attempt(item, config, resolved, order=(0, 1))
-                second = self._attempt(item, config, resolved, order=(1, 0))
-                return combine_swapped(
-                    base, first, second, resolved.rule, config.pair_combine, config.tie_margin
-                )
-            order = tuple(range(len(item.answers)))
-            return build_judgment(
-                base, [self._attempt(item, config, resolved, order)], resolved.rule
-            )
-        except BackendError as exc:
-            return base.model_copy(update={"error": f"backend failed: {exc}"})
+        layout = ReplyLayout(
+            decision_first=template.decision_first,
+            criteria=config.criteria,
+            feedback=config.mode == "generate",
+        )
+        protocol = config.protocol
+        assert protocol is not None
+        if protocol in (Protocol.SINGLE, Protocol.ANCHORED):
+            orders = [(index,) for index in range(len(item.answers))]
+        elif protocol is Protocol.PAIRWISE and config.swap:
+            orders = [(0, 1), (1, 0)]
+        else:
+            orders = [tuple(range(len(item.answers)))]
+        calls, truncated = [], False
+        for order in orders:
+            forced = decision if layout.decision_first else None
+            if isinstance(forced, str) and order == (1, 0):
+                forced = {"A": "B", "B": "A"}.get(forced, forced)
+            output = output_spec(protocol, resolved.rule, len(order), layout, forced)
+            messages, cut = self._fitted_messages(item, config, resolved, template, order, output)
+            truncated = truncated or cut
+            calls.append(_Call(order, messages, output, layout))
+        base = base.model_copy(update={"truncated": truncated})
+        return _Plan(item, config, resolved, base, calls)
 
-    def _grade_each(
-        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
-    ) -> Judgment:
-        attempts = [
-            self._attempt(item, config, resolved, order=(index,))
-            for index in range(len(item.answers))
-        ]
-        return build_judgment(base, attempts, resolved.rule)
-
-    def _attempt(
+    def _fitted_messages(
         self,
         item: JudgeItem,
         config: JudgeConfig,
         resolved: ResolvedCriteria,
+        template: PromptTemplate,
         order: tuple[int, ...],
-    ) -> Attempt:
+        output: OutputSpec,
+    ) -> tuple[list[Message], bool]:
+        """The prompt for answers in `order`, its texts cut (from the middle) to fit the
+        context with room for the reply; True when something was cut."""
         protocol = config.protocol
+        assert protocol is not None
         reference = item.reference if config.use_reference else None
         answers = [item.answers[i] for i in order]
-        prompt = prompt_input(
-            protocol, item.question, answers, reference, resolved, config.max_input_chars
-        )
-        messages = get_template(config.template).render(prompt)
-        spec = output_spec(protocol, resolved.rule, len(order))
-        generation = self.backend.generate(messages, config.sampling, spec)
+        chars = sum(len(t) for t in (item.question, reference or "", *answers))
+        reply = _reply_tokens(config, output)
+        budget = config.max_input_chars
+        if not self.backend.capabilities.tokenizer:
+            budget = min(budget or chars, input_budget_chars(config.context_tokens, reply))
+        prompt = prompt_input(protocol, item.question, answers, reference, resolved, budget)
+        messages = template.render(prompt)
+        if self.backend.capabilities.tokenizer:
+            room = config.context_tokens - reply
+            empty = template.render(
+                prompt_input(protocol, "", [""] * len(answers), "", resolved, 0)
+            )
+            overhead = self.backend.count_tokens(empty) or 0
+            for _ in range(FIT_ROUNDS):
+                tokens = self.backend.count_tokens(messages) or 0
+                if tokens <= room:
+                    break
+                current = min(budget or chars, chars)
+                budget = scaled_budget(current, tokens - overhead, room - overhead)
+                prompt = prompt_input(protocol, item.question, answers, reference, resolved, budget)
+                messages = template.render(prompt)
+        return messages, budget is not None and chars > budget
+
+    # -- running ---------------------------------------------------------------
+    def _run(self, plans: Sequence[_Plan], config: JudgeConfig) -> None:
+        """Give every plan its generations: one score batch, or one generation per call."""
+        if config.mode == "score":
+            requests = [
+                ScoreRequest(tuple(call.messages), call.output, config.sampling)
+                for plan in plans
+                for call in plan.calls
+            ]
+            try:
+                results = self.backend.score(requests) if requests else []
+            except BackendError as exc:
+                results = [Generation(text="", error=str(exc))] * len(requests)
+            position = 0
+            for plan in plans:
+                plan.generations = results[position : position + len(plan.calls)]
+                position += len(plan.calls)
+            return
+        for plan in plans:
+            try:
+                plan.generations = [
+                    self.backend.generate(call.messages, config.sampling, call.output)
+                    for call in plan.calls
+                ]
+            except BackendError as exc:
+                plan.generations = [Generation(text="", error=str(exc))] * len(plan.calls)
+
+    def _finish(self, plan: _Plan) -> Judgment:
+        judgment = self._build(plan)
+        judgment = mark_uncertain(judgment, plan.config.uncertain_below)
+        item = plan.item
+        if plan.config.reference_metrics and item.reference and judgment.status is not Status.ERROR:
+            from app.metrics import reference_metrics
+
+            metrics = reference_metrics(list(item.answers), item.reference)
+            judgment = judgment.model_copy(update={"reference_metrics": tuple(metrics)})
+        return judgment
+
+    def _build(self, plan: _Plan) -> Judgment:
+        failed = next((g.error for g in plan.generations if g.error), None)
+        if failed is not None:
+            return plan.base.model_copy(update={"error": f"backend failed: {failed}"})
+        attempts = []
+        for call, generation in zip(plan.calls, plan.generations):
+            parsed, failure = self._parse(plan, call, generation)
+            protocol = plan.config.protocol
+            assert protocol is not None
+            attempts.append(Attempt(call.order, generation, parsed, failure, call.layout, protocol))
+        rule = plan.resolved.rule
+        config = plan.config
+        if config.protocol is Protocol.PAIRWISE and config.swap:
+            return combine_swapped(
+                plan.base, attempts[0], attempts[1], rule, config.pair_combine, config.tie_margin
+            )
+        return build_judgment(plan.base, attempts, rule)
+
+    def _parse(self, plan: _Plan, call: _Call, generation: Generation):
+        protocol = plan.config.protocol
+        assert protocol is not None
         try:
-            parsed = parse_output(generation.text, protocol, resolved.rule, len(order))
-            failure = None
+            rule = plan.resolved.rule
+            parsed = parse_output(generation.text, protocol, rule, len(call.order), call.layout)
+            return parsed, None
         except ParseFailure as exc:
-            parsed, failure = None, str(exc)
+            failure = str(exc)
             if generation.finish_reason == "length":
                 failure = (
-                    f"the output stopped at max_tokens={config.sampling.max_tokens} before the "
-                    f"judgment was complete; raise max_tokens ({exc})"
+                    f"the output stopped at max_tokens={plan.config.sampling.max_tokens} before "
+                    f"the judgment was complete; raise max_tokens ({exc})"
                 )
-        return Attempt(order=order, generation=generation, parsed=parsed, failure=failure)
+            return None, failure
+
+
+def _reply_tokens(config: JudgeConfig, output: OutputSpec) -> int:
+    """Tokens to keep free for the reply: max_tokens when generating, else a bound on the
+    scores (about 8 tokens a value and 48 for the structure)."""
+    if config.mode == "generate":
+        return config.sampling.max_tokens
+    values = str(output.json_schema).count("'enum'")
+    return 48 + 8 * values
+
+
+def _decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
+    """The decision a critique must explain (a pair's leaning even when uncertain)."""
+    if judgment.protocol is Protocol.PAIRWISE:
+        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
+    if judgment.protocol is Protocol.MULTI:
+        return judgment.ranking
+    if judgment.answers and len(judgment.answers) == 1:
+        return str(round(judgment.answers[0].overall))
+    return None
 
 
 def prompt_input(

@@ -37,3 +37,21 @@ def fit_texts(texts: Sequence[str], budget: int | None) -> list[str]:
             limits = [min(v, share) for v in limits]
             break
     return [cut_middle(t, limit) for t, limit in zip(texts, limits)]
+
+
+PROMPT_OVERHEAD_TOKENS = 1300  # instructions and 10 criteria; the rest is for the item
+CHARS_PER_TOKEN = 3  # conservative for English text
+
+
+def input_budget_chars(n_ctx: int, reply_tokens: int) -> int:
+    """How many characters of question, reference and answers fit the context, for
+    backends that cannot count tokens (a conservative guess)."""
+    return max(1000, (n_ctx - reply_tokens - PROMPT_OVERHEAD_TOKENS) * CHARS_PER_TOKEN)
+
+
+def scaled_budget(chars: int, item_tokens: int, room_tokens: int) -> int:
+    """A character budget that should bring `item_tokens` (for `chars` characters) down to
+    `room_tokens`, with a little slack for tokens that cost more characters when cut."""
+    if item_tokens <= 0:
+        return chars
+    return max(200, int(chars * room_tokens / item_tokens * 0.95))

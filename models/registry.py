@@ -32,7 +32,11 @@ class ModelEntry(BaseModel):
     template: str | None = None  # the prompt template the model was trained on
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = Field(default=0.0, ge=0)
-    max_input_chars: int | None = Field(default=None, ge=200)  # what the judge was trained to read
+    max_input_chars: int | None = Field(default=None, ge=200)  # a cap; None: what the context holds
+    # Pairwise verdicts and rankings less confident than this are reported as uncertain.
+    uncertain_below: float = Field(default=0.5, ge=0, le=1)
+    critiques: bool = True  # False: the judge writes no critique; "Explain" says so
+    card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)
     description: str = ""

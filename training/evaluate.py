@@ -25,7 +25,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
-from app.cli import input_budget_chars
 from app.errors import PocketJudgeError
 from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
@@ -132,6 +131,7 @@ class Overrides:
     pair_combine: str | None = None
     tie_margin: float | None = None
     max_input_chars: int | None = None
+    mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
 
 
 def judge_config(
@@ -141,13 +141,15 @@ def judge_config(
     return JudgeConfig(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
+        mode=overrides.mode,  # type: ignore[arg-type]
+        context_tokens=n_ctx,
         **model_judge_settings(
             entry,
             template=overrides.template,
             pair_combine=overrides.pair_combine,
             tie_margin=overrides.tie_margin,
             max_input_chars=overrides.max_input_chars,
-        ).config_fields(input_budget_chars(n_ctx, MAX_TOKENS)),
+        ).config_fields(),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
 
@@ -158,7 +160,7 @@ def recombine(judgment: Judgment, tie_margin: float) -> Judgment:
         return judgment
     margin = judgment.margin
     winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
-    return judgment.model_copy(update={"winner": winner})
+    return judgment.model_copy(update={"winner": winner, "leaning": winner})
 
 
 def _judge_files(
@@ -269,9 +271,11 @@ def _saved(
 def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
     """The metrics' view of one judged pair (verdicts only from an ok judgment)."""
     ok = judgment.status is Status.OK
+    # The leaning: the judge's own choice, also where it is reported uncertain (the length
+    # heuristic it is compared with always decides too).
     return PairRow(
         label=item.label.winner,
-        verdict=judgment.winner if ok else None,
+        verdict=(judgment.leaning or judgment.winner) if ok else None,
         orders=judgment.order_winners if ok else None,
         lengths=(len(item.answers[0]), len(item.answers[1])),
         status=judgment.status,
@@ -428,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pair_combine=args.combine,
                 tie_margin=args.tie_margin,
                 max_input_chars=args.max_input_chars,
+                mode=args.mode,
             ),
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
@@ -471,6 +476,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-input-chars", type=int, help="cut question and answers to this many characters"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("score", "generate"),
+        default="score",
+        help="score (default): decisions read from probabilities; generate: whole replies",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

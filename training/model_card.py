@@ -6,6 +6,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from app.datafiles import read_mapping
 from training.bases import get_base
 
@@ -54,6 +56,7 @@ def write_model_card(
     source = get_base(base)
     config = read_mapping(Path(config_path))
     lines = [
+        *_front_matter(metrics or {}),
         f"# {name}",
         "",
         "A PocketJudge judge model: LoRA adapters trained for the single-answer and "
@@ -94,6 +97,30 @@ def write_model_card(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+MEASURED_HOW = "reported verdict (its leaning), both orders, position-calibrated"
+
+
+def _front_matter(metrics: dict[str, Any]) -> list[str]:
+    """The agreement figures as YAML front matter, which the app shows (models/cards.py)."""
+    measured = [
+        {
+            "file": name,
+            "rows": int(row["rows"]),
+            "judge": round(float(row["calibrated verdict %"]), 1),
+            "longer_answer_wins": round(float(row["longer answer wins %"]), 1),
+            "how": MEASURED_HOW,
+        }
+        for name, row in metrics.items()
+        if isinstance(row, dict)
+        and row.get("rows")
+        and row.get("calibrated verdict %") is not None
+        and row.get("longer answer wins %") is not None
+    ]
+    if not measured:
+        return []
+    return ["---", yaml.safe_dump({"measured": measured}, sort_keys=False).strip(), "---", ""]
 
 
 def _config_rows(config: dict[str, Any]) -> list[tuple[str, str]]:

@@ -30,13 +30,18 @@ HEAD_COLUMNS = (
     "protocol",
     "scenario",
     "winner",
+    "leaning",
+    "uncertain",
     "ranking",
 )
 TAIL_COLUMNS = (
     "confidence",
     "consistent",
     "swapped",
+    "truncated",
+    "mode",
     "feedback",
+    "feedback_note",
     "model",
     "template",
     "latency_s",
@@ -82,6 +87,8 @@ def judgment_to_row(judgment: Judgment) -> dict[str, Any]:
         "protocol": judgment.protocol.value if judgment.protocol else None,
         "scenario": judgment.scenario,
         "winner": judgment.winner,
+        "leaning": judgment.leaning,
+        "uncertain": judgment.uncertain,
         "ranking": ",".join(str(n) for n in judgment.ranking) if judgment.ranking else None,
     }
     for number, scores in enumerate(judgment.answers, start=1):

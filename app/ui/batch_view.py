@@ -8,7 +8,7 @@ page once when it ends, so the dashboard appears without a click.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -17,9 +17,12 @@ import streamlit as st
 from app.batch_job import BatchJob, BatchSnapshot
 from app.dashboard import Dashboard, summarize
 from app.leaderboard import leaderboard
+from app.records import Judgment
 from app.scenarios import Catalog, Rubric, load_catalog
+from app.service import JudgeService
 from app.ui import charts
 from app.ui.model_cache import RUNNING_STATES, SharedJudge
+from app.ui.settings import measured_rows
 from app.ui.tables import (
     criterion_names,
     csv_bytes,
@@ -29,7 +32,7 @@ from app.ui.tables import (
     results_frame,
     rubric_scale,
 )
-from app.ui.views import CONFIDENCE_HELP, CONSISTENCY_HELP, show_judgment
+from app.ui.views import CONFIDENCE_HELP, CONSISTENCY_HELP, show_judgment, show_measured
 
 POLL_S = 1.0
 RUN = "batch.run"
@@ -44,6 +47,8 @@ class BatchRun:
     source: str  # the uploaded file's name
     rubric: Rubric | None
     swap: bool
+    model: str = ""  # the judge's name, for its measured agreement
+    explained: dict[int, Judgment] = field(default_factory=dict)  # row index -> with critique
 
     @property
     def running(self) -> bool:
@@ -147,17 +152,24 @@ def render_downloads(run: BatchRun, snap: BatchSnapshot) -> None:
 def render_dashboard(dash: Dashboard, run: BatchRun, catalog: Catalog) -> None:
     st.header("Dashboard")
     counts = dash.status_counts
-    columns = st.columns(6)
+    columns = st.columns(7)
     columns[0].metric("Rows judged", dash.total)
     columns[1].metric("ok", counts.get("ok", 0))
     columns[2].metric("unparsed", counts.get("unparsed", 0))
     columns[3].metric("error", counts.get("error", 0))
+    columns[6].metric(
+        "Uncertain verdicts",
+        dash.verdicts.get("uncertain", 0),
+        help="Pairwise verdicts below the judge's confidence threshold: reported as "
+        "'uncertain' with their leaning, not as decisions.",
+    )
     if dash.mean_confidence is not None:
         columns[4].metric("Mean confidence", f"{dash.mean_confidence:.0%}", help=CONFIDENCE_HELP)
     if run.swap and dash.position_consistency is not None:
         columns[5].metric(
             "Position consistency", f"{dash.position_consistency:.0%}", help=CONSISTENCY_HELP
         )
+    show_measured(measured_rows(run.model), run.model)
     left, right = st.columns(2)
     if dash.overall_scores:
         left.plotly_chart(charts.score_distribution(dash.overall_scores), key="dash_scores")
@@ -264,11 +276,26 @@ def render_inspector(run: BatchRun, snap: BatchSnapshot, catalog: Catalog) -> No
     )
     if index is None or index >= len(judgments):
         return
-    judgment = judgments[index]
+    judgment = run.explained.get(index, judgments[index])
+    item = run.job.items[index]
     show_judgment(
         judgment,
         names=criterion_names(judgment, catalog, run.rubric),
         scale=rubric_scale(run.rubric, judgment),
         top=overall_top(run.rubric, judgment),
         key="inspect",
+        on_explain=None if item is None else lambda: _explain(run, index, item, judgment),
     )
+
+
+def _explain(run: BatchRun, index: int, item, judgment: Judgment) -> None:
+    """Button callback: a critique of one row, on the run's model (when it is still loaded)."""
+    if run.handle.retired or run.running:
+        st.session_state[MESSAGE] = (
+            "Explain needs the run's model free: wait for the run to end (or the model was "
+            "unloaded; start a new run)."
+        )
+        return
+    service = JudgeService(run.handle.judge.backend, run.handle.name, load_catalog())
+    with run.handle.use():
+        run.explained[index] = service.explain(item, judgment, run.job.config)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from app.cli import input_budget_chars
 from app.criteria_resolution import AUTO, CriteriaChoice
 from app.model_settings import model_judge_settings
 from app.prompts import DEFAULT_TEMPLATE
@@ -38,6 +37,11 @@ PROTOCOL_LABELS = {
 COMBINE_LABELS = {
     "agree": "Agreement (a verdict both orders give, else tie)",
     "calibrated": "Position-calibrated (expected scores averaged over both orders)",
+}
+
+MODE_LABELS = {
+    "score": "Score (decision from probabilities; fast)",
+    "generate": "Full reply (the judge writes its critique too)",
 }
 
 CriteriaMode = Literal["scenario", "criteria", "rubric"]
@@ -68,6 +72,8 @@ class Settings:
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = 0.0
     template: str = DEFAULT_TEMPLATE
+    mode: Literal["score", "generate"] = "score"
+    critiques: bool = False  # batches: write a critique of every row (slower)
     reference_metrics: bool = True
     scenario: str = AUTO
     criteria_mode: CriteriaMode = "scenario"
@@ -102,8 +108,12 @@ class Settings:
                 seed=self.seed,
                 repeat_penalty=self.repeat_penalty,
             ),
-            max_input_chars=model_defaults(self.model).max_input_chars
-            or input_budget_chars(self.n_ctx, self.max_tokens),
+            max_input_chars=model_defaults(self.model).max_input_chars,
+            context_tokens=self.n_ctx,
+            mode=self.mode,
+            feedback=self.critiques and self.mode == "score",
+            uncertain_below=model_defaults(self.model).uncertain_below,
+            critiques=model_defaults(self.model).critiques,
             reference_metrics=self.reference_metrics and self.use_reference,
         )
 
@@ -123,9 +133,12 @@ class ModelDefaults:
     pair_combine: Literal["agree", "calibrated"] = "agree"
     tie_margin: float = 0.0
     n_ctx: int = 4096
-    max_input_chars: int | None = None  # the judge's own input budget, else from n_ctx
+    max_input_chars: int | None = None  # the judge's own input cap, else what fits n_ctx
+    uncertain_below: float = 0.5
+    critiques: bool = True
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
+    card: str | None = None
 
 
 def default_model() -> str:
@@ -155,9 +168,20 @@ def model_defaults(model: str) -> ModelDefaults:
         tie_margin=own.tie_margin,
         n_ctx=entry.context,
         max_input_chars=own.max_input_chars,
+        uncertain_below=own.uncertain_below,
+        critiques=own.critiques,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
+        card=entry.card,
     )
+
+
+def measured_rows(model: str) -> tuple:
+    """The measured agreement in the model's card (empty for a file or a card without any)."""
+    from models.cards import card_facts
+
+    entry = registry_entry(model)
+    return card_facts(entry).measured if entry is not None else ()
 
 
 def model_choices(added: tuple[str, ...] = ()) -> list[str]:

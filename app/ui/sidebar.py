@@ -15,6 +15,7 @@ from app.ui import state
 from app.ui.model_cache import loaded_key, model_key
 from app.ui.settings import (
     COMBINE_LABELS,
+    MODE_LABELS,
     PROTOCOL_CHOICES,
     PROTOCOL_LABELS,
     check_model_file,
@@ -90,6 +91,22 @@ def _protocol() -> None:
         help="Auto: one answer is graded, two are compared, three or more are ranked. "
         "See the About page for what each protocol does.",
     )
+    st.radio(
+        "Judging mode",
+        tuple(MODE_LABELS),
+        key="mode",
+        format_func=MODE_LABELS.get,
+        help="Score: the verdict (or grade) and the criterion scores are read from the judge's "
+        "probabilities in one pass, no text is written; ask for a critique with Explain. "
+        "Full reply: the judge writes everything, critique included (slower).",
+    )
+    st.toggle(
+        "Write a critique for every batch row",
+        key="critiques",
+        disabled=st.session_state["mode"] != "score",
+        help="Score mode judges a batch without critiques; this writes one per row after its "
+        "verdict (one more generation per row). Single items have an Explain button instead.",
+    )
     st.toggle(
         "Use the reference answer",
         key="use_reference",
@@ -120,9 +137,11 @@ def _protocol() -> None:
             "Tie margin",
             min_value=0.0,
             max_value=10.0,
-            step=0.05,
+            step=0.0005,
+            format="%.4f",
             key="tie_margin",
-            help="Calibrated combine: an expected score gap this small is a tie.",
+            help="Calibrated combine: an expected score gap this small is a tie. The default "
+            "is the value tuned for the model (its registry entry).",
         )
     st.selectbox(
         "Prompt template",

@@ -34,6 +34,8 @@ SIDEBAR_DEFAULTS: dict[str, Any] = {
     "use_reference": Settings.use_reference,
     "reference_metrics": Settings.reference_metrics,
     "swap": Settings.swap,
+    "mode": Settings.mode,
+    "critiques": Settings.critiques,
 }
 # Values kept across pages: key -> default.
 STORED_DEFAULTS: dict[str, Any] = {
@@ -125,6 +127,8 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         pair_combine=state["pair_combine"],
         tie_margin=float(state["tie_margin"]),
         template=state["template"],
+        mode=state.get("mode", Settings.mode),
+        critiques=bool(state.get("critiques", Settings.critiques)),
         reference_metrics=bool(state["reference_metrics"]),
         scenario=kept("scenario", AUTO),
         criteria_mode=kept("criteria_mode", "scenario"),

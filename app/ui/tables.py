@@ -78,6 +78,8 @@ def verdict_text(judgment: Judgment) -> str | None:
     """'A', 'B', 'tie', a ranking '2 > 1 > 3', or the grade(s) of a graded row."""
     if judgment.status is not Status.OK:
         return None
+    if judgment.winner == "uncertain":
+        return f"uncertain (leans {judgment.leaning})"
     if judgment.winner:
         return judgment.winner
     if judgment.ranking:

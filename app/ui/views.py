@@ -7,19 +7,20 @@ Markdown with raw HTML escaped and images reduced to their alt text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
 
 from app.records import Judgment, Protocol, Status
 from app.ui import charts
 from app.ui.tables import plain_feedback
+from models.cards import MeasuredRow
 
 CONFIDENCE_HELP = (
-    "How likely the same decision (grade, winner or top answer) is when each criterion score "
-    "is drawn from the judge's own probabilities for that score. Near 100%: the judge was "
-    "sure. Near 50% for a pair, or low for a grade: the scores could easily have gone the "
-    "other way, so read the verdict as a weak one."
+    "The judge's own probability for the decision it reports: for a pair, the probability of "
+    "the verdict averaged over both orders (A first, then B first); for a grade, of that "
+    "grade; for a ranking, of the top answer. Below the judge's threshold a verdict is "
+    "reported as uncertain, with the way it leans."
 )
 CONSISTENCY_HELP = (
     "With swap debiasing the pair is judged in both orders (A first, then B first). A judge "
@@ -34,19 +35,50 @@ def show_judgment(
     scale: tuple[float, float] | None = None,
     top: float | None = None,
     key: str = "result",
+    on_explain: Callable[[], None] | None = None,
 ) -> None:
     """The whole result of one judgment; `key` keeps widget keys unique per place.
 
-    `scale` is the criterion scores' axis, `top` the highest overall score possible.
+    `scale` is the criterion scores' axis, `top` the highest overall score possible;
+    `on_explain` asks the judge for a critique (an "Explain" button where there is none).
     """
     if judgment.status is not Status.OK:
         _show_failure(judgment)
         return
     _headline(judgment, top)
     _confidence(judgment)
-    _charts(judgment, names, scale, key)
-    _feedback(judgment, key)
+    if judgment.truncated:
+        st.caption(
+            "Some text was cut from the middle to fit the model's context (marked in the "
+            "prompt as '[... N characters cut ...]'); the judge did not read all of it."
+        )
+    if judgment.answers and judgment.answers[0].criteria:
+        _charts(judgment, names, scale, key)
+    _feedback(judgment, key, on_explain)
     _raw(judgment)
+
+
+def show_measured(rows: Sequence[MeasuredRow], model: str) -> None:
+    """What the judge's model card measured, beside "the longer answer wins"."""
+    if not rows:
+        st.caption(
+            f"No measured agreement is on record for `{model}`: treat its verdicts as unchecked."
+        )
+        return
+    lines = [
+        f"- `{row.file}` ({row.rows} labelled rows it never trained on): **{row.judge:.1f} %** "
+        f"agreement; the longer answer wins: {row.longer_answer_wins:.1f} %"
+        for row in rows
+    ]
+    weaker = [row for row in rows if row.judge <= row.longer_answer_wins]
+    st.markdown(f"**How often `{model}` agrees with people** (from its model card)")
+    st.markdown("\n".join(lines))
+    if weaker:
+        st.warning(
+            f"On {len(weaker)} of {len(rows)} sets this judge agrees with people no more often "
+            "than picking the longer answer. Read its verdicts as a rough hint, and check the "
+            "important ones yourself."
+        )
 
 
 def _show_failure(judgment: Judgment) -> None:
@@ -61,13 +93,27 @@ def _show_failure(judgment: Judgment) -> None:
     _raw(judgment, expanded=judgment.status is Status.UNPARSED)
 
 
+def verdict_headline(judgment: Judgment) -> str:
+    """ "Answer A is better", "Tie", or "Uncertain (leans A)"."""
+    winner = judgment.winner
+    if winner == "uncertain":
+        leaning = judgment.leaning
+        leans = "a tie" if leaning == "tie" else f"answer {leaning}" if leaning else "nothing"
+        return f"Uncertain (leans to {leans})"
+    return "Tie" if winner == "tie" else f"Answer {winner} is better"
+
+
 def _headline(judgment: Judgment, top: float | None) -> None:
     labels = charts.answer_labels(judgment)
     if judgment.protocol is Protocol.PAIRWISE:
         winner = judgment.winner
-        text = "Tie" if winner == "tie" else f"Answer {winner} is better"
-        st.subheader(f"Verdict: {text}")
-        if judgment.consistent is False:
+        st.subheader(f"Verdict: {verdict_headline(judgment)}")
+        if winner == "uncertain":
+            st.caption(
+                "The judge's confidence is below its threshold, so this is not a decision: "
+                "the two answers may be equally good, or the judge cannot tell them apart."
+            )
+        elif judgment.consistent is False:
             st.caption(
                 "The two orders disagreed, so the verdict is a tie."
                 if winner == "tie"
@@ -77,8 +123,14 @@ def _headline(judgment: Judgment, top: float | None) -> None:
     elif judgment.ranking:
         order = " > ".join(labels[n - 1] for n in judgment.ranking)
         st.subheader(f"Ranking: {order}")
+        if judgment.ranking and judgment.uncertain:
+            st.caption(
+                "Uncertain: the judge's confidence in the top answer is below its threshold."
+            )
     else:
         st.subheader("Grade" if len(judgment.answers) == 1 else "Grades")
+    if not judgment.answers:
+        return
     out_of = f" / {top:g}" if top is not None else ""
     columns = st.columns(len(judgment.answers))
     for column, label, scores in zip(columns, labels, judgment.answers):
@@ -98,6 +150,9 @@ def _confidence(judgment: Judgment) -> None:
         columns[0].metric("Confidence", f"{judgment.confidence:.0%}", help=CONFIDENCE_HELP)
     else:
         columns[0].metric("Confidence", "n/a", help="This backend gives no score probabilities.")
+    if judgment.verdict_probs:
+        shown = ", ".join(f"{v} {p:.0%}" for v, p in judgment.verdict_probs.items())
+        columns[0].caption(f"P(verdict): {shown}")
     if judgment.consistent is not None:
         agreed = "agreed" if judgment.consistent else "disagreed"
         columns[1].metric("Position consistency", agreed, help=CONSISTENCY_HELP)
@@ -120,13 +175,28 @@ def _charts(
         st.plotly_chart(charts.reference_metrics_chart(judgment), key=f"{key}_reference")
 
 
-def _feedback(judgment: Judgment, key: str) -> None:
-    st.markdown("**Feedback**")
-    as_markdown = st.toggle("Show the feedback as Markdown", key=f"{key}_feedback_markdown")
+def _feedback(judgment: Judgment, key: str, on_explain: Callable[[], None] | None) -> None:
+    st.markdown("**Critique**")
+    if judgment.feedback_note:
+        st.info(f"No critique: {judgment.feedback_note}.")
+        return
+    if not judgment.feedback:
+        if on_explain is not None:
+            st.button(
+                "Explain",
+                key=f"{key}_explain",
+                on_click=on_explain,
+                help="Ask the judge to write why it decided this (a few seconds: one "
+                "generation with its decision fixed).",
+            )
+        else:
+            st.caption("No critique was asked for (score mode).")
+        return
+    as_markdown = st.toggle("Show the critique as Markdown", key=f"{key}_feedback_markdown")
     if as_markdown:
         st.markdown(plain_feedback(judgment.feedback))
     else:
-        st.text(judgment.feedback or "(no feedback)")
+        st.text(judgment.feedback)
 
 
 def _raw(judgment: Judgment, *, expanded: bool = False) -> None:

@@ -90,6 +90,16 @@ class Generation:
     latency_s: float | None = None
     distributions: tuple[ValueDistribution, ...] = ()
     finish_reason: str | None = None
+    error: str | None = None  # score(): this request failed (the others did not)
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One reply to score: messages and an output spec without free text."""
+
+    messages: tuple[Message, ...]
+    output: OutputSpec
+    params: SamplingParams = SamplingParams()
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,8 @@ class Capabilities:
     grammar: bool = False
     score_distributions: bool = False
     gpu_offload: bool = False
-    batching: bool = False
+    batching: bool = False  # score() runs several requests at once
+    tokenizer: bool = False  # count_tokens() is exact, so inputs are fitted to the context
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,8 @@ class BackendOptions:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     remote_model: str | None = None
+    parallel: int = 4  # score mode: replies decoded side by side (llama.cpp sequences)
+    prefix_cache: bool = True  # score mode: keep the shared instructions evaluated across calls
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -126,4 +139,28 @@ class Backend(Protocol):
         output: OutputSpec | None = None,
     ) -> Generation: ...
 
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Score mode: each request's reply with no free text, in request order.
+
+        A request that fails gets a Generation with `error` set; the others go on.
+        """
+        ...
+
+    def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        """Prompt tokens of these messages, or None when the backend cannot tell."""
+        ...
+
     def close(self) -> None: ...
+
+
+def score_by_generation(backend: Backend, requests: Sequence[ScoreRequest]) -> list[Generation]:
+    """score() for backends that can only generate: one generation per request."""
+    from app.errors import BackendError
+
+    results = []
+    for request in requests:
+        try:
+            results.append(backend.generate(request.messages, request.params, request.output))
+        except BackendError as exc:
+            results.append(Generation(text="", error=str(exc)))
+    return results

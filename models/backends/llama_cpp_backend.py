@@ -16,6 +16,7 @@ The JSON schema becomes a llama.cpp grammar, so the output always parses.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import re
 import threading
@@ -36,6 +37,7 @@ from models.backends.base import (
     Message,
     OutputSpec,
     SamplingParams,
+    ScoreRequest,
     ValueDistribution,
     ValueRule,
     ValueRules,
@@ -43,10 +45,11 @@ from models.backends.base import (
 from models.backends.grammar_gate import GrammarGate, choose_token
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
-from models.backends.value_constraints import TokenTable, softmax_over
+from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
+from models.backends.sequence_runner import SequenceRunner, prefix_groups
+from models.backends.value_constraints import TokenTable
+from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
 
-LOOKAHEAD_MIN_MASS = 1e-3
-LOOKAHEAD_MAX_DEPTH = 3
 REPEAT_WINDOW = 64
 ZWJ = "\u200d"  # zero-width joiner: keeps text readable, breaks a control-token spelling
 LOOP_TOKENS = 6
@@ -111,21 +114,44 @@ class LlamaCppBackend:
                 seed=0,
                 verbose=False,
             )
+            self._allow_sequences(options.parallel + 1)
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
         self.model_path = path
         self.n_ctx = options.n_ctx
+        self.parallel = max(1, options.parallel)
+        self.prefix_cache = options.prefix_cache
         self.capabilities = Capabilities(
             grammar=True,
             score_distributions=True,
             gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
-            batching=False,
+            batching=True,
+            tokenizer=True,
         )
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
         self._tokens = TokenTable(self._token_pieces())
         self._chat_template = self.llama.metadata.get("tokenizer.chat_template") or None
         self._control_pattern = self._control_token_pattern() if self._chat_template else None
+        self._runner = SequenceRunner(self.llama, self.parallel)
+
+    def _allow_sequences(self, n_seq: int) -> None:
+        """Give the context room for `n_seq` sequences sharing one KV cache.
+
+        llama-cpp-python makes a one-sequence context; score mode decodes several
+        replies side by side, so the context is made again with `n_seq_max` and a
+        unified cache (every sequence may use any cell, and a copied prefix shares its
+        cells instead of duplicating them). The first context is freed at once.
+        """
+        from llama_cpp import _internals
+
+        llama = self.llama
+        params = llama.context_params
+        params.n_seq_max = n_seq
+        params.kv_unified = True
+        context = _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+        llama._ctx.close()
+        llama._ctx = llama._stack.enter_context(contextlib.closing(context))
 
     # -- public --------------------------------------------------------------
     def render_prompt(self, messages: Sequence[Message]) -> str:
@@ -180,6 +206,7 @@ class LlamaCppBackend:
                 f"generated, but the context holds {self.n_ctx}: raise n_ctx or shorten the input"
             )
         with self._lock:
+            self._runner.drop_workers()
             started = time.perf_counter()
             text, completion, distributions, finish = self._decode(tokens, params, output)
             latency = time.perf_counter() - started
@@ -192,7 +219,84 @@ class LlamaCppBackend:
             finish_reason=finish,
         )
 
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return len(self.prompt_tokens(messages))
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Score mode: every request's reply read from probabilities, no free text.
+
+        Requests that share their instructions run together as parallel sequences over
+        one evaluated prefix (see `models.backends.sequence_runner`); the time of each
+        run is shared out among its requests.
+        """
+        results: list[Generation | None] = [None] * len(requests)
+        jobs: list[tuple[int, list[int], int]] = []
+        for index, request in enumerate(requests):
+            tokens = self.prompt_tokens(request.messages)
+            cells = reply_token_bound(request.output, self._tokenize_text)
+            if len(tokens) + cells > self.n_ctx:
+                results[index] = Generation(
+                    text="",
+                    prompt_tokens=len(tokens),
+                    error=f"the prompt has {len(tokens)} tokens and the reply needs up to "
+                    f"{cells}, but the context holds {self.n_ctx}: raise n_ctx or shorten the "
+                    "input",
+                )
+            else:
+                jobs.append((index, tokens, cells))
+        with self._lock:
+            for group in prefix_groups(jobs, self.prefix_cache):
+                self._score_group(requests, group, results)
+        return results  # type: ignore[return-value]
+
+    def _score_group(
+        self,
+        requests: Sequence[ScoreRequest],
+        group: list[tuple[int, list[int], int]],
+        results: list[Generation | None],
+    ) -> None:
+        walkers = [self._walker(requests[index]) for index, _, _ in group]
+        try:
+            replies = self._runner.run(
+                [tokens for _, tokens, _ in group],
+                [walker.walk for walker in walkers],
+                [cells for _, _, cells in group],
+                reuse_prefix=self.prefix_cache,
+            )
+        except (ReplyWalkError, ValueError, RuntimeError) as exc:
+            self._forget_cache()
+            raise BackendError(f"score mode failed: {exc}") from exc
+        share = self._runner.stats.seconds / len(group)
+        for (index, tokens, _), reply in zip(group, replies):
+            results[index] = Generation(
+                text=reply.text,
+                prompt_tokens=len(tokens),
+                completion_tokens=reply.tokens,
+                latency_s=share,
+                distributions=tuple(reply.distributions),
+                finish_reason="stop",
+            )
+
+    def _walker(self, request: ScoreRequest) -> ReplyWalker:
+        return ReplyWalker(
+            self._tokens,
+            self._tokenize_text,
+            request.output,
+            temperature=request.params.temperature,
+            seed=request.params.seed,
+        )
+
+    def _tokenize_text(self, text: str) -> list[int]:
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def _forget_cache(self) -> None:
+        """After a failure the cache may hold anything: start the next call from scratch."""
+        self._runner.forget()
+
     def close(self) -> None:
+        runner = getattr(self, "_runner", None)
+        if runner is not None:
+            runner.close()
         llama = getattr(self, "llama", None)
         if llama is not None:
             llama.close()
@@ -306,80 +410,29 @@ class LlamaCppBackend:
         allowed = rule.allowed if rule.allowed is not None else rule.candidates
         if len(allowed) == 1 and not rule.record:
             return allowed[0]
-        probs = self._candidate_probs(logits, written, rule.candidates, depth=0)
+        saved = logits.copy()  # `logits` views llama.cpp's buffer, which a look-ahead overwrites
+        probs = self._answer(candidate_probs(self._tokens, saved, written, rule.candidates))
+        np.copyto(logits, saved)
         if rule.record:
             state.distributions.append(ValueDistribution(path=path, probs=probs))
-        weights = np.array([probs.get(c, 0.0) for c in allowed], dtype=np.float64)
-        if state.params.temperature <= 0 or weights.sum() <= 0:
-            return allowed[int(np.argmax(weights))]
-        weights = weights ** (1.0 / state.params.temperature)
-        return allowed[int(state.rng.choice(len(allowed), p=weights / weights.sum()))]
+        return pick_value(probs, allowed, state.params.temperature, state.rng)
 
-    def _candidate_probs(
-        self, logits: np.ndarray, written: str, candidates: tuple[str, ...], depth: int
-    ) -> dict[str, float]:
-        """Probability of each candidate, looking ahead where a token is shared."""
-        ids, consistent = self._tokens.commitments(written, candidates)
-        result = dict.fromkeys(candidates, 0.0)
-        if not len(ids):
-            return result
-        probs = softmax_over(logits, ids)
-        for token_id, prob, matches in zip(ids.tolist(), probs.tolist(), consistent):
-            if len(matches) == 1:
-                result[matches[0]] += prob
-            elif prob < LOOKAHEAD_MIN_MASS or depth >= LOOKAHEAD_MAX_DEPTH:
-                for candidate in matches:
-                    result[candidate] += prob / len(matches)
-            else:
-                piece = self._tokens.pieces[token_id]
-                next_written = written + (piece if written else piece.lstrip())
-                split = self._look_ahead(token_id, logits, next_written, matches, depth)
-                for candidate, share in split.items():
-                    result[candidate] += prob * share
-        total = sum(result.values())
-        return {c: (p / total if total else 0.0) for c, p in result.items()}
-
-    def _look_ahead(
-        self,
-        token_id: int,
-        logits: np.ndarray,
-        written: str,
-        candidates: tuple[str, ...],
-        depth: int,
-    ) -> dict[str, float]:
-        """Evaluate one token, read the split between candidates, then roll back."""
+    def _answer(self, reading: Reading) -> dict[str, float]:
+        """Run a value reading on the one sequence of full generation."""
         llama = self.llama
-        saved = logits.copy()
-        position = llama.n_tokens
-        llama.eval([token_id])
         try:
-            complete = [c for c in candidates if c == written]
-            longer = tuple(c for c in candidates if c != written)
-            next_logits = self._last_logits()
-            split: dict[str, float] = {}
-            if complete:
-                # Either the value ends here (a structural token follows) or it goes on.
-                ends = self._tokens.commitments(written, (written,))[0]
-                goes_on = self._tokens.commitments(written, longer)[0] if longer else ends[:0]
-                end_ids = np.setdiff1d(ends, goes_on)
-                both = np.concatenate([end_ids, goes_on])
-                if len(both):
-                    probs = softmax_over(next_logits, both)
-                    end_mass = float(probs[: len(end_ids)].sum())
-                    split[complete[0]] = end_mass
-                    if longer:
-                        inner = self._candidate_probs(next_logits, written, longer, depth + 1)
-                        for candidate, share in inner.items():
-                            split[candidate] = split.get(candidate, 0.0) + (1 - end_mass) * share
+            request = next(reading)
+            while True:
+                if isinstance(request, Feed):
+                    llama.eval(list(request.tokens))
+                    request = reading.send(self._last_logits().copy())
                 else:
-                    split = dict.fromkeys(candidates, 1 / len(candidates))
-            else:
-                split = self._candidate_probs(next_logits, written, candidates, depth + 1)
-        finally:
-            llama._ctx.kv_cache_seq_rm(-1, position, -1)
-            llama.n_tokens = position
-            np.copyto(logits, saved)
-        return split
+                    position = llama.n_tokens - request.count
+                    llama._ctx.kv_cache_seq_rm(-1, position, -1)
+                    llama.n_tokens = position
+                    request = reading.send(None)
+        except StopIteration as stop:
+            return stop.value
 
     def _token_pieces(self) -> list[str]:
         model = self.llama._model

@@ -29,6 +29,8 @@ from models.backends.base import (
     Message,
     OutputSpec,
     SamplingParams,
+    ScoreRequest,
+    score_by_generation,
 )
 
 SCHEMA_FORMS = ("json_schema", "json_object", "none")
@@ -119,6 +121,13 @@ class OpenAIBackend:
             "type": "json_schema",
             "json_schema": {"name": "judgment", "schema": output.json_schema, "strict": True},
         }
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Score mode by plain generation (no token probabilities here)."""
+        return score_by_generation(self, requests)
+
+    def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        return None
 
     def close(self) -> None:
         self._client.close()

@@ -26,6 +26,8 @@ from models.backends.base import (
     Message,
     OutputSpec,
     SamplingParams,
+    ScoreRequest,
+    score_by_generation,
 )
 
 if TYPE_CHECKING:
@@ -244,6 +246,14 @@ class TransformersBackend:
         if new_ids and new_ids[-1] in self._eos_ids():
             return text, "stop"
         return text, "length" if len(new_ids) >= max_new else "stop"
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Score mode by plain generation (no token probabilities here)."""
+        return score_by_generation(self, requests)
+
+    def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        text, special = self._render(messages)
+        return len(self.tokenizer(text, add_special_tokens=special)["input_ids"])
 
     def close(self) -> None:
         """Free the model; the backend cannot generate afterwards."""

@@ -306,7 +306,13 @@ def test_too_few_tokens_says_so(tiny_gguf_model: Path, tmp_path: Path) -> None:
     """Too few tokens for ten criteria: unparsed, with the reason, not a crash."""
     source = write_jsonl(tmp_path / "one.jsonl", [OURS[0]])
     code, judgments = judge(
-        tiny_gguf_model, source, tmp_path / "out.jsonl", "--no-swap", max_tokens="60"
+        tiny_gguf_model,
+        source,
+        tmp_path / "out.jsonl",
+        "--no-swap",
+        "--mode",
+        "generate",
+        max_tokens="60",
     )
     assert code == 0
     [judgment] = judgments

@@ -96,7 +96,7 @@ def test_summary_of_a_mixed_batch() -> None:
         ProblemRow(7, "r7", "error", "answer 1 is empty"),
     ]
     assert dash.overall_scores == [7.0, 9.0, 5.0, 6.0, 6.0, 4.0, 8.0, 3.0, 5.0, 7.0]
-    assert dash.verdicts == {"A": 1, "B": 1, "tie": 1}  # pairwise rows only
+    assert dash.verdicts == {"A": 1, "B": 1, "tie": 1, "uncertain": 0}  # pairwise rows only
     # accuracy: 8 + 9+5 + 6+6 + 4+8 + 3+5+7 = 61 over 10; clarity: 6 + ... = 59 over 10
     assert dash.criterion_means == pytest.approx({"accuracy": 6.1, "clarity": 5.9})
     assert list(dash.criterion_means) == ["accuracy", "clarity"]
@@ -108,16 +108,16 @@ def test_groups_follow_the_catalog_order_with_other_last() -> None:
     dash = summarize(ITEMS, JUDGMENTS, CATALOG)
     assert list(dash.by_group) == ["Summarization", "Exam Questions", "other"]
     assert dash.by_group["Summarization"] == GroupSummary(
-        count=2, ok=1, mean_overall=7.0, verdicts={"A": 0, "B": 0, "tie": 0}
+        count=2, ok=1, mean_overall=7.0, verdicts={"A": 0, "B": 0, "tie": 0, "uncertain": 0}
     )
     exam = dash.by_group["Exam Questions"]
     assert (exam.count, exam.ok) == (3, 2)
     assert exam.mean_overall == pytest.approx((9 + 5 + 6 + 6) / 4)
-    assert exam.verdicts == {"A": 1, "B": 0, "tie": 1}
+    assert exam.verdicts == {"A": 1, "B": 0, "tie": 1, "uncertain": 0}
     other = dash.by_group["other"]
     assert (other.count, other.ok) == (3, 2)
     assert other.mean_overall == pytest.approx((4 + 8 + 3 + 5 + 7) / 5)
-    assert other.verdicts == {"A": 0, "B": 1, "tie": 0}
+    assert other.verdicts == {"A": 0, "B": 1, "tie": 0, "uncertain": 0}
 
 
 def test_group_of_uses_the_judgment_then_the_item_then_other() -> None:
@@ -143,7 +143,7 @@ def test_empty_input() -> None:
     assert dash.ok_share is None
     assert dash.problem_rows == []
     assert dash.overall_scores == []
-    assert dash.verdicts == {"A": 0, "B": 0, "tie": 0}
+    assert dash.verdicts == {"A": 0, "B": 0, "tie": 0, "uncertain": 0}
     assert dash.by_group == {}
     assert dash.criterion_means == {}
     assert dash.position_consistency is None
@@ -154,6 +154,8 @@ def test_only_failed_rows() -> None:
     dash = summarize([None], [JUDGMENTS[5]], CATALOG)
     assert dash.status_counts == {"ok": 0, "unparsed": 0, "error": 1}
     assert dash.by_group == {
-        "other": GroupSummary(count=1, ok=0, mean_overall=None, verdicts={"A": 0, "B": 0, "tie": 0})
+        "other": GroupSummary(
+            count=1, ok=0, mean_overall=None, verdicts={"A": 0, "B": 0, "tie": 0, "uncertain": 0}
+        )
     }
     assert dash.overall_scores == [] and dash.mean_confidence is None

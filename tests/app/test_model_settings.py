@@ -34,10 +34,10 @@ def test_given_values_win_and_a_zero_tie_margin_is_a_value():
     assert settings == ModelJudgeSettings("pocketjudge", "agree", 0.0, 900)
 
 
-def test_config_fields_fall_back_to_the_context_budget_only_without_one():
-    assert model_judge_settings(None).config_fields(5000)["max_input_chars"] == 5000
-    assert model_judge_settings(TRAINED).config_fields(5000)["max_input_chars"] == 1200
-    config = JudgeConfig(**model_judge_settings(TRAINED).config_fields(5000))
+def test_config_fields_cap_the_input_only_where_the_entry_does():
+    assert model_judge_settings(None).config_fields()["max_input_chars"] is None  # what fits
+    assert model_judge_settings(TRAINED).config_fields()["max_input_chars"] == 1200
+    config = JudgeConfig(**model_judge_settings(TRAINED).config_fields())
     assert (config.template, config.pair_combine, config.tie_margin) == (
         "pocketjudge-compact",
         "calibrated",

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pytest
@@ -25,7 +26,10 @@ CATALOG = load_catalog()
 TWO = ("accuracy", "clarity")  # custom criteria, weights 2 and 2: the overall is their mean
 TWO_RULE = ScoringRule(CATALOG.specs_for(None, list(TWO)))
 DEFAULT_RULE = ScoringRule(CATALOG.specs_for("default"))
-TWO_CONFIG = JudgeConfig(choice=CriteriaChoice(criteria=TWO))
+# The full-reply path (mode "generate"), where the fake backend's replies are whole
+# judgments with feedback; score mode has its own tests (test_score_mode.py).
+GenConfig = partial(JudgeConfig, mode="generate")
+TWO_CONFIG = GenConfig(choice=CriteriaChoice(criteria=TWO))
 
 
 # --------------------------------------------------------------------------- reply builders
@@ -165,7 +169,7 @@ def test_protocol_inferred_from_answer_count() -> None:
     assert infer_protocol(item("x", "y", "z")) is Protocol.MULTI
     assert infer_protocol(item(*"uvwxyz")) is Protocol.MULTI
 
-    config = JudgeConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
+    config = GenConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
     svc, backend = service(
         single_json(TWO_RULE, 7),
         pair_json(TWO_RULE, 8, 5),
@@ -196,7 +200,7 @@ def test_protocol_inferred_from_answer_count() -> None:
 
 
 def test_explicit_single_grades_each_answer_on_its_own() -> None:
-    config = JudgeConfig(protocol=Protocol.SINGLE, choice=CriteriaChoice(criteria=TWO))
+    config = GenConfig(protocol=Protocol.SINGLE, choice=CriteriaChoice(criteria=TWO))
     svc, backend = service(single_json(TWO_RULE, 9), single_json(TWO_RULE, 3))
     judgment = svc.judge(item("Paris.", "Lyon."), config)
     assert judgment.status is Status.OK
@@ -209,8 +213,8 @@ def test_explicit_single_grades_each_answer_on_its_own() -> None:
 
 def test_wrong_answer_count_for_protocol() -> None:
     svc, backend = service()
-    pairwise = svc.judge(item("a", "b", "c"), JudgeConfig(protocol=Protocol.PAIRWISE))
-    multi = svc.judge(item("a"), JudgeConfig(protocol=Protocol.MULTI))
+    pairwise = svc.judge(item("a", "b", "c"), GenConfig(protocol=Protocol.PAIRWISE))
+    multi = svc.judge(item("a"), GenConfig(protocol=Protocol.MULTI))
     assert pairwise.status is Status.ERROR and "exactly 2 answers" in pairwise.error
     assert multi.status is Status.ERROR and "2 to 6 answers" in multi.error
     assert backend.calls == []
@@ -262,7 +266,10 @@ def test_swap_conflicting_verdicts_become_a_flagged_tie() -> None:
     assert judgment.status is Status.OK
     assert judgment.winner == "tie"
     assert judgment.consistent is False
-    assert judgment.confidence is None
+    # Without probabilities each order counts as sure of what it wrote: A 0.5, B 0.5, and
+    # the tie the orders' conflict makes has no support at all.
+    assert judgment.verdict_probs == {"A": 0.5, "B": 0.5, "tie": 0.0}
+    assert judgment.confidence == 0.0
     assert judgment.answers[0].overall == judgment.answers[1].overall == 6.0
 
 
@@ -273,7 +280,7 @@ def test_swap_both_tie_is_consistent() -> None:
 
 
 def test_swap_off_judges_once() -> None:
-    config = JudgeConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
+    config = GenConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
     svc, backend = service(pair_json(TWO_RULE, 2, 7))
     judgment = svc.judge(item(GOOD, BAD), config)
     assert len(backend.calls) == 1
@@ -327,7 +334,7 @@ def test_inconsistent_output_is_unparsed_not_repaired() -> None:
 
 
 def test_one_of_several_single_answers_unparsed() -> None:
-    config = JudgeConfig(protocol=Protocol.SINGLE, choice=CriteriaChoice(criteria=TWO))
+    config = GenConfig(protocol=Protocol.SINGLE, choice=CriteriaChoice(criteria=TWO))
     svc, _ = service(single_json(TWO_RULE, 9), "no idea")
     judgment = svc.judge(item("Paris.", "Lyon."), config)
     assert judgment.status is Status.UNPARSED
@@ -362,7 +369,7 @@ def test_backend_error_in_swapped_order() -> None:
 
 
 def test_anchored_without_reference_is_an_error_row() -> None:
-    config = JudgeConfig(protocol=Protocol.ANCHORED, choice=CriteriaChoice(criteria=TWO))
+    config = GenConfig(protocol=Protocol.ANCHORED, choice=CriteriaChoice(criteria=TWO))
     svc, backend = service()
     judgment = svc.judge(item("Paris."), config)
     assert judgment.status is Status.ERROR
@@ -372,7 +379,7 @@ def test_anchored_without_reference_is_an_error_row() -> None:
 
 
 def test_anchored_with_reference() -> None:
-    config = JudgeConfig(protocol=Protocol.ANCHORED, choice=CriteriaChoice(criteria=TWO))
+    config = GenConfig(protocol=Protocol.ANCHORED, choice=CriteriaChoice(criteria=TWO))
     svc, backend = service(single_json(TWO_RULE, 6))
     judgment = svc.judge(item("Paris.", reference="Paris"), config)
     assert judgment.status is Status.OK
@@ -404,7 +411,7 @@ def test_unknown_scenario_in_a_row_lists_valid_names() -> None:
         InputRow(2, item("Paris.", id="b"), None, None),
     ]
     svc, backend = service(single_json(DEFAULT_RULE, 7))
-    judgments = list(svc.judge_rows(rows, JudgeConfig()))
+    judgments = list(svc.judge_rows(rows, GenConfig()))
     assert judgments[0].status is Status.ERROR
     assert "unknown scenario 'underwater_basket_weaving'" in judgments[0].error
     assert "default" in judgments[0].error and "math_reasoning" in judgments[0].error
@@ -415,7 +422,7 @@ def test_unknown_scenario_in_a_row_lists_valid_names() -> None:
 
 def test_unknown_criterion_is_an_error_row() -> None:
     svc, backend = service()
-    judgment = svc.judge(item("x"), JudgeConfig(choice=CriteriaChoice(criteria=("vibes",))))
+    judgment = svc.judge(item("x"), GenConfig(choice=CriteriaChoice(criteria=("vibes",))))
     assert judgment.status is Status.ERROR
     assert "unknown criterion 'vibes'" in judgment.error
     assert "accuracy" in judgment.error
@@ -424,7 +431,7 @@ def test_unknown_criterion_is_an_error_row() -> None:
 
 def test_default_scenario_when_none_given() -> None:
     svc, backend = service(single_json(DEFAULT_RULE, [8, 9, 7, 7, 7, 7, 7, 7, 7, 7]))
-    judgment = svc.judge(item("Paris."), JudgeConfig())
+    judgment = svc.judge(item("Paris."), GenConfig())
     assert judgment.scenario == "default"
     assert judgment.criteria == DEFAULT_RULE.keys
     assert judgment.answers[0].overall == 7.5
@@ -434,7 +441,7 @@ def test_default_scenario_when_none_given() -> None:
 def test_item_scenario_is_used() -> None:
     rule = ScoringRule(CATALOG.specs_for("math_reasoning"))
     svc, backend = service(single_json(rule, 6))
-    judgment = svc.judge(item("4", question="2 + 2?", scenario="math_reasoning"), JudgeConfig())
+    judgment = svc.judge(item("4", question="2 + 2?", scenario="math_reasoning"), GenConfig())
     assert judgment.status is Status.OK
     assert judgment.scenario == "math_reasoning"
     assert judgment.criteria == rule.keys
@@ -444,13 +451,13 @@ def test_item_scenario_is_used() -> None:
 def test_run_scenario_overrides_the_item_scenario() -> None:
     rule = ScoringRule(CATALOG.specs_for("math_reasoning"))
     svc, _ = service(single_json(rule, 6))
-    config = JudgeConfig(choice=CriteriaChoice(scenario="math_reasoning"))
+    config = GenConfig(choice=CriteriaChoice(scenario="math_reasoning"))
     judgment = svc.judge(item("4", scenario="default"), config)
     assert judgment.scenario == "math_reasoning"
 
 
 def test_custom_criteria_replace_the_scenarios() -> None:
-    config = JudgeConfig(choice=CriteriaChoice(scenario="math_reasoning", criteria=TWO))
+    config = GenConfig(choice=CriteriaChoice(scenario="math_reasoning", criteria=TWO))
     svc, backend = service(single_json(TWO_RULE, 7))
     judgment = svc.judge(item("4"), config)
     assert judgment.criteria == TWO
@@ -466,7 +473,7 @@ def test_item_criteria_used_unless_the_run_sets_its_own() -> None:
     own = ("clarity", "conciseness")
     own_rule = ScoringRule(CATALOG.specs_for(None, list(own)))
     svc, _ = service(single_json(own_rule, 5), single_json(TWO_RULE, 5))
-    from_item = svc.judge(item("x", criteria=own), JudgeConfig())
+    from_item = svc.judge(item("x", criteria=own), GenConfig())
     assert from_item.criteria == own
     overridden = svc.judge(item("x", criteria=own), TWO_CONFIG)
     assert overridden.criteria == TWO
@@ -475,7 +482,7 @@ def test_item_criteria_used_unless_the_run_sets_its_own() -> None:
 def test_rubric_choice() -> None:
     rubric = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")
     rule = ScoringRule(rubric.specs(), rubric.aggregate)
-    config = JudgeConfig(
+    config = GenConfig(
         protocol=Protocol.ANCHORED, choice=CriteriaChoice(criteria=TWO, rubric=rubric)
     )
     svc, backend = service(single_json(rule, [2, 3, 5, 1, 2]))
@@ -501,7 +508,7 @@ def test_use_reference_false_removes_the_reference() -> None:
     svc, backend = service(single_json(TWO_RULE, 7), single_json(TWO_RULE, 7))
     with_ref = item("Paris.", reference="SECRET-REFERENCE-TEXT")
     svc.judge(with_ref, TWO_CONFIG)
-    svc.judge(with_ref, JudgeConfig(choice=CriteriaChoice(criteria=TWO), use_reference=False))
+    svc.judge(with_ref, GenConfig(choice=CriteriaChoice(criteria=TWO), use_reference=False))
     assert "SECRET-REFERENCE-TEXT" in backend.prompts[0]
     assert "SECRET-REFERENCE-TEXT" not in backend.prompts[1]
     assert "[[REFERENCE" not in backend.prompts[1]
@@ -509,24 +516,30 @@ def test_use_reference_false_removes_the_reference() -> None:
 
 def test_long_texts_are_cut_from_the_middle() -> None:
     long_answer = "HEAD-START " + "filler " * 1000 + " TAIL-END"
-    config = JudgeConfig(choice=CriteriaChoice(criteria=TWO), max_input_chars=1000)
+    config = GenConfig(choice=CriteriaChoice(criteria=TWO), max_input_chars=1000)
     svc, backend = service(single_json(TWO_RULE, 5), single_json(TWO_RULE, 5))
     question = "Summarise this."
-    svc.judge(item(long_answer, question=question), config)
+    cut = svc.judge(item(long_answer, question=question), config)
+    assert cut.truncated
     shown = fence_body(backend.prompts[0], "ANSWER")
     assert shown.startswith("HEAD-START")
     assert shown.endswith("TAIL-END")
     assert "characters cut" in shown
     assert len(question) + len(shown) <= 1000
     assert fence_body(backend.prompts[0], "REQUEST") == question  # short texts untouched
-    no_limit = JudgeConfig(choice=CriteriaChoice(criteria=TWO), max_input_chars=None)
-    svc.judge(item(long_answer, question=question), no_limit)
+    # No cap: what the context holds (this backend counts no tokens: about 3 characters a
+    # token, room kept for the reply).
+    no_limit = GenConfig(
+        choice=CriteriaChoice(criteria=TWO), max_input_chars=None, context_tokens=32768
+    )
+    whole = svc.judge(item(long_answer, question=question), no_limit)
     assert fence_body(backend.prompts[1], "ANSWER") == long_answer.strip()
+    assert not whole.truncated
 
 
 def test_sampling_and_template_are_passed_on() -> None:
     sampling = SamplingParams(temperature=0.3, max_tokens=123, seed=7)
-    config = JudgeConfig(choice=CriteriaChoice(criteria=TWO), sampling=sampling)
+    config = GenConfig(choice=CriteriaChoice(criteria=TWO), sampling=sampling)
     svc, backend = service(single_json(TWO_RULE, 5))
     judgment = svc.judge(item("x", metadata={"source": "unit"}), config, line=12)
     assert backend.calls[0].params is sampling
@@ -564,7 +577,7 @@ def test_confidence_pairwise_hand_checked() -> None:
         ("scores", "B", "accuracy"): {8: 1.0},
         ("scores", "B", "clarity"): {8: 1.0},
     }
-    config = JudgeConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
+    config = GenConfig(choice=CriteriaChoice(criteria=TWO), swap=False)
     svc, _ = service(reply(text, dists))
     judgment = svc.judge(item(GOOD, BAD), config)
     assert judgment.winner == "A"
@@ -617,13 +630,14 @@ def test_confidence_multi_hand_checked() -> None:
     assert judgment.confidence == pytest.approx(0.8)
 
 
-def test_confidence_none_without_distributions() -> None:
+def test_without_distributions_a_pair_is_as_sure_as_its_orders_agree() -> None:
     svc, _ = service(single_json(TWO_RULE, 8), pair_json(TWO_RULE, 9, 3), pair_json(TWO_RULE, 3, 9))
     single = svc.judge(item("Paris."), TWO_CONFIG)
     pairwise = svc.judge(item(GOOD, BAD), TWO_CONFIG)
+    assert single.confidence is None  # a grade needs the score probabilities
+    assert pairwise.confidence == 1.0  # both orders wrote A
     for judgment in (single, pairwise):
         assert judgment.status is Status.OK
-        assert judgment.confidence is None
         assert all(a.expected_criteria is None for a in judgment.answers)
         assert all(a.expected_overall is None for a in judgment.answers)
 
@@ -652,6 +666,7 @@ def test_should_stop_stops_early() -> None:
             TWO_CONFIG,
             on_judgment=lambda j, p: seen.append(j),
             should_stop=lambda: len(seen) >= 2,
+            window=1,  # asked between windows of rows; one row a window here
         )
     )
     assert [j.id for j in judgments] == ["r1", "r2"]

@@ -26,7 +26,9 @@ from models.backends.base import (
     Message,
     OutputSpec,
     SamplingParams,
+    ScoreRequest,
     ValueDistribution,
+    score_by_generation,
 )
 
 Reply = str | Generation | BaseException | Callable[[Sequence[Message]], "Reply"]
@@ -103,6 +105,13 @@ class FakeBackend:
         if isinstance(item, Generation):
             return item
         return Generation(text=item, finish_reason="stop")
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Score mode by plain generation (no token probabilities here)."""
+        return score_by_generation(self, requests)
+
+    def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        return None
 
     def close(self) -> None:
         self.closed = True

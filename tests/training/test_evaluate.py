@@ -269,7 +269,7 @@ def test_rescore_with_a_tie_margin_redecides_calibrated_verdicts(
         for line in (tmp_path / "run" / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     for row in rows:  # as the calibrated combine saves them: a winner and the score gap
-        row["margin"], row["winner"] = 0.02, "tie"
+        row["margin"], row["winner"], row["leaning"] = 0.02, "tie", "tie"
     calibrated = tmp_path / "calibrated.jsonl"
     calibrated.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 

@@ -61,7 +61,9 @@ def start(settings: Settings, rows: list[InputRow], source: str) -> None:
         st.error(str(exc))
         return
     job.start()
-    st.session_state[RUN] = BatchRun(job, shared, source, settings.rubric, settings.swap)
+    st.session_state[RUN] = BatchRun(
+        job, shared, source, settings.rubric, settings.swap, model=shared.name
+    )
 
 
 def page() -> None:

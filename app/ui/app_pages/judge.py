@@ -11,9 +11,9 @@ from app.scenarios import load_catalog
 from app.ui import state
 from app.ui.options import answer_label, answer_range
 from app.ui.run_setup import prepare_run
-from app.ui.settings import PROTOCOL_LABELS, Settings, model_label
+from app.ui.settings import PROTOCOL_LABELS, Settings, measured_rows, model_label
 from app.ui.tables import criterion_names, overall_top, rubric_scale
-from app.ui.views import show_judgment
+from app.ui.views import show_judgment, show_measured
 
 RESULT = "single.result"
 
@@ -83,11 +83,27 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
     except PocketJudgeError as exc:
         st.error(str(exc))
         return
-    st.session_state[RESULT] = (judgment, settings.rubric)
+    st.session_state[RESULT] = (judgment, settings.rubric, item)
 
 
-def show_result(result: tuple[Judgment, object]) -> None:
-    judgment, rubric = result
+def explain(settings: Settings) -> None:
+    """Button callback: ask the judge for a critique of the shown judgment."""
+    judgment, rubric, item = st.session_state[RESULT]
+    prepared = prepare_run(settings, False, "critique")
+    if prepared is None:
+        return
+    shared, service, config = prepared
+    try:
+        with st.spinner("Writing the critique..."), shared.use():
+            judgment = service.explain(item, judgment, config)
+    except PocketJudgeError as exc:
+        st.error(str(exc))
+        return
+    st.session_state[RESULT] = (judgment, rubric, item)
+
+
+def show_result(result: tuple[Judgment, object, JudgeItem], settings: Settings) -> None:
+    judgment, rubric, _ = result
     st.divider()
     show_judgment(
         judgment,
@@ -95,6 +111,7 @@ def show_result(result: tuple[Judgment, object]) -> None:
         scale=rubric_scale(rubric, judgment),
         top=overall_top(rubric, judgment),
         key="single",
+        on_explain=lambda: explain(settings),
     )
 
 
@@ -106,11 +123,14 @@ def page() -> None:
         f"model `{model_label(settings.model)}`. Change these in the sidebar and on the "
         "Scenario and criteria page. Nothing leaves this machine."
     )
+    with st.expander("How far to trust this judge", expanded=False):
+        show_measured(measured_rows(settings.model), model_label(settings.model))
     question, answers, reference = form(settings)
     if st.button("Judge", type="primary", key="judge"):
         judge(settings, question, answers, reference)
-    if st.session_state.get(RESULT) is not None:
-        show_result(st.session_state[RESULT])
+    result = st.session_state.get(RESULT)
+    if result is not None and len(result) == 3:
+        show_result(result, settings)
 
 
 page()

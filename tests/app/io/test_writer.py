@@ -133,13 +133,15 @@ def test_judgment_to_row() -> None:
 
 def test_csv_columns() -> None:
     assert csv_columns(ALL) == [
-        "id", "line", "status", "error", "protocol", "scenario", "winner", "ranking",
+        "id", "line", "status", "error", "protocol", "scenario", "winner", "leaning",
+        "uncertain", "ranking",
         "overall_1", "overall_2", "overall_3",
         "expected_overall_2",
         "accuracy_1", "accuracy_2", "accuracy_3",
         "clarity_1", "clarity_2", "clarity_3",
         "safety_1", "safety_2", "safety_3",
-        "confidence", "consistent", "swapped", "feedback", "model", "template",
+        "confidence", "consistent", "swapped", "truncated", "mode", "feedback",
+        "feedback_note", "model", "template",
         "latency_s", "prompt_tokens", "completion_tokens", "raw_output",
     ]  # fmt: skip
 

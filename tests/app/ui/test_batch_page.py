@@ -159,7 +159,7 @@ def test_two_tabs_judge_at_once_on_one_model(make_app: Callable[..., AppTest]) -
     single_tab.text_area(key="answer_1").input("Blue.")
     single_tab.button(key="judge").click().run()
     assert not single_tab.exception
-    judgment, _ = single_tab.session_state["single.result"]
+    judgment, *_ = single_tab.session_state["single.result"]
     assert judgment.status is Status.OK
     finish(batch_tab)
     run = current_run(batch_tab)

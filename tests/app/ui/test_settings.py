@@ -52,7 +52,9 @@ def test_every_setting_reaches_the_config_and_the_load_options() -> None:
     assert (sampling.temperature, sampling.top_p, sampling.max_tokens) == (0.7, 0.9, 512)
     assert (sampling.repeat_penalty, sampling.seed) == (1.2, 7)
     assert config.reference_metrics is False  # no reference, no metrics
-    assert config.max_input_chars is not None and config.max_input_chars >= 1000
+    assert config.max_input_chars is None  # no cap: the item is fitted to the context
+    assert config.context_tokens == 2048
+    assert (config.mode, config.feedback) == ("score", False)
     options = settings.backend_options()
     assert (options.n_ctx, options.n_threads, options.n_gpu_layers) == (2048, 3, 12)
 

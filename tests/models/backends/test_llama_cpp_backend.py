@@ -143,7 +143,8 @@ def test_implements_the_protocol(backend: LlamaCppBackend) -> None:
     assert backend.name == "llama-cpp"
     assert backend.capabilities.grammar
     assert backend.capabilities.score_distributions
-    assert not backend.capabilities.batching
+    assert backend.capabilities.batching  # score(): several replies over one prefix
+    assert backend.capabilities.tokenizer
 
 
 def test_chat_template_bos_is_not_doubled(backend: LlamaCppBackend) -> None:

@@ -46,6 +46,7 @@ ITEM = JudgeItem(
 )
 # Few criteria and tokens: the tiny tokenizer spells the prompt in ~1000 tokens of 2048.
 CONFIG = JudgeConfig(
+    mode="generate",
     choice=CriteriaChoice(criteria=("accuracy", "relevance", "clarity")),
     sampling=SamplingParams(temperature=0.0, max_tokens=600, seed=0),
 )

@@ -1,0 +1,90 @@
+"""A pairwise verdict and its confidence from the same numbers: each order's probabilities.
+
+Each order of a pair gives a distribution over A / B / tie, in the original
+answer labels:
+
+- decision first: the probabilities the judge gave the verdict token;
+- decision last: the probability that the overall scores come out that way,
+  each criterion score drawn from its own distribution;
+- without token probabilities (backends that only return text): the verdict
+  the order wrote, with probability 1.
+
+Both orders are averaged (position-calibrated: a judge that favours the first
+slot puts that mass on A in one order and on B in the other, so it cancels).
+The judgment's confidence is the averaged probability of the reported winner,
+so it is defined for every judgment, also when the two orders disagree. Below
+the judge's threshold the verdict is reported as "uncertain", with its leaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from app.records import Judgment, Protocol, Status, Winner
+from app.scoring import probability_of_verdict
+
+VERDICT_ORDER: tuple[Winner, ...] = ("A", "B", "tie")
+SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
+
+
+def from_overall_distributions(a: Mapping[int, float], b: Mapping[int, float]) -> dict[str, float]:
+    """P(A), P(B), P(tie) when the two rounded overalls are drawn from `a` and `b`."""
+    return {verdict: probability_of_verdict(a, b, verdict) for verdict in VERDICT_ORDER}
+
+
+def from_token(probs: Mapping[str, float]) -> dict[str, float]:
+    """The verdict token's distribution, keyed A / B / tie (JSON quotes dropped)."""
+    clean = {key.strip('"'): value for key, value in probs.items()}
+    total = sum(clean.get(v, 0.0) for v in VERDICT_ORDER)
+    return {v: (clean.get(v, 0.0) / total if total else 0.0) for v in VERDICT_ORDER}
+
+
+def certain(verdict: str) -> dict[str, float]:
+    """A verdict written without probabilities."""
+    return {v: 1.0 if v == verdict else 0.0 for v in VERDICT_ORDER}
+
+
+def to_original(probs: Mapping[str, float], order: tuple[int, ...]) -> dict[str, float]:
+    """An order's distribution in the original labels (B-first orders swap A and B)."""
+    if order == (0, 1):
+        return dict(probs)
+    return {SWAPPED[v]: p for v, p in probs.items()}
+
+
+def average(distributions: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    return {
+        v: sum(d.get(v, 0.0) for d in distributions) / len(distributions) for v in VERDICT_ORDER
+    }
+
+
+def most_likely(probs: Mapping[str, float]) -> Winner:
+    """The verdict with the most probability; an exact A-B tie is a tie."""
+    best = max(VERDICT_ORDER, key=lambda v: probs.get(v, 0.0))
+    if best != "tie" and probs.get("A", 0.0) == probs.get("B", 0.0):
+        return "tie"
+    return best
+
+
+def mark_uncertain(judgment: Judgment, threshold: float) -> Judgment:
+    """Report a pairwise verdict or a ranking below `threshold` confidence as uncertain.
+
+    A pairwise verdict becomes "uncertain" and keeps its leaning; a ranking stays (it
+    is an order, not a decision to drop) with `uncertain` set. Grades are not marked:
+    their confidence is the probability of one exact grade, low by nature.
+    """
+    if judgment.status is not Status.OK:
+        return judgment
+    if judgment.protocol is Protocol.PAIRWISE:
+        leaning = judgment.leaning or judgment.winner
+        doubtful = judgment.confidence is None or judgment.confidence < threshold
+        return judgment.model_copy(
+            update={
+                "leaning": leaning,
+                "uncertain": doubtful,
+                "winner": "uncertain" if doubtful else leaning,
+            }
+        )
+    if judgment.protocol is Protocol.MULTI:
+        doubtful = judgment.confidence is None or judgment.confidence < threshold
+        return judgment.model_copy(update={"uncertain": doubtful})
+    return judgment

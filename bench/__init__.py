@@ -1,0 +1,1 @@
+"""`make bench`: speed, memory and label agreement of the judging modes (see bench/run.py)."""

@@ -1,0 +1,119 @@
+"""One cell of the benchmark, in its own process (so its peak memory is its own).
+
+    python -m bench.cell MODE THREADS PAIRS OUT.json
+
+Modes, on the first PAIRS pairs of Auto-J's pairwise_dev.jsonl, both orders, the
+default judge's settings, every item fitted to the same 4096-token context:
+
+- a: transformers, float32, plain `generate` of the whole reply (what a user
+  would write), the judge's own weights (base + its adapter, merged);
+- b: llama.cpp, full generation (the whole reply, critique included);
+- c: llama.cpp, score mode, every prompt evaluated in full;
+- d: llama.cpp, score mode, instructions and shared requests kept in the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from dataclasses import replace
+from itertools import islice
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
+N_CTX = 4096
+
+
+def main(argv: list[str]) -> int:
+    mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
+    from app.io.reader import read_rows
+    from app.model_settings import model_judge_settings
+    from app.records import Protocol, Status
+    from app.service import JudgeConfig, JudgeService
+    from models.backends.base import BackendOptions, SamplingParams
+    from models.loader import open_judge
+    from models.registry import load_registry
+
+    entry = load_registry().get()
+    rows = list(islice(read_rows(DEV), pairs))
+    options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
+    started = time.perf_counter()
+    if mode == "a":
+        judge = open_judge(str(merged_folder(entry)), options, backend="transformers")
+    else:
+        judge = open_judge(entry.name, options)
+    load_s = time.perf_counter() - started
+    config = JudgeConfig(
+        protocol=Protocol.PAIRWISE,
+        mode="score" if mode in ("c", "d") else "generate",
+        context_tokens=N_CTX,
+        sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
+        **model_judge_settings(entry).config_fields(),
+    )
+    if mode == "a":  # nothing constrains plain generate: give it the model's own template
+        config = replace(config, sampling=SamplingParams(max_tokens=768))
+    service = JudgeService(judge.backend, entry.name)
+    started = time.perf_counter()
+    window = 16 if mode == "d" else 1
+    judgments = list(service.judge_rows(rows, config, window=window))
+    seconds = time.perf_counter() - started
+    judge.close()
+    labels = [row.item.label.winner for row in rows]
+    leanings = [j.leaning or j.winner if j.status is Status.OK else None for j in judgments]
+    result = {
+        "mode": mode,
+        "threads": threads,
+        "pairs": len(rows),
+        "seconds": seconds,
+        "load_seconds": load_s,
+        "pairs_per_s": len(rows) / seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "agreement": 100 * sum(a == b for a, b in zip(leanings, labels)) / len(rows),
+        "ok": sum(j.status is Status.OK for j in judgments),
+        "uncertain": sum(bool(j.uncertain) for j in judgments),
+        "truncated": sum(j.truncated for j in judgments),
+        "prompt_tokens": sum(j.prompt_tokens or 0 for j in judgments),
+        "completion_tokens": sum(j.completion_tokens or 0 for j in judgments),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result))
+    return 0
+
+
+def merged_folder(entry) -> Path:
+    """The default judge as a float32 safetensors folder (base + adapter), built once."""
+    from models.build import TOKENIZER_FILES
+    from models.registry import MODELS_DIR, STORE_DIR
+
+    target = STORE_DIR / "hf" / f"{entry.name}-merged"
+    if (target / "config.json").is_file():
+        return target
+    import shutil
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from training.bases import hf_base_dir
+
+    base_dir = hf_base_dir(entry.base)
+    model = AutoModelForCausalLM.from_pretrained(
+        base_dir, dtype=torch.float32, local_files_only=True, use_safetensors=True
+    )
+    adapter = MODELS_DIR / entry.build.partition(":")[2]
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    partial = target.with_name(target.name + ".partial")
+    merged.save_pretrained(partial, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        if (base_dir / name).is_file():
+            shutil.copy2(base_dir / name, partial / name)
+    partial.rename(target)
+    return target
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

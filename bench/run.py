@@ -1,0 +1,187 @@
+"""`make bench`: the judging modes side by side on the first 50 pairs of Auto-J dev.
+
+    python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d] [--fresh]
+
+Each (mode, threads) cell runs in its own process (bench/cell.py) and is saved in
+bench/runs/ as it finishes, so an interrupted benchmark goes on where it stopped
+(--fresh runs everything again). In the same run the prompt-evaluation bound is
+measured: the item tokens of both orders of every pair (the prompt after the
+shared instructions) divided by the speed at which llama.cpp reads a prompt on
+this machine. Every mode is given as a ratio to that bound and to mode (a).
+The table goes to bench/results.md and to the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from itertools import islice
+
+from bench.cell import DEV, N_CTX, REPO
+
+RUNS = REPO / "bench" / "runs"
+RESULTS = REPO / "bench" / "results.md"
+MODES = {
+    "a": "transformers fp32, plain generate",
+    "b": "llama.cpp, full generation",
+    "c": "llama.cpp, score mode",
+    "d": "score mode + prefix reuse",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--pairs", type=int, default=50)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--modes", default="a,b,c,d")
+    parser.add_argument("--fresh", action="store_true", help="ignore saved cells")
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; valid: {', '.join(MODES)}")
+    if not DEV.is_file():
+        parser.error(f"{DEV} is missing: the benchmark reads ../shared/data beside the repo")
+    cells = {}
+    for count in threads:
+        bound = prompt_bound(args.pairs, count, args.fresh)
+        for mode in modes:
+            cells[(mode, count)] = run_cell(mode, count, args.pairs, args.fresh)
+        cells[("bound", count)] = bound
+    table = render(cells, modes, threads, args.pairs)
+    RESULTS.write_text(table, encoding="utf-8")
+    print(table)
+    return 0
+
+
+def run_cell(mode: str, threads: int, pairs: int, fresh: bool) -> dict:
+    out = RUNS / f"{mode}-t{threads}-n{pairs}.json"
+    if out.is_file() and not fresh:
+        print(f"({mode}, {threads} thread(s)): saved in {out}", file=sys.stderr)
+        return json.loads(out.read_text(encoding="utf-8"))
+    print(f"({mode}, {threads} thread(s)): {MODES[mode]} ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "bench.cell", mode, str(threads), str(pairs), str(out)],
+        check=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def prompt_bound(pairs: int, threads: int, fresh: bool) -> dict:
+    """Item tokens of both orders, and llama.cpp's prompt-reading speed, measured now."""
+    out = RUNS / f"bound-t{threads}-n{pairs}.json"
+    if out.is_file() and not fresh:
+        return json.loads(out.read_text(encoding="utf-8"))
+    from app.io.reader import read_rows
+    from app.model_settings import model_judge_settings
+    from app.records import Protocol
+    from app.service import JudgeConfig, JudgeService
+    from models.backends.base import BackendOptions, Message
+    from models.loader import open_judge
+    from models.registry import load_registry
+
+    entry = load_registry().get()
+    judge = open_judge(entry.name, BackendOptions(n_ctx=N_CTX, n_threads=threads))
+    backend = judge.backend
+    config = JudgeConfig(
+        protocol=Protocol.PAIRWISE,
+        context_tokens=N_CTX,
+        **model_judge_settings(entry).config_fields(),
+    )
+    service = JudgeService(backend, entry.name)
+    item_tokens = 0
+    for row in islice(read_rows(DEV), pairs):
+        plan = service._plan(row.item, config, row.line)
+        for call in plan.calls:
+            tokens = backend.prompt_tokens(call.messages)
+            system = [m for m in call.messages if m.role == "system"]
+            bare = backend.prompt_tokens([*system, Message("user", "")])
+            shared = next((i for i, (a, b) in enumerate(zip(tokens, bare)) if a != b), 0)
+            item_tokens += len(tokens) - shared
+    speed = read_speed(backend.llama)
+    judge.close()
+    result = {"item_tokens": item_tokens, "tokens_per_s": speed, "seconds": item_tokens / speed}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def read_speed(llama, tokens: int = 512, repeats: int = 3) -> float:
+    """Tokens per second at which llama.cpp reads a prompt chunk (best of `repeats`)."""
+    text = DEV.read_text(encoding="utf-8")[:20000]
+    chunk = llama.tokenize(text.encode("utf-8"), add_bos=False)[:tokens]
+    best = float("inf")
+    for _ in range(repeats):
+        llama.n_tokens = 0
+        llama._ctx.kv_cache_clear()
+        started = time.perf_counter()
+        llama.eval(chunk)
+        best = min(best, time.perf_counter() - started)
+    llama.n_tokens = 0
+    llama._ctx.kv_cache_clear()
+    return len(chunk) / best
+
+
+def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str:
+    lines = [
+        "# Benchmark: judging modes on Auto-J dev",
+        "",
+        f"`make bench` on {datetime.now(UTC):%Y-%m-%d}: the first {pairs} pairs of "
+        "`../shared/data/autoj/pairwise_dev.jsonl`, both orders, the default judge "
+        f"(`pj-smollm2-135m`) with its registry settings, each item fitted to a {N_CTX}-token "
+        "context (the same input cut in every mode), on this machine "
+        f"({os.cpu_count()} cores). Agreement: the judge's leaning against the human label "
+        "(ties count; no verdict withheld).",
+        "",
+        "| mode | threads | pairs/s | s/pair | x bound | x faster than (a) | "
+        "x faster than (b) | peak RSS MB | agreement % | rows cut |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for count in threads:
+        bound = cells[("bound", count)]
+        a = cells.get(("a", count))
+        b = cells.get(("b", count))
+        for mode in modes:
+            cell = cells[(mode, count)]
+            per_pair = cell["seconds"] / cell["pairs"]
+            lines.append(
+                f"| ({mode}) {MODES[mode]} | {count} | {cell['pairs_per_s']:.3f} | "
+                f"{per_pair:.2f} | {cell['seconds'] / bound['seconds']:.2f} | "
+                f"{_ratio(a, cell)} | {_ratio(b, cell)} | {cell['peak_rss_mb']:.0f} | "
+                f"{cell['agreement']:.1f} | {cell['truncated']} |"
+            )
+        lines.append(
+            f"| prompt-evaluation bound | {count} | {pairs / bound['seconds']:.3f} | "
+            f"{bound['seconds'] / pairs:.2f} | 1.00 | | | | | |"
+        )
+    lines += ["", "Prompt-evaluation bound, measured in the same run:", ""]
+    for count in threads:
+        bound = cells[("bound", count)]
+        lines.append(
+            f"- {count} thread(s): {bound['item_tokens']} item tokens (both orders, after the "
+            f"shared instructions) at {bound['tokens_per_s']:.0f} tokens/s = "
+            f"{bound['seconds']:.1f} s"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(reference: dict | None, cell: dict) -> str:
+    if reference is None:
+        return ""
+    return f"{reference['seconds'] / cell['seconds']:.2f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""What a judge's model card says it measured, for the app to show beside its verdicts.
+
+A model card (Markdown, under models/) may start with YAML front matter:
+
+    ---
+    measured:
+      - file: pairwise_dev.jsonl      # labelled rows the judge never trained on
+        rows: 290
+        judge: 37.9                   # % agreement with the labels
+        longer_answer_wins: 53.4      # the length heuristic on the same rows
+        how: score mode, both orders, position-calibrated
+    ---
+
+The registry entry's `card` names the file. Errors name the file and field.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.datafiles import validate
+from app.errors import ConfigError
+from models.registry import MODELS_DIR, ModelEntry
+
+
+class MeasuredRow(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    rows: int = Field(ge=1)
+    judge: float = Field(ge=0, le=100)
+    longer_answer_wins: float = Field(ge=0, le=100)
+    how: str = ""
+
+
+class CardFacts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    measured: tuple[MeasuredRow, ...] = ()
+
+
+def read_card(path: Path) -> CardFacts:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        return CardFacts()
+    end = text.find("\n---", 4)
+    if end == -1:
+        raise ConfigError(path, "front matter", "opened with '---' but never closed")
+    try:
+        data = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, "front matter", f"invalid YAML: {exc}") from exc
+    return validate(CardFacts, data, path)
+
+
+@cache
+def card_facts(entry: ModelEntry, models_dir: Path = MODELS_DIR) -> CardFacts:
+    """The measured figures of an entry's model card (none when it names no card)."""
+    if entry.card is None:
+        return CardFacts()
+    path = models_dir / entry.card
+    if not path.is_file():
+        raise ConfigError(models_dir / "registry.yaml", f"{entry.name}.card", f"{path} not found")
+    return read_card(path)
