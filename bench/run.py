@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--modes", default="a,b,c,d")
+    parser.add_argument("--modes", default="b,c,d,a")
     parser.add_argument("--fresh", action="store_true", help="ignore saved cells")
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
@@ -102,6 +102,7 @@ def prompt_bound(pairs: int, threads: int, fresh: bool) -> dict:
     )
     service = JudgeService(backend, entry.name)
     item_tokens = 0
+    prompts: list[tuple[list[int], int]] = []  # (prompt tokens, where the item starts)
     for row in islice(read_rows(DEV), pairs):
         plan = service._plan(row.item, config, row.line)
         for call in plan.calls:
@@ -110,7 +111,8 @@ def prompt_bound(pairs: int, threads: int, fresh: bool) -> dict:
             bare = backend.prompt_tokens([*system, Message("user", "")])
             shared = next((i for i, (a, b) in enumerate(zip(tokens, bare)) if a != b), 0)
             item_tokens += len(tokens) - shared
-    speed = read_speed(backend.llama)
+            prompts.append((tokens, shared))
+    speed = read_speed(backend.llama, prompts[:SPEED_PROMPTS])
     judge.close()
     result = {"item_tokens": item_tokens, "tokens_per_s": speed, "seconds": item_tokens / speed}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -118,20 +120,25 @@ def prompt_bound(pairs: int, threads: int, fresh: bool) -> dict:
     return result
 
 
-def read_speed(llama, tokens: int = 512, repeats: int = 3) -> float:
-    """Tokens per second at which llama.cpp reads a prompt chunk (best of `repeats`)."""
-    text = DEV.read_text(encoding="utf-8")[:20000]
-    chunk = llama.tokenize(text.encode("utf-8"), add_bos=False)[:tokens]
-    best = float("inf")
-    for _ in range(repeats):
+SPEED_PROMPTS = 6
+
+
+def read_speed(llama, prompts: list[tuple[list[int], int]]) -> float:
+    """Tokens per second at which llama.cpp reads the items of real prompts: the
+    instructions are evaluated first (not timed), then the item after them (timed), so
+    the attention over the tokens before it is paid as in a real call."""
+    tokens = seconds = 0.0
+    for prompt, start in prompts:
         llama.n_tokens = 0
         llama._ctx.kv_cache_clear()
-        started = time.perf_counter()
-        llama.eval(chunk)
-        best = min(best, time.perf_counter() - started)
+        llama.eval(prompt[:start])
+        began = time.perf_counter()
+        llama.eval(prompt[start:])
+        seconds += time.perf_counter() - began
+        tokens += len(prompt) - start
     llama.n_tokens = 0
     llama._ctx.kv_cache_clear()
-    return len(chunk) / best
+    return tokens / seconds
 
 
 def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str:
@@ -153,7 +160,7 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
         bound = cells[("bound", count)]
         a = cells.get(("a", count))
         b = cells.get(("b", count))
-        for mode in modes:
+        for mode in sorted(modes):
             cell = cells[(mode, count)]
             per_pair = cell["seconds"] / cell["pairs"]
             lines.append(

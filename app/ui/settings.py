@@ -74,6 +74,7 @@ class Settings:
     template: str = DEFAULT_TEMPLATE
     mode: Literal["score", "generate"] = "score"
     critiques: bool = False  # batches: write a critique of every row (slower)
+    uncertain_below: float = 0.5  # pairwise / multi: less confident verdicts are "uncertain"
     reference_metrics: bool = True
     scenario: str = AUTO
     criteria_mode: CriteriaMode = "scenario"
@@ -112,7 +113,7 @@ class Settings:
             context_tokens=self.n_ctx,
             mode=self.mode,
             feedback=self.critiques and self.mode == "score",
-            uncertain_below=model_defaults(self.model).uncertain_below,
+            uncertain_below=self.uncertain_below,
             critiques=model_defaults(self.model).critiques,
             reference_metrics=self.reference_metrics and self.use_reference,
         )

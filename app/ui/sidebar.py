@@ -143,6 +143,17 @@ def _protocol() -> None:
             help="Calibrated combine: an expected score gap this small is a tie. The default "
             "is the value tuned for the model (its registry entry).",
         )
+    st.number_input(
+        "Report verdicts as uncertain below this confidence",
+        min_value=0.0,
+        max_value=1.0,
+        step=0.05,
+        format="%.2f",
+        key="uncertain_below",
+        help="A pairwise verdict whose probability (averaged over both orders) is lower is "
+        "shown and written as 'uncertain' beside the way it leans. The default comes from the "
+        "model's registry entry.",
+    )
     st.selectbox(
         "Prompt template",
         template_names(),

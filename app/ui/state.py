@@ -45,7 +45,7 @@ STORED_DEFAULTS: dict[str, Any] = {
     "rubric": None,
     "added_models": (),
 }
-MODEL_KEYS = ("template", "pair_combine", "tie_margin", "n_ctx")
+MODEL_KEYS = ("template", "pair_combine", "tie_margin", "n_ctx", "uncertain_below")
 
 
 SIDEBAR_MIRROR = STORE + "sidebar."
@@ -128,6 +128,7 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         tie_margin=float(state["tie_margin"]),
         template=state["template"],
         mode=state.get("mode", Settings.mode),
+        uncertain_below=float(state.get("uncertain_below", Settings.uncertain_below)),
         critiques=bool(state.get("critiques", Settings.critiques)),
         reference_metrics=bool(state["reference_metrics"]),
         scenario=kept("scenario", AUTO),

@@ -157,3 +157,18 @@ def test_a_rubric_judgment_uses_its_names_and_scale(
     assert at.metric[0].value.endswith("/ 15")  # a sum rubric: 2 + 3 + 5 + 2 + 3 points
     bars = at.get("plotly_chart")[0].proto.spec
     assert rubric.criteria[0].name in bars
+
+
+def test_an_uncertain_verdict_is_shown_as_uncertain_with_its_leaning(
+    make_app: Callable[..., AppTest],
+) -> None:
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("pairwise")
+    at.sidebar.number_input(key="uncertain_below").set_value(0.99).run()  # never that sure
+    fill(at, ["Paris.", "Lyon."])
+    judgment = judge(at)
+    assert judgment.winner == "uncertain" and judgment.leaning in ("A", "B", "tie")
+    headline = at.subheader[0].value
+    assert headline.startswith("Verdict: Uncertain (leans to ")
+    assert "is better" not in headline
+    assert any("not a decision" in caption.value for caption in at.caption)

@@ -59,6 +59,8 @@ def test_configuration_widgets_reach_the_config(make_app: Callable[..., AppTest]
     sidebar.toggle(key="swap").set_value(True)
     sidebar.radio(key="pair_combine").set_value("calibrated")
     sidebar.selectbox(key="template").set_value("pocketjudge-compact")
+    sidebar.radio(key="mode").set_value("generate")
+    sidebar.number_input(key="uncertain_below").set_value(0.7)
     at.run()
     at.sidebar.number_input(key="tie_margin").set_value(0.5)  # shown for calibrated only
     at.run()
@@ -72,7 +74,18 @@ def test_configuration_widgets_reach_the_config(make_app: Callable[..., AppTest]
     assert not config.use_reference and not config.reference_metrics
     assert (config.pair_combine, config.tie_margin) == ("calibrated", 0.5)
     assert config.template == "pocketjudge-compact"
+    assert (config.mode, config.uncertain_below) == ("generate", 0.7)
+    assert at.sidebar.toggle(key="critiques").disabled  # batch critiques are a score-mode option
     assert at.sidebar.toggle(key="reference_metrics").disabled  # no reference, no metrics
+
+
+def test_the_tie_margin_shows_the_models_real_value(make_app: Callable[..., AppTest]) -> None:
+    """The default judge's tuned margin is 0.0006: shown as such, and a click moves it a
+    little (the widget once showed 0.00 and stepped by 0.05)."""
+    at = make_app(fast=False)
+    at.sidebar.radio(key="pair_combine").set_value("calibrated").run()
+    margin = at.sidebar.number_input(key="tie_margin")
+    assert margin.format == "%.4f" and margin.step <= 0.001
 
 
 def test_model_change_applies_the_registry_defaults(make_app: Callable[..., AppTest]) -> None:

@@ -1,0 +1,58 @@
+"""Model cards: the measured agreement the app shows beside a judge's verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConfigError
+from models.cards import card_facts, read_card
+from models.registry import load_registry
+from training.model_card import _front_matter
+
+
+def test_the_default_judge_card_has_its_figures_beside_the_length_heuristic() -> None:
+    entry = load_registry().get()
+    facts = card_facts(entry)
+    files = {row.file: row for row in facts.measured}
+    assert {"pairwise_dev.jsonl", "natural.json", "adversarial_neighbor.json"} <= set(files)
+    dev = files["pairwise_dev.jsonl"]
+    assert dev.rows == 290 and dev.longer_answer_wins == pytest.approx(53.4)
+
+
+def test_a_card_without_front_matter_has_no_figures(tmp_path: Path) -> None:
+    card = tmp_path / "CARD.md"
+    card.write_text("# a judge\n", encoding="utf-8")
+    assert read_card(card).measured == ()
+
+
+def test_a_bad_figure_names_the_file_and_field(tmp_path: Path) -> None:
+    card = tmp_path / "CARD.md"
+    card.write_text(
+        "---\nmeasured:\n- file: dev.jsonl\n  rows: 10\n  judge: 140\n"
+        "  longer_answer_wins: 50\n---\n# a judge\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"CARD\.md.*judge"):
+        read_card(card)
+
+
+def test_the_training_pipeline_writes_the_figures_it_measured(tmp_path: Path) -> None:
+    metrics = {
+        "pairwise_dev.jsonl": {
+            "rows": 290,
+            "calibrated verdict %": 40.0,
+            "longer answer wins %": 53.4,
+        },
+        "single_heldout.jsonl": {"rows": 160, "Spearman": 0.1},
+    }
+    card = tmp_path / "CARD.md"
+    card.write_text("\n".join(_front_matter(metrics)) + "# judge\n", encoding="utf-8")
+    [row] = read_card(card).measured
+    assert (row.file, row.rows, row.judge, row.longer_answer_wins) == (
+        "pairwise_dev.jsonl",
+        290,
+        40.0,
+        53.4,
+    )
