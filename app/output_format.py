@@ -138,16 +138,20 @@ def _decision_schema(protocol: Protocol, overall: dict[str, Any], n_answers: int
     return overall
 
 
+class _JudgeRules:
+    """What both layouts' rules constrain: every value position of the judgment."""
+
+    def constrains(self, path: JsonPath) -> bool:
+        return bool(path) and path[0] in ("scores", "overall", "verdict", "ranking")
+
+
 @dataclass(frozen=True)
-class JudgeValueRules:
+class JudgeValueRules(_JudgeRules):
     """Value rules for the layouts above (see models.backends.base.ValueRules)."""
 
     protocol: Protocol
     rule: ScoringRule
     keys: tuple[str, ...]
-
-    def constrains(self, path: JsonPath) -> bool:
-        return bool(path) and path[0] in ("scores", "overall", "verdict", "ranking")
 
     def rule_for(self, path: JsonPath, done: Mapping[JsonPath, Any]) -> ValueRule | None:
         if not path:
@@ -199,7 +203,7 @@ class JudgeValueRules:
 
 
 @dataclass(frozen=True)
-class DecisionFirstRules:
+class DecisionFirstRules(_JudgeRules):
     """Value rules of decision-first replies (see models.backends.base.ValueRules).
 
     The decision's candidates are recorded (their probabilities are the judgment's);
@@ -212,9 +216,6 @@ class DecisionFirstRules:
     keys: tuple[str, ...]
     n_answers: int
     forced: str | tuple[int, ...] | None = None
-
-    def constrains(self, path: JsonPath) -> bool:
-        return bool(path) and path[0] in ("scores", "overall", "verdict", "ranking")
 
     def rule_for(self, path: JsonPath, done: Mapping[JsonPath, Any]) -> ValueRule | None:
         if not path:

@@ -46,7 +46,7 @@ from models.backends.grammar_gate import GrammarGate, choose_token
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
-from models.backends.sequence_runner import SequenceRunner, prefix_groups
+from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.value_constraints import TokenTable
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
 
@@ -354,12 +354,7 @@ class LlamaCppBackend:
     def _eval_prompt(self, tokens: list[int]) -> None:
         """Evaluate the prompt, reusing the cached prefix shared with the last call."""
         llama = self.llama
-        cached = llama.input_ids[: llama.n_tokens].tolist()
-        common = 0
-        for old, new in zip(cached, tokens):
-            if old != new:
-                break
-            common += 1
+        common = shared_length(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         common = min(common, len(tokens) - 1)
         llama.n_tokens = common
         llama.eval(tokens[common:])

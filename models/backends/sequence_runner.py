@@ -145,12 +145,7 @@ class SequenceRunner:
     def _set_prefix(self, prefix: list[int]) -> int:
         """Make sequence 0 hold exactly `prefix`; return how many tokens were evaluated."""
         llama = self.llama
-        cached = llama.input_ids[: llama.n_tokens].tolist()
-        common = 0
-        for old, new in zip(cached, prefix):
-            if old != new:
-                break
-            common += 1
+        common = shared_length(llama.input_ids[: llama.n_tokens].tolist(), prefix)
         self._seq_rm(-1, common)  # every sequence: the workers keep their copy of prefix[:common]
         llama.n_tokens = common
         for slot in self._slots:
@@ -162,7 +157,7 @@ class SequenceRunner:
     def _start(self, slot: _Slot, job: int, prompt: list[int], prefix: int, walker) -> None:
         """Ready a sequence for a prompt: keep what it shares with the sequence's last
         prompt (the request both orders of a pair share), else copy the prefix."""
-        kept = min(_shared(slot.prompt, prompt), len(prompt) - 1)
+        kept = min(shared_length(slot.prompt, prompt), len(prompt) - 1)
         if kept > prefix:
             self._seq_rm(slot.seq, kept)
         else:
@@ -271,14 +266,15 @@ def prefix_groups(jobs: Sequence[Job], share: bool) -> list[list[Job]]:
         return [[job] for job in jobs]
     groups: list[list[Job]] = []
     for job in sorted(jobs, key=lambda j: j[1]):
-        if groups and _shared(groups[-1][0][1], job[1]) >= MIN_SHARED_PREFIX:
+        if groups and shared_length(groups[-1][0][1], job[1]) >= MIN_SHARED_PREFIX:
             groups[-1].append(job)
         else:
             groups.append([job])
     return groups
 
 
-def _shared(a: list[int], b: list[int]) -> int:
+def shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens `a` and `b` share at their start."""
     count = 0
     for x, y in zip(a, b):
         if x != y:

@@ -103,7 +103,7 @@ def test_explain_fixes_the_decision_and_keeps_the_critique() -> None:
             "verdict": "A",
             "scores": {"A": dict.fromkeys(TWO, 7), "B": dict.fromkeys(TWO, 4)},
             "feedback": "A names the capital.",
-        }  # fmt: skip
+        }
     )
     svc, backend = service(first, second, critique)
     config = JudgeConfig(**{**DECISION.__dict__, "feedback": True})
@@ -122,7 +122,7 @@ def test_an_empty_critique_is_said_not_shown() -> None:
             "verdict": "A",
             "scores": {"A": dict.fromkeys(TWO, 7), "B": dict.fromkeys(TWO, 4)},
             "feedback": "",
-        }  # fmt: skip
+        }
     )
     svc, _ = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7), empty)
     judgment = svc.judge(PAIR, JudgeConfig(**{**DECISION.__dict__, "feedback": True}))

@@ -43,10 +43,22 @@ HELP = """
 - **Overall score**: the weighted mean of the criterion scores, the first two criteria
   counting double (or the points total for a `sum` rubric). Verdicts and rankings follow
   from the overall scores, so they always agree with them.
-- **Confidence**: the probability that the decision (the grade, the winner or the top
-  answer) comes out the same when each criterion score is drawn from the judge's own
-  probabilities for that score. Read a low confidence as "the judge was unsure", whatever
-  the verdict says.
+- **Score mode and critiques**: by default the verdict (or grade, or ranking) and the
+  criterion scores are read from the judge's probabilities in one pass, without writing
+  text; "Explain" asks the judge for a critique of a judgment afterwards (with the verdict
+  fixed), and "Full reply" mode writes everything, critique included. A judge that writes
+  no critique says so.
+- **Confidence**: the judge's own probability for the decision it reports. For a pair,
+  each order gives its probabilities for A, B and tie; both orders are averaged, so a
+  preference for a position cancels out, and the verdict is the one they support. For a
+  grade it is the probability of that grade, for a ranking that of its top answer.
+- **Uncertain**: a verdict whose confidence is below the judge's threshold (sidebar) is
+  shown as "Uncertain (leans to A)" and written as `"winner": "uncertain"` with its
+  `leaning`: the judge cannot tell the answers apart, so it is not a decision.
+- **How far to trust a judge**: the judge page and the batch dashboard show how often the
+  judge agreed with people on labelled pairs it never trained on, beside "the longer
+  answer wins" on the same pairs (from its model card). A judge that does no better than
+  that heuristic gives hints, not decisions.
 - **Position bias and consistency**: judges tend to prefer the first (or the second) answer
   of a pair. With swap debiasing on, each pair is judged in both orders. *Agreement*
   combine keeps a verdict only when both orders give it (else tie); *position-calibrated*
