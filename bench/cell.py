@@ -30,6 +30,7 @@ N_CTX = 4096
 def main(argv: list[str]) -> int:
     mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
     from app.io.reader import read_rows
+    from app.io.writer import write_jsonl
     from app.model_settings import model_judge_settings
     from app.records import Protocol, Status
     from app.service import JudgeConfig, JudgeService
@@ -79,6 +80,7 @@ def main(argv: list[str]) -> int:
         "completion_tokens": sum(j.completion_tokens or 0 for j in judgments),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(judgments, out.with_suffix(".jsonl"))  # to compare the modes pair by pair
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result))
     return 0

@@ -122,7 +122,7 @@ class BackendOptions:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     remote_model: str | None = None
-    parallel: int = 4  # score mode: replies decoded side by side (llama.cpp sequences)
+    parallel: int = 1  # score mode: replies decoded side by side (llama.cpp sequences)
     prefix_cache: bool = True  # score mode: keep the shared instructions evaluated across calls
     extra: dict[str, Any] = field(default_factory=dict)
 

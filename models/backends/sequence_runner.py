@@ -96,6 +96,8 @@ class SequenceRunner:
         reuse_prefix: bool = True,
     ) -> list[WalkedReply]:
         """One reply per prompt. `reply_cells[i]`: KV cells reply i may need at most."""
+        if self.workers == 1:
+            return self._run_in_one_sequence(prompts, walkers, reuse_prefix)
         started = time.perf_counter()
         stats = RunStats()
         prefix = _common_prefix(prompts) if reuse_prefix else []
@@ -141,6 +143,56 @@ class SequenceRunner:
         stats.seconds = time.perf_counter() - started
         self.stats = stats
         return results  # type: ignore[return-value]
+
+    def _run_in_one_sequence(
+        self,
+        prompts: Sequence[list[int]],
+        walkers: Sequence[Callable[[], Walk]],
+        reuse_prefix: bool,
+    ) -> list[WalkedReply]:
+        """One reply after the other in sequence 0, each prompt reusing what it shares
+        with the tokens cached before it (its instructions, and the request both orders of
+        a pair share).
+
+        Measured faster than worker sequences when replies are not decoded side by side:
+        the cache stays one contiguous run of cells, so attention never spans the cells
+        other sequences left behind.
+        """
+        started = time.perf_counter()
+        stats = RunStats()
+        llama = self.llama
+        self.drop_workers()
+        results = []
+        for prompt, walker in zip(prompts, walkers):
+            common = shared_length(llama.input_ids[: llama.n_tokens].tolist(), prompt)
+            common = min(common, len(prompt) - 1) if reuse_prefix else 0
+            self._seq_rm(-1, common)
+            llama.n_tokens = common
+            walk = walker()
+            request = next(walk)
+            assert isinstance(request, Feed)
+            stats.item_tokens += len(prompt) - common
+            tokens = list(prompt[common:]) + list(request.tokens)
+            try:
+                while True:
+                    if isinstance(request, Feed):
+                        llama.eval(tokens)
+                        stats.decodes += 1
+                        pointer = self._lib.llama_get_logits_ith(llama._ctx.ctx, -1)
+                        logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy()
+                        request = walk.send(logits)
+                    else:
+                        llama.n_tokens -= request.count
+                        self._seq_rm(-1, llama.n_tokens)
+                        request = walk.send(None)
+                    if isinstance(request, Feed):
+                        tokens = list(request.tokens)
+                        stats.reply_tokens += len(tokens)
+            except StopIteration as stop:
+                results.append(stop.value)
+        stats.seconds = time.perf_counter() - started
+        self.stats = stats
+        return results
 
     def _set_prefix(self, prefix: list[int]) -> int:
         """Make sequence 0 hold exactly `prefix`; return how many tokens were evaluated."""
