@@ -228,7 +228,10 @@ def test_each_layout_in_its_natural_protocol(
         n_answers = 1 if protocol is Protocol.SINGLE else 2 if protocol is Protocol.PAIRWISE else 3
         assert len(judgment.answers) == n_answers
         if protocol is Protocol.PAIRWISE:
-            assert judgment.swapped and judgment.winner in ("A", "B", "tie")
+            assert judgment.swapped and judgment.winner in ("A", "B", "tie", "uncertain")
+            # A verdict below the judge's threshold is "uncertain" and names its leaning.
+            assert judgment.leaning in ("A", "B", "tie")
+            assert (judgment.winner == "uncertain") is judgment.uncertain
             assert judgment.raw_output and judgment.raw_output_swapped
         if protocol is Protocol.MULTI:
             assert sorted(judgment.ranking) == [1, 2, 3]

@@ -440,7 +440,8 @@ def test_pairwise_item_with_reference(configured, shots: Path) -> None:
         assert name in page.locator(".js-plotly-plot").first.inner_text()
     assert page.locator(FEEDBACK).count() == 1
     # Score mode wrote no critique: "Explain" asks the judge for one (verdict fixed).
-    page.locator(".st-key-single_explain button").click()
+    # A button with help is drawn twice (tooltip and plain); the role query takes the shown one.
+    page.locator(".st-key-single_explain").get_by_role("button", name="Explain").click()
     written = page.locator(".st-key-single_feedback_markdown")  # its Markdown toggle
     none = page.get_by_text("wrote no critique")
     written.or_(none).first.wait_for(timeout=JUDGE_S * 1000)
