@@ -9,7 +9,10 @@ default judge's settings, every item fitted to the same 4096-token context:
   would write), the judge's own weights (base + its adapter, merged);
 - b: llama.cpp, full generation (the whole reply, critique included);
 - c: llama.cpp, score mode, every prompt evaluated in full;
-- d: llama.cpp, score mode, instructions and shared requests kept in the cache.
+- d: llama.cpp, score mode, instructions and shared requests kept in the cache;
+- e: as d with the decision-first compact template and no criterion scores: only
+  the verdict token is read, the layout the next judge is trained on (the shipped
+  judge was trained on the decision-last layout, so its agreement here says little).
 """
 
 from __future__ import annotations
@@ -49,16 +52,18 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d") else "generate",
+        mode="score" if mode in ("c", "d", "e") else "generate",
         context_tokens=N_CTX,
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
         **model_judge_settings(entry).config_fields(),
     )
+    if mode == "e":
+        config = replace(config, template="pocketjudge-decision-compact", criteria=False)
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
         config = replace(config, sampling=SamplingParams(max_tokens=768))
     service = JudgeService(judge.backend, entry.name)
     started = time.perf_counter()
-    window = 16 if mode == "d" else 1
+    window = 16 if mode in ("d", "e") else 1
     judgments = list(service.judge_rows(rows, config, window=window))
     seconds = time.perf_counter() - started
     judge.close()

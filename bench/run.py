@@ -1,6 +1,6 @@
 """`make bench`: the judging modes side by side on the first 50 pairs of Auto-J dev.
 
-    python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d] [--fresh]
+    python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d,e] [--fresh]
 
 Each (mode, threads) cell runs in its own process (bench/cell.py) and is saved in
 bench/runs/ as it finishes, so an interrupted benchmark goes on where it stopped
@@ -31,6 +31,7 @@ MODES = {
     "b": "llama.cpp, full generation",
     "c": "llama.cpp, score mode",
     "d": "score mode + prefix reuse",
+    "e": "(d), decision-first template, verdict token only",
 }
 
 
@@ -38,8 +39,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--modes", default="b,c,d,a")
+    parser.add_argument("--modes", default="b,c,d,e,a")
+    parser.add_argument(
+        "--pairs-a",
+        type=int,
+        default=10,
+        help="pairs for mode (a), the slow baseline (its rate is per pair, so it compares)",
+    )
     parser.add_argument("--fresh", action="store_true", help="ignore saved cells")
+    parser.add_argument(
+        "--saved-only", action="store_true", help="run nothing: the table of the saved cells"
+    )
     args = parser.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
     modes = [m for m in args.modes.split(",") if m]
@@ -50,9 +60,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{DEV} is missing: the benchmark reads ../shared/data beside the repo")
     cells = {}
     for count in threads:
+        if args.saved_only:
+            for name in ("bound", *modes):
+                n = args.pairs_a if name == "a" else args.pairs
+                saved = RUNS / f"{name}-t{count}-n{n}.json"
+                if saved.is_file():
+                    cells[(name, count)] = json.loads(saved.read_text(encoding="utf-8"))
+            continue
         bound = prompt_bound(args.pairs, count, args.fresh)
         for mode in modes:
-            cells[(mode, count)] = run_cell(mode, count, args.pairs, args.fresh)
+            n = args.pairs_a if mode == "a" else args.pairs
+            cells[(mode, count)] = run_cell(mode, count, n, args.fresh)
         cells[("bound", count)] = bound
     table = render(cells, modes, threads, args.pairs)
     RESULTS.write_text(table, encoding="utf-8")
@@ -157,15 +175,23 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for count in threads:
+        if ("bound", count) not in cells:
+            continue
         bound = cells[("bound", count)]
         a = cells.get(("a", count))
         b = cells.get(("b", count))
         for mode in sorted(modes):
-            cell = cells[(mode, count)]
+            cell = cells.get((mode, count))
+            if cell is None:
+                lines.append(f"| ({mode}) {MODES[mode]} | {count} | not run | | | | | | | |")
+                continue
             per_pair = cell["seconds"] / cell["pairs"]
+            label = MODES[mode] + (
+                f" (first {cell['pairs']} pairs)" if cell["pairs"] != pairs else ""
+            )
             lines.append(
-                f"| ({mode}) {MODES[mode]} | {count} | {cell['pairs_per_s']:.3f} | "
-                f"{per_pair:.2f} | {cell['seconds'] / bound['seconds']:.2f} | "
+                f"| ({mode}) {label} | {count} | {cell['pairs_per_s']:.3f} | "
+                f"{per_pair:.2f} | {per_pair / (bound['seconds'] / pairs):.2f} | "
                 f"{_ratio(a, cell)} | {_ratio(b, cell)} | {cell['peak_rss_mb']:.0f} | "
                 f"{cell['agreement']:.1f} | {cell['truncated']} |"
             )
@@ -173,8 +199,12 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
             f"| prompt-evaluation bound | {count} | {pairs / bound['seconds']:.3f} | "
             f"{bound['seconds'] / pairs:.2f} | 1.00 | | | | | |"
         )
+    heuristic = length_heuristic(pairs)
+    lines += ["", f"The longer answer wins on the same {pairs} pairs: {heuristic:.1f} %."]
     lines += ["", "Prompt-evaluation bound, measured in the same run:", ""]
     for count in threads:
+        if ("bound", count) not in cells:
+            continue
         bound = cells[("bound", count)]
         lines.append(
             f"- {count} thread(s): {bound['item_tokens']} item tokens (both orders, after the "
@@ -184,10 +214,23 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
     return "\n".join(lines) + "\n"
 
 
+def length_heuristic(pairs: int) -> float:
+    """Agreement of "the longer answer wins" with the labels of the first `pairs` pairs."""
+    from app.io.reader import read_rows
+    from training.meta_metrics import longer_answer
+
+    rows = [row.item for row in islice(read_rows(DEV), pairs)]
+    right = sum(
+        longer_answer((len(i.answers[0]), len(i.answers[1]))) == i.label.winner for i in rows
+    )
+    return 100 * right / len(rows)
+
+
 def _ratio(reference: dict | None, cell: dict) -> str:
+    """How many times faster per pair `cell` is than `reference`."""
     if reference is None:
         return ""
-    return f"{reference['seconds'] / cell['seconds']:.2f}"
+    return f"{cell['pairs_per_s'] / reference['pairs_per_s']:.2f}"
 
 
 if __name__ == "__main__":
