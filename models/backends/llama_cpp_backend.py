@@ -306,12 +306,11 @@ class LlamaCppBackend:
     def _decode(
         self, tokens: list[int], params: SamplingParams, output: OutputSpec | None
     ) -> tuple[str, int, list[ValueDistribution], str]:
-        self._eval_prompt(tokens)
         gate = self._grammar_gate(output)
         skeleton = JsonSkeleton(output.json_schema) if gate is not None and output else None
         rng = np.random.default_rng(params.seed)
         state = _RuleState(rules=output.value_rules if output else None, rng=rng, params=params)
-        stream = _TokenStream(self, gate)
+        stream = _TokenStream(self, gate, unread=self._reuse_prefix(tokens))
         finish = "length"
         try:
             while len(stream.tokens) < params.max_tokens:
@@ -322,6 +321,7 @@ class LlamaCppBackend:
                             finish = "stop"
                             break
                         continue
+                stream.read()
                 logits = self._last_logits()
                 constrained = False
                 if state.rules is not None:
@@ -351,13 +351,14 @@ class LlamaCppBackend:
                 text = text[: text.index(stop)]
         return text, len(stream.tokens), state.distributions, finish
 
-    def _eval_prompt(self, tokens: list[int]) -> None:
-        """Evaluate the prompt, reusing the cached prefix shared with the last call."""
+    def _reuse_prefix(self, tokens: list[int]) -> list[int]:
+        """Keep the cached prefix the prompt shares with the last call; the rest of the
+        prompt (at least its last token) is returned, still to be evaluated."""
         llama = self.llama
         common = shared_length(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         common = min(common, len(tokens) - 1)
         llama.n_tokens = common
-        llama.eval(tokens[common:])
+        return tokens[common:]
 
     def _grammar_gate(self, output: OutputSpec | None) -> GrammarGate | None:
         if output is None or output.json_schema is None:
@@ -472,18 +473,28 @@ def _keep_only(logits: np.ndarray, ids: np.ndarray) -> None:
 
 
 class _TokenStream:
-    """The tokens written so far, kept in step with llama.cpp, the grammar and the tracker."""
+    """The tokens written so far, kept in step with the grammar and the tracker.
 
-    def __init__(self, backend: LlamaCppBackend, gate: GrammarGate | None) -> None:
+    Tokens are evaluated only when the next logits are needed (`read`): the rest of the
+    prompt goes with the text the schema forces at the start, and a chosen value with
+    the forced text after it, in one llama.cpp call each. That is one call fewer per
+    value, and exactly the calls score mode makes (`reply_walker`), so both modes read
+    the same probabilities from the same numbers.
+    """
+
+    def __init__(
+        self, backend: LlamaCppBackend, gate: GrammarGate | None, unread: Sequence[int] = ()
+    ) -> None:
         self._backend = backend
         self._gate = gate
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._unread = list(unread)  # written (or prompt) tokens not evaluated yet
         self.tokens: list[int] = []
         self.pieces: list[str] = []
         self.tracker = JsonTracker()
 
     def write(self, tokens: list[int], grammar_accepted: bool = False) -> None:
-        """Accept tokens into the grammar (unless done already), feed the tracker, evaluate."""
+        """Accept tokens into the grammar (unless done already) and feed the tracker."""
         model = self._backend.llama._model
         for token in tokens:
             if self._gate is not None and not grammar_accepted:
@@ -492,7 +503,13 @@ class _TokenStream:
             self.tokens.append(token)
             self.pieces.append(piece)
             self.tracker.feed(piece)
-        self._backend.llama.eval(tokens)
+        self._unread.extend(tokens)
+
+    def read(self) -> None:
+        """Evaluate what is written, so the logits of the next position are there."""
+        if self._unread:
+            self._backend.llama.eval(self._unread)
+            self._unread = []
 
     def force(self, text: str, max_tokens: int) -> bool:
         """Write schema-forced text; False when the grammar refuses its first token."""

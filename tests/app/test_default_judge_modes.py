@@ -1,0 +1,99 @@
+"""Score mode and full generation on the real default judge and a real Auto-J pair.
+
+Full generation evaluates what it writes in the llama.cpp calls score mode makes (the
+rest of the prompt with the opening text the schema forces, each chosen value with the
+forced text after it), so both read the same probabilities from the same numbers: the
+same verdict, confidence and margin, not merely close ones. This matters for a judge
+whose verdicts hang on expected-score gaps of 1e-3, where any other evaluation order
+flips near-ties. (The tiny test model's SentencePiece vocabulary writes forced text with
+a space prefix the grammar refuses, so there the two modes agree within float noise:
+tests/models/backends/test_score_mode.py.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import islice
+from pathlib import Path
+
+import pytest
+
+from app.io.reader import read_rows
+from app.model_settings import model_judge_settings
+from app.records import Protocol, Status
+from app.service import JudgeConfig, JudgeService
+from models.backends.base import BackendOptions, SamplingParams, ScoreRequest
+from models.loader import open_judge
+from models.registry import load_registry
+
+pytestmark = pytest.mark.slow
+
+DEV = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
+)
+
+
+@pytest.fixture(scope="module")
+def setting():
+    if not DEV.is_file():
+        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
+    entry = load_registry().get()
+    model = entry.path()
+    if model is None or not model.is_file():
+        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    config = JudgeConfig(protocol=Protocol.PAIRWISE, **model_judge_settings(entry).config_fields())
+    row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
+    return entry, config, row
+
+
+def _judge(entry, config: JudgeConfig, row):
+    judge = open_judge(entry.name, BackendOptions(n_ctx=config.context_tokens, n_threads=1))
+    try:
+        service = JudgeService(judge.backend, entry.name)
+        return service, judge, service.judge(row.item, config, row.line)
+    except BaseException:
+        judge.close()
+        raise
+
+
+def test_generation_and_score_mode_give_the_same_verdict_from_the_same_numbers(
+    setting,
+) -> None:
+    entry, config, row = setting
+    results = {}
+    for mode in ("generate", "score"):
+        _, judge, judgment = _judge(entry, replace(config, mode=mode), row)
+        judge.close()
+        assert judgment.status is Status.OK, judgment.error
+        results[mode] = judgment
+    generated, scored = results["generate"], results["score"]
+    assert scored.verdict_probs == generated.verdict_probs
+    assert scored.margin == generated.margin
+    assert scored.confidence == generated.confidence
+    assert (scored.winner, scored.leaning) == (generated.winner, generated.leaning)
+    for one, two in zip(scored.answers, generated.answers):
+        assert one.expected_criteria == two.expected_criteria
+        assert one.expected_overall == two.expected_overall
+
+
+def test_a_generated_reply_is_the_scored_reply_token_for_token(setting) -> None:
+    """Without the critique (the same schema), generation writes what score mode writes."""
+    entry, config, row = setting
+    config = replace(config, mode="score")
+    service, generating, _ = _judge(entry, config, row)
+    scoring = open_judge(entry.name, BackendOptions(n_ctx=config.context_tokens, n_threads=1))
+    try:
+        plan = service._plan(row.item, config, row.line)
+        for call in plan.calls:
+            generated = generating.backend.generate(
+                call.messages, SamplingParams(max_tokens=768), call.output
+            )
+            request = ScoreRequest(tuple(call.messages), call.output, SamplingParams())
+            [scored] = scoring.backend.score([request])
+            assert scored.text == generated.text
+            assert [d.probs for d in scored.distributions] == [
+                d.probs for d in generated.distributions
+            ]
+    finally:
+        generating.close()
+        scoring.close()
