@@ -1,6 +1,7 @@
 """`make bench`: the judging modes side by side on the first 50 pairs of Auto-J dev.
 
     python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d,e] [--fresh]
+                        [--runs bench/runs] [--results bench/results.md]
 
 Each (mode, threads) cell runs in its own process (bench/cell.py) and is saved in
 bench/runs/ as it finishes, so an interrupted benchmark goes on where it stopped
@@ -21,6 +22,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from itertools import islice
+from pathlib import Path
 
 from bench.cell import DEV, N_CTX, REPO
 
@@ -50,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--saved-only", action="store_true", help="run nothing: the table of the saved cells"
     )
+    parser.add_argument("--runs", type=Path, default=RUNS, help="where cells are saved")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the table goes")
     args = parser.parse_args(argv)
+    runs: Path = args.runs
     threads = [int(t) for t in args.threads.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -63,26 +68,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.saved_only:
             for name in ("bound", *modes):
                 n = args.pairs_a if name == "a" else args.pairs
-                saved = RUNS / f"{name}-t{count}-n{n}.json"
+                saved = runs / f"{name}-t{count}-n{n}.json"
                 if saved.is_file():
-                    cells[(name, count)] = json.loads(saved.read_text(encoding="utf-8"))
+                    cells[(name, count)] = _load_cell(saved)
             continue
-        bound = prompt_bound(args.pairs, count, args.fresh)
+        bound = prompt_bound(runs, args.pairs, count, args.fresh)
         for mode in modes:
             n = args.pairs_a if mode == "a" else args.pairs
-            cells[(mode, count)] = run_cell(mode, count, n, args.fresh)
+            cells[(mode, count)] = run_cell(runs, mode, count, n, args.fresh)
         cells[("bound", count)] = bound
     table = render(cells, modes, threads, args.pairs)
-    RESULTS.write_text(table, encoding="utf-8")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(table, encoding="utf-8")
     print(table)
     return 0
 
 
-def run_cell(mode: str, threads: int, pairs: int, fresh: bool) -> dict:
-    out = RUNS / f"{mode}-t{threads}-n{pairs}.json"
+def run_cell(runs: Path, mode: str, threads: int, pairs: int, fresh: bool) -> dict:
+    out = runs / f"{mode}-t{threads}-n{pairs}.json"
     if out.is_file() and not fresh:
         print(f"({mode}, {threads} thread(s)): saved in {out}", file=sys.stderr)
-        return json.loads(out.read_text(encoding="utf-8"))
+        return _load_cell(out)
     print(f"({mode}, {threads} thread(s)): {MODES[mode]} ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
@@ -94,12 +100,19 @@ def run_cell(mode: str, threads: int, pairs: int, fresh: bool) -> dict:
         stdout=subprocess.DEVNULL,
     )
     print(f"  done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    return json.loads(out.read_text(encoding="utf-8"))
+    return _load_cell(out)
 
 
-def prompt_bound(pairs: int, threads: int, fresh: bool) -> dict:
+def _load_cell(path: Path) -> dict:
+    """A saved cell, with the path of its judgments (saved beside it by bench/cell.py)."""
+    cell = json.loads(path.read_text(encoding="utf-8"))
+    cell["judgments"] = str(path.with_suffix(".jsonl"))
+    return cell
+
+
+def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     """Item tokens of both orders, and llama.cpp's prompt-reading speed, measured now."""
-    out = RUNS / f"bound-t{threads}-n{pairs}.json"
+    out = runs / f"bound-t{threads}-n{pairs}.json"
     if out.is_file() and not fresh:
         return json.loads(out.read_text(encoding="utf-8"))
     from app.io.reader import read_rows
@@ -171,8 +184,9 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
         "(ties count; no verdict withheld).",
         "",
         "| mode | threads | pairs/s | s/pair | x bound | x faster than (a) | "
-        "x faster than (b) | peak RSS MB | agreement % | rows cut |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "x faster than (b) | peak RSS MB | agreement % | same leaning as (b) | uncertain | "
+        "rows cut |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for count in threads:
         if ("bound", count) not in cells:
@@ -183,7 +197,7 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
         for mode in sorted(modes):
             cell = cells.get((mode, count))
             if cell is None:
-                lines.append(f"| ({mode}) {MODES[mode]} | {count} | not run | | | | | | | |")
+                lines.append(f"| ({mode}) {MODES[mode]} | {count} | not run |{' |' * 9}")
                 continue
             per_pair = cell["seconds"] / cell["pairs"]
             label = MODES[mode] + (
@@ -193,11 +207,12 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str
                 f"| ({mode}) {label} | {count} | {cell['pairs_per_s']:.3f} | "
                 f"{per_pair:.2f} | {per_pair / (bound['seconds'] / pairs):.2f} | "
                 f"{_ratio(a, cell)} | {_ratio(b, cell)} | {cell['peak_rss_mb']:.0f} | "
-                f"{cell['agreement']:.1f} | {cell['truncated']} |"
+                f"{cell['agreement']:.1f} | {same_leaning(cell, b)} | "
+                f"{cell.get('uncertain', '')} | {cell['truncated']} |"
             )
         lines.append(
             f"| prompt-evaluation bound | {count} | {pairs / bound['seconds']:.3f} | "
-            f"{bound['seconds'] / pairs:.2f} | 1.00 | | | | | |"
+            f"{bound['seconds'] / pairs:.2f} | 1.00 |{' |' * 7}"
         )
     heuristic = length_heuristic(pairs)
     lines += ["", f"The longer answer wins on the same {pairs} pairs: {heuristic:.1f} %."]
@@ -224,6 +239,29 @@ def length_heuristic(pairs: int) -> float:
         longer_answer((len(i.answers[0]), len(i.answers[1]))) == i.label.winner for i in rows
     )
     return 100 * right / len(rows)
+
+
+def same_leaning(cell: dict, reference: dict | None) -> str:
+    """On how many pairs `cell` leans the same way as `reference` (both saved judgments)."""
+    if reference is None or "judgments" not in cell or "judgments" not in reference:
+        return ""
+    ours, theirs = _leanings(Path(cell["judgments"])), _leanings(Path(reference["judgments"]))
+    common = [key for key in ours if key in theirs]
+    if not common:
+        return ""
+    same = sum(ours[key] == theirs[key] for key in common)
+    return f"{same}/{len(common)}"
+
+
+def _leanings(path: Path) -> dict[str, str | None]:
+    """Each saved judgment's leaning (its verdict when it is not uncertain), by row id."""
+    if not path.is_file():
+        return {}
+    leanings = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        leanings[row["id"]] = row.get("leaning") or row.get("winner")
+    return leanings
 
 
 def _ratio(reference: dict | None, cell: dict) -> str:

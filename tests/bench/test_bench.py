@@ -1,0 +1,103 @@
+"""`make bench`: the table it renders, and one real cell on the default judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.records import Judgment, Protocol, Status
+from bench import run
+from bench.cell import DEV
+from models.registry import load_registry
+
+
+def _save_cell(runs: Path, mode: str, leanings: list[str], seconds: float) -> None:
+    judgments = [
+        Judgment(
+            id=f"row-{index}",
+            protocol=Protocol.PAIRWISE,
+            status=Status.OK,
+            model="judge",
+            template="t",
+            winner="uncertain",
+            leaning=leaning,
+            uncertain=True,
+        )
+        for index, leaning in enumerate(leanings)
+    ]
+    path = runs / f"{mode}-t1-n{len(leanings)}.json"
+    path.with_suffix(".jsonl").write_text(
+        "".join(j.model_dump_json() + "\n" for j in judgments), encoding="utf-8"
+    )
+    cell = {
+        "mode": mode,
+        "threads": 1,
+        "pairs": len(leanings),
+        "seconds": seconds,
+        "pairs_per_s": len(leanings) / seconds,
+        "peak_rss_mb": 400.0,
+        "agreement": 50.0,
+        "uncertain": len(leanings),
+        "truncated": 0,
+    }
+    path.write_text(json.dumps(cell), encoding="utf-8")
+
+
+def test_the_table_gives_ratios_to_the_bound_and_to_b_and_compares_leanings(
+    tmp_path: Path,
+) -> None:
+    _save_cell(tmp_path, "b", ["A", "B", "tie", "A"], seconds=40.0)
+    _save_cell(tmp_path, "d", ["A", "B", "A", "B"], seconds=20.0)
+    bound = {"item_tokens": 1600, "tokens_per_s": 160.0, "seconds": 10.0}
+    (tmp_path / "bound-t1-n4.json").write_text(json.dumps(bound), encoding="utf-8")
+    results = tmp_path / "results.md"
+
+    assert (
+        run.main(
+            [
+                "--pairs", "4", "--threads", "1", "--modes", "b,d", "--saved-only",
+                "--runs", str(tmp_path), "--results", str(results),
+            ]
+        )
+        == 0
+    )  # fmt: skip
+
+    table = results.read_text(encoding="utf-8")
+    row_d = next(line for line in table.splitlines() if line.startswith("| (d)"))
+    cells = [cell.strip() for cell in row_d.strip("|").split("|")]
+    # mode, threads, pairs/s, s/pair, x bound, x (a), x (b), RSS, agreement, same, uncertain, cut
+    assert cells[3:5] == ["5.00", "2.00"]  # 20 s / 4 pairs, against a 2.5 s/pair bound
+    assert cells[6] == "2.00"  # twice as fast as (b)
+    assert cells[9] == "2/4"  # leans as (b) on rows 0 and 1
+    assert "| prompt-evaluation bound | 1 | 0.400 | 2.50 | 1.00 |" in table
+    assert "1600 item tokens" in table
+
+
+@pytest.mark.slow
+def test_make_bench_runs_a_real_cell_and_then_reuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not DEV.is_file():
+        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
+    model = load_registry().get().path()
+    if model is None or not model.is_file():
+        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    results = tmp_path / "results.md"
+    args = ["--pairs", "1", "--threads", "1", "--modes", "e", "--runs", str(tmp_path)]
+    args += ["--results", str(results)]
+
+    assert run.main(args) == 0
+
+    table = results.read_text(encoding="utf-8")
+    assert "| (e) (d), decision-first template, verdict token only | 1 |" in table
+    assert "| prompt-evaluation bound | 1 |" in table
+    cell = json.loads((tmp_path / "e-t1-n1.json").read_text(encoding="utf-8"))
+    assert cell["pairs"] == 1 and cell["ok"] == 1 and cell["peak_rss_mb"] < 1024
+    saved = (tmp_path / "e-t1-n1.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(saved) == 1 and json.loads(saved[0])["confidence"] is not None
+
+    capsys.readouterr()
+    assert run.main(args) == 0  # a second run reads the saved cells: nothing is judged again
+    assert "saved in" in capsys.readouterr().err
