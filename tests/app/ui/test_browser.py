@@ -108,14 +108,12 @@ def healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def app_url(
-    chromium: Path, tiny_gguf_model: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """`streamlit run` on 127.0.0.1 with the tiny model as the default; stopped at the end."""
-    folder = tmp_path_factory.mktemp("server")
+@contextlib.contextmanager
+def app_server(model: str, folder: Path) -> Iterator[str]:
+    """`streamlit run` on 127.0.0.1 with `model` (registry name or GGUF file) as the default;
+    yields its URL and stops it at the end."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), MODEL_ENV: str(tiny_gguf_model)}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), MODEL_ENV: model}
     env[RUBRICS_ENV] = str(folder / "rubrics")
     env.pop(MAX_UPLOAD_ENV, None)
     command = [
@@ -151,6 +149,15 @@ def app_url(
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+
+
+@pytest.fixture(scope="module")
+def app_url(
+    chromium: Path, tiny_gguf_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The app with the tiny model as the default."""
+    with app_server(str(tiny_gguf_model), tmp_path_factory.mktemp("server")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

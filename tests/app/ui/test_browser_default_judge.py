@@ -1,0 +1,79 @@
+"""The app in a real browser with the real default judge (`make models` builds it).
+
+What a user sees when the judge is not sure: a verdict below the judge's confidence
+threshold is shown as "uncertain" with its leaning, never as "Answer A is better", and the
+page shows how often this judge agrees with people beside "the longer answer wins" (from
+its model card). With POCKETJUDGE_SCREENSHOTS=1 the screenshot goes to docs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from models.registry import load_registry
+from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
+    JUDGE_S,
+    app_server,
+    chromium,  # noqa: F401 - a fixture
+    main_text,
+    page,  # noqa: F401 - a fixture
+    screenshot,
+    settle,
+    shots,  # noqa: F401 - a fixture
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+QUESTION = "What is the capital of Australia?"
+ANSWERS = (
+    "Canberra.",
+    "Sydney is the capital of Australia. It is the largest city in the country, home to the "
+    "Opera House and the Harbour Bridge, and its main financial centre.",
+)
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+    """The app with the registry's default judge."""
+    entry = load_registry().get()
+    model = entry.path()
+    if model is None or not model.is_file():
+        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    with app_server(entry.name, tmp_path_factory.mktemp("server")) as url:
+        yield url
+
+
+def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agreement(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    entry = load_registry().get()
+    page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
+    page.locator(".st-key-answer_2").wait_for()
+    settle(page)
+    for key, text in (("question", QUESTION), ("answer_1", ANSWERS[0]), ("answer_2", ANSWERS[1])):
+        page.locator(f".st-key-{key} textarea").fill(text)
+    page.locator(".st-key-judge button").click()
+    verdict = page.get_by_role("heading", name=re.compile(r"^Verdict: "))
+    verdict.wait_for(timeout=JUDGE_S * 1000)
+    settle(page)
+
+    shown = verdict.inner_text().strip()
+    metric = page.locator('[data-testid="stMetric"]', has_text="Confidence").inner_text()
+    confidence = float(re.search(r"(\d+(?:\.\d+)?)\s*%", metric).group(1)) / 100
+    text = main_text(page)
+    threshold = entry.uncertain_below
+    assert threshold and threshold > 0, "the default judge names its confidence threshold"
+    if confidence < threshold:
+        assert re.fullmatch(r"Verdict: Uncertain \(leans to (answer [AB]|a tie)\)", shown), shown
+        assert "this is not a decision" in text
+    else:
+        assert re.fullmatch(r"Verdict: (Tie|Answer [AB] is better)", shown), shown
+    assert f"How often `{entry.name}` agrees with people" in text
+    assert "the longer answer wins:" in text
+    assert re.search(r"\d+\.\d %\s*agreement; the longer answer wins: \d+\.\d %", text), text
+    screenshot(page, shots / "default_judge_result.png", main_only=True)
