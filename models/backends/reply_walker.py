@@ -16,7 +16,9 @@ reply with criteria costs one feed per value (two where a look-ahead splits
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +103,7 @@ class ReplyWalker:
                 allowed = rule.allowed if rule.allowed is not None else rule.candidates
                 chosen[path] = pick_value(probs, allowed, self.temperature, rng)
             ids, _ = self.table.commitments(written, (chosen[path],))
+            ids = _fitting(self.table, ids, written, chosen[path], tracker, skeleton)
             if not len(ids):
                 raise ReplyWalkError(f"no token writes {chosen[path]!r} at {path}")
             write([int(ids[int(np.argmax(logits[ids]))])])
@@ -110,6 +113,33 @@ class ReplyWalker:
         return reply
 
 
+def _fitting(
+    table: TokenTable,
+    ids: np.ndarray,
+    written: str,
+    value: str,
+    tracker: JsonTracker,
+    skeleton: JsonSkeleton,
+) -> np.ndarray:
+    """The tokens among `ids` whose text after `value` is the structure the schema forces
+    there (`"A"}` closes a reply whose last key is the verdict; `"A",` would open a key
+    that does not exist). Full generation gets this from its grammar; here it comes from
+    the skeleton, whitespace aside."""
+    probe = copy.deepcopy(tracker)
+    probe.feed(value[len(written) :])
+    if probe.partial_value() == value:
+        probe.end_scalar()
+    follows = _SPACE.sub("", skeleton.forced_text(probe))
+    kept = []
+    for token in ids.tolist():
+        text = table.pieces[token]
+        text = written + (text if written else text.lstrip())
+        if follows.startswith(_SPACE.sub("", text[len(value) :])):
+            kept.append(token)
+    return np.array(kept, dtype=np.int64)
+
+
+_SPACE = re.compile(r"\s+")
 LOOKAHEAD_CELLS = 4  # a look-ahead holds a few cells until it rewinds
 
 
