@@ -123,8 +123,11 @@ def page() -> None:
         f"model `{model_label(settings.model)}`. Change these in the sidebar and on the "
         "Scenario and criteria page. Nothing leaves this machine."
     )
-    with st.expander("How far to trust this judge", expanded=False):
-        show_measured(measured_rows(settings.model), model_label(settings.model))
+    measured = measured_rows(settings.model)
+    # Open when the judge does no better than picking the longer answer somewhere.
+    weak = any(row.judge <= row.longer_answer_wins for row in measured)
+    with st.expander("How far to trust this judge", expanded=weak):
+        show_measured(measured, model_label(settings.model))
     question, answers, reference = form(settings)
     if st.button("Judge", type="primary", key="judge"):
         judge(settings, question, answers, reference)

@@ -282,6 +282,18 @@ def pick_criteria(page, names: tuple[str, ...]) -> None:
     settle(page)
 
 
+def judge_pair(page, **fields: str) -> str:
+    """Fill the one-item form (question, answer_1, answer_2, reference), judge, and return
+    the verdict headline once the run is over."""
+    for key, text in fields.items():
+        page.locator(f".st-key-{key} textarea").fill(text)
+    page.locator(".st-key-judge button").click()
+    verdict = page.get_by_role("heading", name=re.compile(r"^Verdict: "))
+    verdict.wait_for(timeout=JUDGE_S * 1000)
+    settle(page)
+    return verdict.inner_text().strip()
+
+
 def download(page, key: str) -> bytes:
     with page.expect_download() as info:
         page.locator(f".st-key-{key}{LIVE} button").first.click()
@@ -423,18 +435,9 @@ def test_configuration(configured, tiny_gguf_model: Path, shots: Path) -> None:
 def test_pairwise_item_with_reference(configured, shots: Path) -> None:
     page = configured
     go_to(page, "Judge one item")
-    for key, text in (
-        ("question", QUESTION),
-        ("answer_1", ANSWERS[0]),
-        ("answer_2", ANSWERS[1]),
-        ("reference", REFERENCE),
-    ):
-        page.locator(f".st-key-{key} textarea").fill(text)
-    page.locator(".st-key-judge button").click()
-    verdict = page.get_by_role("heading", name=re.compile(r"^Verdict: "))
-    verdict.wait_for(timeout=JUDGE_S * 1000)
-    settle(page)
-    shown = verdict.inner_text().strip()
+    shown = judge_pair(
+        page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1], reference=REFERENCE
+    )
     assert re.fullmatch(r"Verdict: (Tie|Answer [AB] is better|Uncertain \(leans to .+\))", shown)
     for label in ("Answer A", "Answer B", "Confidence", "Position consistency", "Time"):
         assert page.locator('[data-testid="stMetric"]', has_text=label).count(), label

@@ -16,9 +16,9 @@ import pytest
 
 from models.registry import load_registry
 from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
-    JUDGE_S,
     app_server,
     chromium,  # noqa: F401 - a fixture
+    judge_pair,
     main_text,
     page,  # noqa: F401 - a fixture
     screenshot,
@@ -55,14 +55,9 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
     page.locator(".st-key-answer_2").wait_for()
     settle(page)
-    for key, text in (("question", QUESTION), ("answer_1", ANSWERS[0]), ("answer_2", ANSWERS[1])):
-        page.locator(f".st-key-{key} textarea").fill(text)
-    page.locator(".st-key-judge button").click()
-    verdict = page.get_by_role("heading", name=re.compile(r"^Verdict: "))
-    verdict.wait_for(timeout=JUDGE_S * 1000)
-    settle(page)
+    shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
+    screenshot(page, shots / "default_judge_result.png", main_only=True)
 
-    shown = verdict.inner_text().strip()
     metric = page.locator('[data-testid="stMetric"]', has_text="Confidence").inner_text()
     confidence = float(re.search(r"(\d+(?:\.\d+)?)\s*%", metric).group(1)) / 100
     text = main_text(page)
@@ -73,7 +68,6 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
         assert "this is not a decision" in text
     else:
         assert re.fullmatch(r"Verdict: (Tie|Answer [AB] is better)", shown), shown
-    assert f"How often `{entry.name}` agrees with people" in text
+    assert f"How often {entry.name} agrees with people" in text
     assert "the longer answer wins:" in text
     assert re.search(r"\d+\.\d %\s*agreement; the longer answer wins: \d+\.\d %", text), text
-    screenshot(page, shots / "default_judge_result.png", main_only=True)
