@@ -251,7 +251,7 @@ def length_heuristic(pairs: int) -> float:
 
 def same_leaning(cell: dict, reference: dict | None) -> str:
     """On how many pairs `cell` leans the same way as `reference` (both saved judgments)."""
-    if reference is None or "judgments" not in cell or "judgments" not in reference:
+    if reference is None:
         return ""
     ours, theirs = _leanings(Path(cell["judgments"])), _leanings(Path(reference["judgments"]))
     common = [key for key in ours if key in theirs]
@@ -263,13 +263,11 @@ def same_leaning(cell: dict, reference: dict | None) -> str:
 
 def _leanings(path: Path) -> dict[str, str | None]:
     """Each saved judgment's leaning (its verdict when it is not uncertain), by row id."""
+    from training.evaluate import read_judgments
+
     if not path.is_file():
         return {}
-    leanings = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        leanings[row["id"]] = row.get("leaning") or row.get("winner")
-    return leanings
+    return {j.id: j.leaning or j.winner for j in read_judgments(path)}
 
 
 def _ratio(reference: dict | None, cell: dict) -> str:

@@ -36,6 +36,11 @@ class MeasuredRow(BaseModel):
     longer_answer_wins: float = Field(ge=0, le=100)
     how: str = ""
 
+    @property
+    def no_better_than_length(self) -> bool:
+        """The judge agrees with people no more often than picking the longer answer."""
+        return self.judge <= self.longer_answer_wins
+
 
 class CardFacts(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -70,7 +70,7 @@ def show_measured(rows: Sequence[MeasuredRow], model: str) -> None:
         f"agreement; the longer answer wins: {row.longer_answer_wins:.1f} %"
         for row in rows
     ]
-    weaker = [row for row in rows if row.judge <= row.longer_answer_wins]
+    weaker = [row for row in rows if row.no_better_than_length]
     st.markdown(f"**How often `{model}` agrees with people** (from its model card)")
     st.markdown("\n".join(lines))
     if weaker:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import islice
-from pathlib import Path
 
 import pytest
 
@@ -22,15 +21,12 @@ from app.io.reader import read_rows
 from app.model_settings import model_judge_settings
 from app.records import Protocol, Status
 from app.service import JudgeConfig, JudgeService
+from bench.cell import DEV
 from models.backends.base import BackendOptions, SamplingParams, ScoreRequest
 from models.loader import open_judge
 from models.registry import load_registry
 
 pytestmark = pytest.mark.slow
-
-DEV = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
-)
 
 
 @pytest.fixture(scope="module")
