@@ -132,6 +132,7 @@ class Overrides:
     tie_margin: float | None = None
     max_input_chars: int | None = None
     mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
+    criteria: bool = True  # False: decision-first templates read the decision alone
 
 
 def judge_config(
@@ -142,6 +143,7 @@ def judge_config(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
         mode=overrides.mode,  # type: ignore[arg-type]
+        criteria=overrides.criteria,
         context_tokens=n_ctx,
         **model_judge_settings(
             entry,
@@ -171,34 +173,69 @@ def _judge_files(
     out: Path,
     quiet: bool,
     overrides: Overrides = Overrides(),
+    fresh: bool = False,
 ) -> dict[str, Any]:
-    """Judge every file's labelled rows, writing the judgments to `out` as they come."""
+    """Judge every file's labelled rows, writing the judgments to `out` as they come.
+
+    A run that was cut off goes on where it stopped: rows already in `out` (same
+    model, template and mode) are kept and only the others are judged, unless
+    `fresh`. The files end up holding every saved judgment, in row order.
+    """
     from app.progress import ProgressBar
     from models.loader import open_judge
 
     judge = open_judge(model, options, backend=backend)
     service = JudgeService(judge.backend, judge.name)
     out.parent.mkdir(parents=True, exist_ok=True)
+    shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
+    done = set() if fresh else _resumable(out, judge.name, shown)
     try:
-        with open(out, "w", encoding="utf-8", newline="\n") as stream:
+        with open(out, "a" if done else "w", encoding="utf-8", newline="\n") as stream:
             for file in files:
                 config = judge_config(file.kind, judge.entry, options.n_ctx, overrides)
+                todo = [row for row in file.rows if (file.name, row.line) not in done]
                 if not quiet:
-                    print(f"{file.name}: {len(file.rows)} labelled rows", file=sys.stderr)
-                with ProgressBar(total=len(file.rows), disable=quiet) as bar:
-                    judged = service.judge_rows(file.rows, config, on_judgment=bar.update)
+                    kept = len(file.rows) - len(todo)
+                    note = f" ({kept} judged before, kept)" if kept else ""
+                    print(f"{file.name}: {len(file.rows)} labelled rows{note}", file=sys.stderr)
+                with ProgressBar(total=len(todo), disable=quiet) as bar:
+                    judged = service.judge_rows(todo, config, on_judgment=bar.update)
                     write_jsonl(_tagged(judged, file), stream)
     finally:
         judge.close()
-    shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
+    attach_judgments(files, read_judgments(out))
     return {
         "model": judge.name,
         "template": shown.template,
         "pair_combine": shown.pair_combine,
         "tie_margin": shown.tie_margin,
         "rescored": False,
+        "resumed": len(done),
         "judgments": str(out),
     }
+
+
+def _resumable(out: Path, model: str, config: JudgeConfig) -> set[tuple[Any, int | None]]:
+    """(file, line) of the judgments a cut-off run left in `out`; raises if they
+    are another judge's. A last line cut off mid-write is dropped from the file."""
+    if not out.is_file():
+        return set()
+    text = out.read_text(encoding="utf-8")
+    complete = text[: text.rfind("\n") + 1]
+    if complete != text:
+        out.write_text(complete, encoding="utf-8")
+    saved = read_judgments(out)
+    for judgment in saved:
+        found = (judgment.model, judgment.template, judgment.mode)
+        wanted = (model, config.template, config.mode)
+        # A row that failed early carries no template or mode; what it lacks says nothing.
+        if any(f is not None and f != w for f, w in zip(found, wanted)):
+            raise EvaluationError(
+                f"{out} holds judgments of model {found[0]}, template {found[1]}, mode "
+                f"{found[2]}; this run is {wanted[0]}, {wanted[1]}, {wanted[2]}. "
+                "Give another --out, or --fresh to start over there"
+            )
+    return {(j.metadata.get(FILE_KEY), j.line) for j in saved}
 
 
 def _tagged(judgments: Iterator[Judgment], file: LabelledFile) -> Iterator[Judgment]:
@@ -332,6 +369,7 @@ def evaluate_files(
     backend: str | None = None,
     quiet: bool = False,
     overrides: Overrides = Overrides(),
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
@@ -340,8 +378,10 @@ def evaluate_files(
     pair combine, tie margin and input budget. Re-scoring with a calibrated
     combine and a tie margin recomputes each verdict from the saved margin. `out_dir` defaults to
     training/runs/eval-<model> when judging, and to the folder of `judgments`
-    when re-scoring. Raises EvaluationError, FileNotFoundError or the loader's
-    errors; one bad row never stops the run.
+    when re-scoring. A judging run whose folder holds judgments of the same
+    judge goes on from them (a cut-off run resumes) unless `fresh`. Raises
+    EvaluationError, FileNotFoundError or the loader's errors; one bad row never
+    stops the run.
     """
     paths = [Path(p) for p in paths]
     if not paths:
@@ -364,7 +404,9 @@ def evaluate_files(
     else:
         options = BackendOptions(n_ctx=n_ctx, n_threads=threads)
         out = Path(out_dir) if out_dir is not None else RUNS_DIR / f"eval-{_slug(model)}"
-        run = _judge_files(files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides)
+        run = _judge_files(
+            files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides, fresh
+        )
     report = build_report(files, run, limit)
     write_report(report, out)
     return report
@@ -427,12 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads,
             n_ctx=args.n_ctx,
             quiet=args.quiet,
+            fresh=args.fresh,
             overrides=Overrides(
                 template=args.template,
                 pair_combine=args.combine,
                 tie_margin=args.tie_margin,
                 max_input_chars=args.max_input_chars,
                 mode=args.mode,
+                criteria=not args.no_criteria,
             ),
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
@@ -482,6 +526,16 @@ def _parser() -> argparse.ArgumentParser:
         choices=("score", "generate"),
         default="score",
         help="score (default): decisions read from probabilities; generate: whole replies",
+    )
+    parser.add_argument(
+        "--no-criteria",
+        action="store_true",
+        help="decision-first templates: read the verdict or grade alone, no criterion scores",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="judge every row again (default: go on from the judgments already in --out)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

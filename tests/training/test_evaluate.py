@@ -351,3 +351,52 @@ def test_backend_options_reach_the_backend(inputs: dict[str, Path], tmp_path: Pa
         quiet=True,
     )
     assert (seen[0].n_threads, seen[0].n_ctx) == (2, 2048)
+
+
+def test_a_cut_off_run_goes_on_where_it_stopped(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    whole = _evaluate(inputs, out, "autoj", "llmbar")
+    saved = out / "judgments.jsonl"
+    lines = saved.read_text(encoding="utf-8").splitlines(keepends=True)
+    # Cut off after three judgments, the fourth half written.
+    saved.write_text("".join(lines[:3]) + lines[3][:40], encoding="utf-8")
+    judged: list[str] = []
+
+    class CountingJudge(MarkerJudge):
+        def generate(self, messages, params, output=None):  # type: ignore[no-untyped-def]
+            judged.append(next(m.content for m in messages if m.role == "user"))
+            return super().generate(messages, params, output)
+
+    register_backend("meta-fake-count", lambda model, options: CountingJudge(model=model))
+    again = evaluate_files(
+        [inputs["autoj"], inputs["llmbar"]],
+        str(inputs["model"]),
+        out_dir=out,
+        backend="meta-fake-count",
+        quiet=True,
+    )
+    assert again["resumed"] == 3
+    assert len(judged) == 2 * (len(AUTOJ_ROWS) + len(LLMBAR_ROWS) - 3)  # both orders
+    assert again["files"] == whole["files"]
+    rows = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len(AUTOJ_ROWS) + len(LLMBAR_ROWS)
+
+    judged.clear()
+    fresh = evaluate_files(
+        [inputs["llmbar"]],
+        str(inputs["model"]),
+        out_dir=out,
+        backend="meta-fake-count",
+        quiet=True,
+        fresh=True,
+    )
+    assert fresh["resumed"] == 0 and len(judged) == 2 * len(LLMBAR_ROWS)
+
+
+def test_resuming_another_judges_run_is_an_error(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    _evaluate(inputs, out, "llmbar")
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"")
+    with pytest.raises(EvaluationError, match=r"holds judgments of model judge\.gguf.*--fresh"):
+        evaluate_files([inputs["llmbar"]], str(other), out_dir=out, backend=BACKEND, quiet=True)
