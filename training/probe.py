@@ -98,6 +98,14 @@ def longer(item: JudgeItem) -> str:
     return longer_answer((len(item.answers[0]), len(item.answers[1])))
 
 
+def alpacaeval_pairs(count: int, seed: int = 0) -> list[JudgeItem]:
+    """`count` length-balanced decisive AlpacaEval pairs (the same ones for every base)."""
+    from training.alpacaeval import PAIRS_FILE, length_balanced, read_decisive
+
+    path = resolve_path("../shared/data/alpacaeval") / PAIRS_FILE
+    return length_balanced(list(read_decisive(path)), count, seed)
+
+
 def load_eval(path: Path) -> list[JudgeItem]:
     from app.io.reader import read_rows
 
@@ -110,6 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gguf", help="embed with this GGUF instead of the base's")
     parser.add_argument("--out", default="training/runs/probe", help="output folder")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--alpacaeval",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also fit on N length-balanced AlpacaEval pairs (../shared/data/alpacaeval)",
+    )
     args = parser.parse_args(argv)
 
     from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
@@ -142,8 +157,18 @@ def main(argv: list[str] | None = None) -> int:
         return features
 
     train = decisive(training_pairs(DataConfig(), load_catalog(), BuildReport()))
-    head = fit_head(cached("train", train), [i.label.winner for i in train])
-    results = {"gguf": gguf.name, "train_pairs": len(train), "files": {}}
+    features = [cached("train", train)]
+    if args.alpacaeval:
+        extra = alpacaeval_pairs(args.alpacaeval)
+        features.append(cached(f"alpacaeval{args.alpacaeval}", extra))
+        train = train + extra
+    head = fit_head(np.concatenate(features), [i.label.winner for i in train])
+    results = {
+        "gguf": gguf.name,
+        "train_pairs": len(train),
+        "alpacaeval_pairs": args.alpacaeval,
+        "files": {},
+    }
     for file in EVAL_FILES:
         path = resolve_path(file)
         items = load_eval(path)
@@ -156,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             "longer answer wins": agreement([longer(i) for i in items], labels),
             "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
         }
-    (out / f"{gguf.stem}-results.json").write_text(json.dumps(results, indent=2) + "\n")
+    suffix = f"-alpacaeval{args.alpacaeval}" if args.alpacaeval else ""
+    (out / f"{gguf.stem}{suffix}-results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
