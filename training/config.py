@@ -46,6 +46,12 @@ class DataConfig(_Strict):
     restated_weight: float = Field(default=1.0, ge=0, le=1)
     feedback_weight: float = Field(default=1.0, ge=0, le=1)  # loss weight of feedback text
     feedback_chars: int = Field(default=300, ge=0)  # single targets: critique cut to this
+    # decision-first templates only: False leaves the criterion scores out of the reply, so
+    # a pair's target is its verdict token alone and a single answer's is its grade and critique
+    criteria: bool = True
+    # length-balanced AlpacaEval pairs (GPT-4-class preferences) added to the Auto-J pairs
+    alpacaeval_pairs: int = Field(default=0, ge=0)
+    alpacaeval_file: str = "../shared/data/alpacaeval/pairs.jsonl.gz"
     pair_scores: dict[str, int] = Field(
         default_factory=lambda: {"win": 8, "lose": 4, "tie": 6}
     )  # how a preference label becomes criterion scores in a pairwise target

@@ -9,11 +9,18 @@ token boundaries the model learns are the ones it meets when it judges. Only
 the value pieces carry loss: the forced structure is never the model's to
 predict.
 
-Sources (../shared/data/autoj, see its README):
-- single: `single_train.jsonl`, teacher rating 1-10 and critique; a seeded
-  part is held out for evaluation and never trained on.
-- pairwise: `pairwise_train.jsonl`, human preference A / B / tie.
+Sources (../shared/data, see its README):
+- single: `autoj/single_train.jsonl`, teacher rating 1-10 and critique; a
+  seeded part is held out for evaluation and never trained on.
+- pairwise: `autoj/pairwise_train.jsonl`, human preference A / B / tie, and
+  optionally `data.alpacaeval_pairs` length-balanced pairs from
+  `alpacaeval/pairs.jsonl.gz` (GPT-4-class preferences; training/alpacaeval.py).
 `pairwise_dev.jsonl` and LLMBar are evaluation data and are never read here.
+
+With a decision-first template (`pocketjudge-decision*`) the reply starts
+with the decision, so the decision is the first value the model writes; with
+`data.criteria: false` it is the only value of a pair's target (the verdict
+token) and a single target is the grade and the teacher's critique.
 
 Counter-measures against learning "longer is better" (the human labels reward
 length): length balancing drops pairs where the longer answer wins until they
@@ -155,17 +162,49 @@ def single_reply(keys: Sequence[str], score: int, feedback: str) -> dict[str, An
 
 
 def pairwise_reply(keys: Sequence[str], winner: str, scores: dict[str, int]) -> dict[str, Any]:
-    a, b = {
-        "A": (scores["win"], scores["lose"]),
-        "B": (scores["lose"], scores["win"]),
-        "tie": (scores["tie"], scores["tie"]),
-    }[winner]
+    a, b = _pair_scores(winner, scores)
     return {
         "scores": {"A": dict.fromkeys(keys, a), "B": dict.fromkeys(keys, b)},
         "overall": {"A": a, "B": b},
         "verdict": winner,
         "feedback": "",
     }
+
+
+def _pair_scores(winner: str, scores: dict[str, int]) -> tuple[int, int]:
+    return {
+        "A": (scores["win"], scores["lose"]),
+        "B": (scores["lose"], scores["win"]),
+        "tie": (scores["tie"], scores["tie"]),
+    }[winner]
+
+
+def single_reply_first(
+    keys: Sequence[str], score: int, feedback: str, criteria: bool
+) -> dict[str, Any]:
+    """Decision-first single reply: the grade, then (optionally) the criteria, the critique."""
+    reply: dict[str, Any] = {"overall": score}
+    if criteria:
+        reply["scores"] = dict.fromkeys(keys, score)
+    reply["feedback"] = feedback
+    return reply
+
+
+def pairwise_reply_first(
+    keys: Sequence[str], winner: str, scores: dict[str, int], criteria: bool
+) -> dict[str, Any]:
+    """Decision-first pairwise reply: the verdict, then (optionally) the criteria. No
+    feedback: the pairs carry no critique, and an empty one would teach the judge to
+    write nothing when asked to explain."""
+    reply: dict[str, Any] = {"verdict": winner}
+    if criteria:
+        a, b = _pair_scores(winner, scores)
+        reply["scores"] = {"A": dict.fromkeys(keys, a), "B": dict.fromkeys(keys, b)}
+    return reply
+
+
+def decision_first(template: str) -> bool:
+    return get_template(template).decision_first
 
 
 # -- prompts -------------------------------------------------------------------
@@ -242,9 +281,13 @@ def single_examples(
             config.max_input_chars,
             keep_reference,
         )
-        critique = str(item.metadata.get("target_output") or "")
-        reply = single_reply(
-            resolved.rule.keys, score, feedback_text(critique, config.feedback_chars)
+        critique = feedback_text(
+            str(item.metadata.get("target_output") or ""), config.feedback_chars
+        )
+        reply = (
+            single_reply_first(resolved.rule.keys, score, critique, config.criteria)
+            if decision_first(config.template)
+            else single_reply(resolved.rule.keys, score, critique)
         )
         report.add("single")
         yield Example(
@@ -352,6 +395,7 @@ def pairwise_examples(
     items: list[JudgeItem], config: DataConfig, catalog: Catalog, report: BuildReport
 ) -> Iterator[Example]:
     rng = random.Random(config.seed + 4)
+    first = decision_first(config.template)
     for item in items:
         winner = item.label.winner
         resolved = resolve(CriteriaChoice(), item, catalog)
@@ -368,7 +412,11 @@ def pairwise_examples(
                 config.max_input_chars,
                 keep_reference,
             )
-            reply = pairwise_reply(resolved.rule.keys, label, config.pair_scores)
+            reply = (
+                pairwise_reply_first(resolved.rule.keys, label, config.pair_scores, config.criteria)
+                if first
+                else pairwise_reply(resolved.rule.keys, label, config.pair_scores)
+            )
             report.add(f"pairwise_label_{label}")
             yield Example(
                 id=f"pair-{item.id}-{''.join(map(str, order))}",
@@ -383,6 +431,7 @@ def pairwise_examples(
                     "label": label,
                     "scenario": item.scenario,
                     "counterexample": bool(item.metadata.get("counterexample")),
+                    "source": "alpacaeval" if item.id.startswith("alpacaeval-") else "autoj",
                 },
             )
 
@@ -404,7 +453,19 @@ def training_pairs(config: DataConfig, catalog: Catalog, report: BuildReport) ->
         report,
         config.counterexample_match,
     )
-    return pairs + made
+    return pairs + made + alpacaeval_training_pairs(config, report)
+
+
+def alpacaeval_training_pairs(config: DataConfig, report: BuildReport) -> list[JudgeItem]:
+    """`data.alpacaeval_pairs` length-balanced AlpacaEval pairs (none by default)."""
+    if not config.alpacaeval_pairs:
+        return []
+    from training.alpacaeval import length_balanced, read_decisive
+
+    decisive = list(read_decisive(resolve_path(config.alpacaeval_file)))
+    chosen = length_balanced(decisive, config.alpacaeval_pairs, config.seed + 6)
+    report.add("pairs_alpacaeval", len(chosen))
+    return chosen
 
 
 def build_examples(config: DataConfig, catalog: Catalog | None = None) -> dict[str, Any]:

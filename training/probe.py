@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="also fit on N length-balanced AlpacaEval pairs (../shared/data/alpacaeval)",
     )
+    parser.add_argument(
+        "--embed-only",
+        choices=("train", "eval"),
+        help="only embed (and cache) the training or the evaluation pairs, then stop: "
+        "two processes, one core each, share the work; a later plain run fits on the cache",
+    )
     args = parser.parse_args(argv)
 
     from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
@@ -157,28 +163,40 @@ def main(argv: list[str] | None = None) -> int:
         return features
 
     train = decisive(training_pairs(DataConfig(), load_catalog(), BuildReport()))
-    features = [cached("train", train)]
+    train_sources = [("train", train)]
     if args.alpacaeval:
-        extra = alpacaeval_pairs(args.alpacaeval)
-        features.append(cached(f"alpacaeval{args.alpacaeval}", extra))
-        train = train + extra
-    head = fit_head(np.concatenate(features), [i.label.winner for i in train])
+        train_sources.append((f"alpacaeval{args.alpacaeval}", alpacaeval_pairs(args.alpacaeval)))
+    eval_sources = [(resolve_path(f), load_eval(resolve_path(f))) for f in EVAL_FILES]
+    if args.embed_only:
+        chosen = train_sources if args.embed_only == "train" else eval_sources
+        for name, items in chosen:
+            cached(name if isinstance(name, str) else name.stem, items)
+        return 0
+    train = [item for _, items in train_sources for item in items]
+    features = np.concatenate([cached(name, items) for name, items in train_sources])
+    head = fit_head(features, [i.label.winner for i in train])
     results = {
         "gguf": gguf.name,
         "train_pairs": len(train),
         "alpacaeval_pairs": args.alpacaeval,
         "files": {},
     }
-    for file in EVAL_FILES:
-        path = resolve_path(file)
-        items = load_eval(path)
+    for path, items in eval_sources:
         probs = head.predict_proba(cached(path.stem, items))[:, 1]
         verdicts = ["A" if p >= 0.5 else "B" for p in probs]
         labels = [i.label.winner for i in items]
+        won = [n for n, label in enumerate(labels) if label in ("A", "B")]
         results["files"][path.name] = {
             "rows": len(items),
             "probe": agreement(verdicts, labels),
             "longer answer wins": agreement([longer(i) for i in items], labels),
+            "pairs with a winner": len(won),
+            "probe, pairs with a winner": agreement(
+                [verdicts[n] for n in won], [labels[n] for n in won]
+            ),
+            "longer answer wins, pairs with a winner": agreement(
+                [longer(items[n]) for n in won], [labels[n] for n in won]
+            ),
             "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
         }
     suffix = f"-alpacaeval{args.alpacaeval}" if args.alpacaeval else ""

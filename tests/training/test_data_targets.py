@@ -1,12 +1,28 @@
 """Training targets: the reply split into forced structure and values, and their loss weights."""
 
+import gzip
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
+import jsonschema
 import pytest
 import torch
 
-from training.data import Example, json_pieces, pairwise_reply, restate_weights, single_reply
+from app.criteria_resolution import CriteriaChoice, resolve
+from app.output_format import ReplyLayout, json_schema
+from app.records import JudgeItem, Protocol
+from app.scenarios import load_catalog
+from training.config import DataConfig
+from training.data import (
+    Example,
+    Piece,
+    build_examples,
+    json_pieces,
+    pairwise_reply,
+    restate_weights,
+    single_reply,
+)
 from training.lora import IGNORE, target_loss
 
 KEYS = ("accuracy", "clarity", "conciseness")
@@ -87,3 +103,82 @@ def test_weighted_loss_is_the_weighted_mean_over_loss_positions():
     expected = (per_token * torch.tensor([1.0, 0.5, 0.0, 0.5])).sum() / 2.0
     weighted = target_loss(model, ids, labels, False, weights)
     assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+# -- decision-first targets: the decision is the first value, as score mode reads it --------
+AUTOJ = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "autoj"
+needs_autoj = pytest.mark.skipif(not AUTOJ.exists(), reason="../shared/data/autoj is not beside")
+
+
+def _decision_examples(criteria: bool, **data) -> dict:
+    config = DataConfig(
+        autoj_dir=str(AUTOJ),
+        template="pocketjudge-decision-compact",
+        criteria=criteria,
+        single_limit=4,
+        pairwise_limit=6,
+        counterexamples=0,
+        **data,
+    )
+    return build_examples(config)
+
+
+@needs_autoj
+def test_decision_first_pair_target_is_the_verdict_token_alone():
+    built = _decision_examples(criteria=False)
+    layout = ReplyLayout(decision_first=True, criteria=False, feedback=False)
+    for example in built["examples"]["pairwise"]:
+        values = [p for p in example.pieces if p.value]
+        assert [p.text for p in values] == [json.dumps(example.meta["label"])]
+        assert example.pieces[0] == Piece('{"verdict": ', False)
+        item = JudgeItem(
+            id="x", question="q", answers=("a", "b"), scenario=example.meta["scenario"]
+        )
+        rule = resolve(CriteriaChoice(), item, load_catalog()).rule
+        jsonschema.validate(
+            json.loads(example.target), json_schema(Protocol.PAIRWISE, rule, 2, layout)
+        )
+
+
+@needs_autoj
+def test_decision_first_single_target_is_grade_then_critique():
+    built = _decision_examples(criteria=False)
+    for example in built["examples"]["single"]:
+        reply = json.loads(example.target)
+        assert list(reply) == ["overall", "feedback"]
+        assert reply["overall"] == example.meta["score"]
+        assert reply["feedback"]  # the teacher's critique, so "explain" has something to say
+        assert example.pieces[0] == Piece('{"overall": ', False)
+
+
+@needs_autoj
+def test_decision_first_with_criteria_keeps_them_after_the_decision():
+    built = _decision_examples(criteria=True)
+    pair = json.loads(built["examples"]["pairwise"][0].target)
+    assert list(pair) == ["verdict", "scores"]
+    a, b = (set(pair["scores"][k].values()) for k in ("A", "B"))
+    assert {"A": a > b, "B": b > a, "tie": a == b}[pair["verdict"]]
+    single = json.loads(built["examples"]["single"][0].target)
+    assert list(single) == ["overall", "scores", "feedback"]
+
+
+@needs_autoj
+def test_alpacaeval_pairs_join_the_pairwise_examples(tmp_path):
+    rows = [
+        {
+            "instruction": f"Request {n}?",
+            "output_1": "x" * (10 + n),
+            "output_2": "y" * 20,
+            "preference": 1.0 if n % 2 else 2.0,
+        }
+        for n in range(1, 21)
+    ]
+    path = tmp_path / "pairs.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as stream:
+        stream.writelines(json.dumps(row) + "\n" for row in rows)
+    built = _decision_examples(criteria=False, alpacaeval_pairs=8, alpacaeval_file=str(path))
+    added = built["report"]["pairs_alpacaeval"]
+    assert 0 < added <= 8
+    sources = [e.meta["source"] for e in built["examples"]["pairwise"]]
+    assert sources.count("alpacaeval") == 2 * added  # both orders
+    assert sources.count("autoj") > 0
