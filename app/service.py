@@ -285,7 +285,7 @@ class JudgeService:
         reference = item.reference if config.use_reference else None
         answers = [item.answers[i] for i in order]
         chars = sum(len(t) for t in (item.question, reference or "", *answers))
-        reply = _reply_tokens(config, output)
+        reply = _reply_tokens(config, output, self.backend)
         budget = config.max_input_chars
         if not self.backend.capabilities.tokenizer:
             budget = min(budget or chars, input_budget_chars(config.context_tokens, reply))
@@ -380,11 +380,15 @@ class JudgeService:
             return None, failure
 
 
-def _reply_tokens(config: JudgeConfig, output: OutputSpec) -> int:
-    """Tokens to keep free for the reply: max_tokens when generating, else a bound on the
-    scores (about 8 tokens a value and 48 for the structure)."""
+def _reply_tokens(config: JudgeConfig, output: OutputSpec, backend: Backend) -> int:
+    """Tokens to keep free for the reply: max_tokens when generating, else the backend's
+    bound on a score-mode reply, or an estimate (about 8 tokens a value and 48 for the
+    structure) where it has none."""
     if config.mode == "generate":
         return config.sampling.max_tokens
+    bound = backend.score_reply_tokens(output)
+    if bound is not None:
+        return bound
     values = str(output.json_schema).count("'enum'")
     return 48 + 8 * values
 

@@ -150,6 +150,11 @@ class Backend(Protocol):
         """Prompt tokens of these messages, or None when the backend cannot tell."""
         ...
 
+    def score_reply_tokens(self, output: OutputSpec) -> int | None:
+        """Context a score-mode reply of this shape may take at most, or None when the
+        backend cannot tell (the caller then keeps its own estimate free)."""
+        ...
+
     def close(self) -> None: ...
 
 

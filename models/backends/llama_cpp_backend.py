@@ -222,6 +222,11 @@ class LlamaCppBackend:
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return len(self.prompt_tokens(messages))
 
+    def score_reply_tokens(self, output: OutputSpec) -> int:
+        """The bound `score` checks before it reads a reply (so a prompt fitted to the
+        context with this much free is never refused)."""
+        return reply_token_bound(output, self._tokenize_text)
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
         """Score mode: every request's reply read from probabilities, no free text.
 

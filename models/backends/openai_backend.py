@@ -129,5 +129,8 @@ class OpenAIBackend:
     def count_tokens(self, messages: Sequence[Message]) -> int | None:
         return None
 
+    def score_reply_tokens(self, output: OutputSpec) -> int | None:
+        return None
+
     def close(self) -> None:
         self._client.close()

@@ -255,6 +255,9 @@ class TransformersBackend:
         text, special = self._render(messages)
         return len(self.tokenizer(text, add_special_tokens=special)["input_ids"])
 
+    def score_reply_tokens(self, output: OutputSpec) -> int | None:
+        return None  # score mode generates here: the caller's estimate applies
+
     def close(self) -> None:
         """Free the model; the backend cannot generate afterwards."""
         self.model = None

@@ -93,3 +93,25 @@ def test_a_generated_reply_is_the_scored_reply_token_for_token(setting) -> None:
     finally:
         generating.close()
         scoring.close()
+
+
+def test_every_dev_pair_fits_the_default_judges_context(setting) -> None:
+    """Whole items are cut to the context by tokens, with room for the reply. The service
+    kept an estimate of the reply free (200 tokens for this judge's 19 values) where the
+    backend refuses a prompt unless its own bound (235) is free: pair 101 of Auto-J dev
+    failed in the full evaluation. The service now asks the backend for that bound."""
+    entry, config, _ = setting
+    config = replace(config, mode="score", context_tokens=4096)
+    judge = open_judge(entry.name, BackendOptions(n_ctx=4096, n_threads=1))
+    try:
+        service = JudgeService(judge.backend, entry.name)
+        over = []
+        for row in read_rows(DEV):
+            plan = service._plan(row.item, config, row.line)
+            for call in plan.calls:
+                reply = judge.backend.score_reply_tokens(call.output)  # what score() checks
+                if judge.backend.count_tokens(call.messages) + reply > 4096:
+                    over.append(row.line)
+        assert over == []
+    finally:
+        judge.close()

@@ -113,6 +113,9 @@ class FakeBackend:
     def count_tokens(self, messages: Sequence[Message]) -> int | None:
         return None
 
+    def score_reply_tokens(self, output: OutputSpec) -> int | None:
+        return None
+
     def close(self) -> None:
         self.closed = True
 
