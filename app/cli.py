@@ -223,10 +223,9 @@ def _judge(args: argparse.Namespace) -> int:
         ),
     )
     if judge.entry is not None and not judge.entry.trained_for_judging:
-        print(
-            f"note: '{judge.name}' is not trained for judging; its scores are close to chance.",
-            file=sys.stderr,
-        )
+        from models.cards import untrained_note
+
+        print(f"note: '{judge.name}' is {untrained_note(judge.entry)}", file=sys.stderr)
     service = JudgeService(judge.backend, judge.name)
     rows = read_rows(args.input)
     if args.limit is not None:

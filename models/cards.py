@@ -62,6 +62,20 @@ def read_card(path: Path) -> CardFacts:
     return validate(CardFacts, data, path)
 
 
+def untrained_note(entry: ModelEntry, models_dir: Path = MODELS_DIR) -> str:
+    """What to tell a user about a model that was not trained for judging: its measured
+    agreement where its card has some (an instruction-tuned base may carry signal asked
+    zero-shot), else that its scores are close to chance."""
+    measured = card_facts(entry, models_dir).measured
+    if not measured:
+        return "not trained for judging: its scores are close to chance."
+    figures = "; ".join(
+        f"{row.file} {row.judge:.1f} % (the longer answer: {row.longer_answer_wins:.1f} %)"
+        for row in measured
+    )
+    return f"not trained for judging, asked zero-shot; agreement with people measured: {figures}."
+
+
 @cache
 def card_facts(entry: ModelEntry, models_dir: Path = MODELS_DIR) -> CardFacts:
     """The measured figures of an entry's model card (none when it names no card)."""

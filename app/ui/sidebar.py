@@ -22,7 +22,9 @@ from app.ui.settings import (
     model_choices,
     model_defaults,
     model_label,
+    registry_entry,
 )
+from models.cards import untrained_note
 
 GGUF_ERROR = "gguf_error"
 
@@ -52,8 +54,9 @@ def _model() -> None:
         "run uses it.",
     )
     defaults = model_defaults(st.session_state["model"])
-    if defaults.trained_for_judging is False:
-        st.warning("This model is not trained for judging: its scores are close to chance.")
+    entry = registry_entry(st.session_state["model"])
+    if defaults.trained_for_judging is False and entry is not None:
+        st.warning(f"This model is {untrained_note(entry)}")
     elif defaults.trained_for_judging is None:
         st.caption(f"File: {st.session_state['model']}")
     if defaults.description:

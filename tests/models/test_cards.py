@@ -56,3 +56,23 @@ def test_the_training_pipeline_writes_the_figures_it_measured(tmp_path: Path) ->
         40.0,
         53.4,
     )
+
+
+def test_an_untrained_model_is_described_by_what_its_card_measured(tmp_path: Path) -> None:
+    from models.cards import untrained_note
+    from models.registry import ModelEntry
+
+    (tmp_path / "CARD.md").write_text(
+        "---\nmeasured:\n- file: natural.json\n  rows: 100\n  judge: 66.0\n"
+        "  longer_answer_wins: 56.0\n---\n# a base asked zero-shot\n",
+        encoding="utf-8",
+    )
+    base = {"name": "b", "backend": "llama-cpp", "file": "b.gguf", "trained_for_judging": False}
+    note = untrained_note(ModelEntry(**base, card="CARD.md"), tmp_path)
+    assert note == (
+        "not trained for judging, asked zero-shot; agreement with people measured: "
+        "natural.json 66.0 % (the longer answer: 56.0 %)."
+    )
+    assert untrained_note(ModelEntry(**base), tmp_path) == (
+        "not trained for judging: its scores are close to chance."
+    )
