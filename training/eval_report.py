@@ -49,7 +49,10 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
     facts = [f"template `{report.get('template') or DASH}`"]
     if report.get("pair_combine"):
         facts.append(f"pair combine `{report['pair_combine']}`")
-    if report.get("limit"):
+    if report.get("skip"):
+        count = f"{report['limit']} rows" if report.get("limit") else "the rows"
+        facts.append(f"{count} after the first {report['skip']} of each file")
+    elif report.get("limit"):
         facts.append(f"first {report['limit']} rows per file")
     if report.get("rescored"):
         facts.append(f"re-scored from `{report.get('judgments')}`")

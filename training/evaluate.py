@@ -81,9 +81,10 @@ def file_names(paths: Sequence[Path]) -> list[str]:
     return [str(path) if names.count(path.name) > 1 else path.name for path in paths]
 
 
-def load_labelled(path: Path, name: str, limit: int | None = None) -> LabelledFile:
-    """Read the first `limit` rows of `path` and keep those with a usable label."""
-    rows = list(islice(read_rows(path), limit))
+def load_labelled(path: Path, name: str, limit: int | None = None, skip: int = 0) -> LabelledFile:
+    """Read `limit` rows of `path` after the first `skip` and keep those with a usable
+    label (`skip` lets two processes judge two parts of a file, one core each)."""
+    rows = list(islice(read_rows(path), skip, None if limit is None else skip + limit))
     items = [row.item for row in rows if row.item is not None]
     kind = _kind(items)
     if kind is None:
@@ -370,6 +371,7 @@ def evaluate_files(
     quiet: bool = False,
     overrides: Overrides = Overrides(),
     fresh: bool = False,
+    skip: int = 0,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
@@ -386,7 +388,7 @@ def evaluate_files(
     paths = [Path(p) for p in paths]
     if not paths:
         raise EvaluationError("give at least one labelled file to evaluate on")
-    files = [load_labelled(p, n, limit) for p, n in zip(paths, file_names(paths))]
+    files = [load_labelled(p, n, limit, skip) for p, n in zip(paths, file_names(paths))]
     if judgments is not None:
         saved = read_judgments(Path(judgments))
         run = _saved_run(saved, Path(judgments))
@@ -407,13 +409,13 @@ def evaluate_files(
         run = _judge_files(
             files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides, fresh
         )
-    report = build_report(files, run, limit)
+    report = build_report(files, run, limit, skip)
     write_report(report, out)
     return report
 
 
 def build_report(
-    files: Sequence[LabelledFile], run: dict[str, Any], limit: int | None
+    files: Sequence[LabelledFile], run: dict[str, Any], limit: int | None, skip: int = 0
 ) -> dict[str, Any]:
     catalog = load_catalog()
     entries: dict[str, Any] = {}
@@ -425,6 +427,7 @@ def build_report(
         **run,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "limit": limit,
+        "skip": skip,
         "files": entries,
         "groups": group_table(pairs),
     }
@@ -465,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.model,
             args.limit,
             args.out,
+            skip=args.skip,
             judgments=args.judgments,
             threads=args.threads,
             n_ctx=args.n_ctx,
@@ -497,6 +501,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("files", nargs="+", type=Path, help="labelled .jsonl/.json files")
     parser.add_argument("--model", help="registry name, .gguf file or safetensors folder")
     parser.add_argument("--limit", type=int, help="use only the first N rows of each file")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N rows of each file (--limit counts after them); two "
+        "processes with their own --out can judge two parts, then --judgments re-scores both",
+    )
     parser.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
     parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     parser.add_argument(

@@ -400,3 +400,33 @@ def test_resuming_another_judges_run_is_an_error(inputs: dict[str, Path], tmp_pa
     other.write_bytes(b"")
     with pytest.raises(EvaluationError, match=r"holds judgments of model judge\.gguf.*--fresh"):
         evaluate_files([inputs["llmbar"]], str(other), out_dir=out, backend=BACKEND, quiet=True)
+
+
+def test_two_parts_judged_apart_rescore_to_the_whole(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    whole = _evaluate(inputs, tmp_path / "whole", "autoj")
+    cut = 2
+    first = evaluate_files(
+        [inputs["autoj"]], str(inputs["model"]), cut, tmp_path / "a", backend=BACKEND, quiet=True
+    )
+    second = evaluate_files(
+        [inputs["autoj"]],
+        str(inputs["model"]),
+        None,
+        tmp_path / "b",
+        backend=BACKEND,
+        quiet=True,
+        skip=cut,
+    )
+    assert first["files"]["autoj_pairs.jsonl"]["labelled"] == cut
+    assert second["files"]["autoj_pairs.jsonl"]["labelled"] == len(AUTOJ_ROWS) - cut
+    assert "after the first 2 of each file" in (tmp_path / "b" / "report.md").read_text()
+    both = tmp_path / "both.jsonl"
+    both.write_text(
+        "".join((tmp_path / p / "judgments.jsonl").read_text() for p in ("a", "b")),
+        encoding="utf-8",
+    )
+    again = evaluate_files([inputs["autoj"]], judgments=both, out_dir=tmp_path / "c")
+    name = "autoj_pairs.jsonl"
+    assert again["files"][name]["judge"] == whole["files"][name]["judge"]
