@@ -76,3 +76,9 @@ def test_an_untrained_model_is_described_by_what_its_card_measured(tmp_path: Pat
     assert untrained_note(ModelEntry(**base), tmp_path) == (
         "not trained for judging: its scores are close to chance."
     )
+
+
+def test_every_registry_card_reads() -> None:
+    for entry in load_registry().models:
+        facts = card_facts(entry)
+        assert entry.card is None or facts.measured, f"{entry.name}: its card measured nothing"
