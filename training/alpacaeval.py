@@ -75,6 +75,11 @@ def length_balanced(items: list[JudgeItem], pairs: int, seed: int = 0) -> list[J
     return [_maybe_swapped(item, rng.random() < 0.5) for item in chosen]
 
 
+def balanced_pairs(path: Path, pairs: int, seed: int = 0) -> list[JudgeItem]:
+    """`pairs` length-balanced decisive pairs of the file at `path` (see length_balanced)."""
+    return length_balanced(list(read_decisive(path)), pairs, seed)
+
+
 def _maybe_swapped(item: JudgeItem, swap: bool) -> JudgeItem:
     if not swap:
         return item

@@ -460,10 +460,11 @@ def alpacaeval_training_pairs(config: DataConfig, report: BuildReport) -> list[J
     """`data.alpacaeval_pairs` length-balanced AlpacaEval pairs (none by default)."""
     if not config.alpacaeval_pairs:
         return []
-    from training.alpacaeval import length_balanced, read_decisive
+    from training.alpacaeval import balanced_pairs
 
-    decisive = list(read_decisive(resolve_path(config.alpacaeval_file)))
-    chosen = length_balanced(decisive, config.alpacaeval_pairs, config.seed + 6)
+    chosen = balanced_pairs(
+        resolve_path(config.alpacaeval_file), config.alpacaeval_pairs, config.seed + 6
+    )
     report.add("pairs_alpacaeval", len(chosen))
     return chosen
 

@@ -226,9 +226,9 @@ def _resumable(out: Path, model: str, config: JudgeConfig) -> set[tuple[Any, int
     if complete != text:
         out.write_text(complete, encoding="utf-8")
     saved = read_judgments(out)
+    wanted = (model, config.template, config.mode)
     for judgment in saved:
         found = (judgment.model, judgment.template, judgment.mode)
-        wanted = (model, config.template, config.mode)
         # A row that failed early carries no template or mode; what it lacks says nothing.
         if any(f is not None and f != w for f, w in zip(found, wanted)):
             raise EvaluationError(

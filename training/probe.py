@@ -100,10 +100,9 @@ def longer(item: JudgeItem) -> str:
 
 def alpacaeval_pairs(count: int, seed: int = 0) -> list[JudgeItem]:
     """`count` length-balanced decisive AlpacaEval pairs (the same ones for every base)."""
-    from training.alpacaeval import PAIRS_FILE, length_balanced, read_decisive
+    from training.alpacaeval import balanced_pairs
 
-    path = resolve_path("../shared/data/alpacaeval") / PAIRS_FILE
-    return length_balanced(list(read_decisive(path)), count, seed)
+    return balanced_pairs(resolve_path(DataConfig().alpacaeval_file), count, seed)
 
 
 def load_eval(path: Path) -> list[JudgeItem]:
