@@ -73,8 +73,12 @@ class TrainConfig(_Strict):
     max_steps: int | None = Field(default=None, ge=1)  # optimizer steps; overrides epochs
     steps: dict[AdapterName, int] = Field(default_factory=dict)  # per adapter; overrides both
     grad_accum: int = Field(default=8, ge=1)
-    bf16: bool = True  # autocast on CPU
+    bf16: bool = True  # autocast (CPU or CUDA)
     threads: int | None = Field(default=None, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when torch sees a GPU
+    # padded tokens per forward pass: the grad_accum examples of a step are sorted by
+    # length and packed up to this budget (a GPU wants batches); None: one at a time
+    micro_tokens: int | None = Field(default=None, ge=128)
     checkpoint_every: int = Field(default=25, ge=1)  # optimizer steps
     weight_decay: float = Field(default=0.0, ge=0)
     seed: int = 0

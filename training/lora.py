@@ -1,7 +1,8 @@
 """LoRA training of one adapter (single or pairwise) on CPU or GPU.
 
-Batch size 1 with gradient accumulation (no padding waste on a CPU), bf16
-autocast, loss on the value tokens of the reply only. Logits are computed only
+On a CPU, batch size 1 with gradient accumulation (no padding waste); on a GPU,
+the examples of a step packed into padded micro-batches (`train.micro_tokens`).
+bf16 autocast, loss on the value tokens of the reply only. Logits are computed only
 at the positions that carry loss: Gemma's vocabulary has 262k entries, and a
 full logits tensor over a 800-token example would dominate time and memory.
 A checkpoint (adapter, optimizer, scheduler, step) is written every few
@@ -96,29 +97,97 @@ def lora_config(spec: LoraConfigSpec):
     )
 
 
+def _target_logits(model, input_ids, labels, autocast: bool):
+    """Logits at the positions whose next token carries loss, their targets, the mask."""
+    import torch
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    with torch.autocast(input_ids.device.type, dtype=torch.bfloat16, enabled=autocast):
+        hidden = inner.model(input_ids=input_ids).last_hidden_state
+        targets = labels[:, 1:]
+        mask = targets != IGNORE
+        logits = inner.lm_head(hidden[:, :-1][mask]).float()
+    cap = getattr(inner.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits, targets[mask], mask
+
+
 def target_loss(model, input_ids, labels, autocast: bool, weights=None):
     """Mean cross-entropy over the positions whose next token carries loss.
 
     With `weights` (a float tensor shaped like `labels`) the mean is weighted.
     """
+    import torch.nn.functional as F
+
+    logits, targets, mask = _target_logits(model, input_ids, labels, autocast)
+    if weights is None:
+        return F.cross_entropy(logits, targets)
+    per_token = F.cross_entropy(logits, targets, reduction="none")
+    chosen = weights[:, 1:][mask]
+    return (per_token * chosen).sum() / chosen.sum().clamp_min(1e-8)
+
+
+def batch_loss(model, batch: Sequence[Tokenized], autocast: bool, device="cpu"):
+    """The sum over `batch` of each example's (weighted) mean target loss.
+
+    Examples are padded on the right: under causal attention no real token sees
+    the padding after it, so no attention mask is needed, and padding carries no
+    loss. For one example this equals `target_loss`.
+    """
     import torch
     import torch.nn.functional as F
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        hidden = inner.model(input_ids=input_ids).last_hidden_state
-        targets = labels[:, 1:]
-        mask = targets != IGNORE
-        selected = hidden[:, :-1][mask]
-        logits = inner.lm_head(selected).float()
-    cap = getattr(inner.config, "final_logit_softcapping", None)
-    if cap:
-        logits = torch.tanh(logits / cap) * cap
-    if weights is None:
-        return F.cross_entropy(logits, targets[mask])
-    per_token = F.cross_entropy(logits, targets[mask], reduction="none")
+    width = max(len(t.input_ids) for t in batch)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
+    weights = torch.zeros((len(batch), width))
+    for row, example in enumerate(batch):
+        n = len(example.input_ids)
+        ids[row, :n] = torch.tensor(example.input_ids)
+        labels[row, :n] = torch.tensor(example.labels)
+        weights[row, :n] = torch.tensor(example.weights) if example.weights else 1.0
+    ids, labels, weights = ids.to(device), labels.to(device), weights.to(device)
+    logits, targets, mask = _target_logits(model, ids, labels, autocast)
+    per_token = F.cross_entropy(logits, targets, reduction="none")
     chosen = weights[:, 1:][mask]
-    return (per_token * chosen).sum() / chosen.sum().clamp_min(1e-8)
+    rows = mask.nonzero()[:, 0]  # the example of each selected position, in mask order
+    total = torch.zeros(len(batch), device=per_token.device)
+    norm = torch.zeros(len(batch), device=per_token.device)
+    total = total.index_add(0, rows, per_token * chosen)
+    norm = norm.index_add(0, rows, chosen)
+    return (total / norm.clamp_min(1e-8)).sum()
+
+
+def micro_batches(batch: Sequence[Tokenized], budget: int | None) -> list[list[Tokenized]]:
+    """`batch` cut into micro-batches whose padded size stays within `budget` tokens.
+
+    Sorted by length, so each micro-batch pads little; an example longer than the
+    budget goes alone. No budget: one example per micro-batch.
+    """
+    if not budget:
+        return [[example] for example in batch]
+    chunks: list[list[Tokenized]] = []
+    current: list[Tokenized] = []
+    for example in sorted(batch, key=lambda t: len(t.input_ids)):
+        if current and len(example.input_ids) * (len(current) + 1) > budget:
+            chunks.append(current)
+            current = []
+        current.append(example)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def training_device(name: str) -> str:
+    """ "cuda" or "cpu" for a `train.device` setting ("auto": CUDA when torch sees one)."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("train.device is 'cuda' but torch sees no CUDA GPU: use 'auto' or 'cpu'")
+    return name
 
 
 def _schedule(name: str, total: int, warmup: int):
@@ -157,15 +226,17 @@ def train_adapter(
         raise ValueError(f"{label or out_dir.name}: no training examples")
     torch.manual_seed(train.seed)
     torch.set_num_threads(train.threads or os.cpu_count() or 1)
+    device = training_device(train.device)
     model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
     model.config.use_cache = False
     checkpoint = out_dir / CHECKPOINT
     state = None
     if (checkpoint / "state.pt").exists():
         model = PeftModel.from_pretrained(model, str(checkpoint), is_trainable=True)
-        state = torch.load(checkpoint / "state.pt", weights_only=False)
+        state = torch.load(checkpoint / "state.pt", weights_only=False, map_location=device)
     else:
         model = get_peft_model(model, lora_config(lora))
+    model.to(device)
     model.train()
     per_epoch = math.ceil(len(examples) / train.grad_accum)
     total_steps = (
@@ -193,21 +264,20 @@ def train_adapter(
         dynamic_ncols=True,
     )
     while step < total_steps:
-        window = []
-        for micro in range(train.grad_accum):
-            example = examples[order[step * train.grad_accum + micro]]
-            ids = torch.tensor([example.input_ids])
-            labels = torch.tensor([example.labels])
-            weights = torch.tensor([example.weights]) if example.weights else None
-            loss = target_loss(model, ids, labels, train.bf16, weights) / train.grad_accum
+        batch = [
+            examples[order[step * train.grad_accum + micro]] for micro in range(train.grad_accum)
+        ]
+        step_loss = 0.0
+        for chunk in micro_batches(batch, train.micro_tokens):
+            loss = batch_loss(model, chunk, train.bf16, device) / train.grad_accum
             loss.backward()
-            window.append(loss.item() * train.grad_accum)
+            step_loss += loss.item()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        losses.append(sum(window) / len(window))
+        losses.append(step_loss)  # mean example loss of the step
         bar.set_postfix(loss=f"{losses[-1]:.3f}", avg=f"{_recent(losses):.3f}")
         bar.update(1)
         if step % train.checkpoint_every == 0 and step < total_steps:
@@ -220,6 +290,7 @@ def train_adapter(
         "examples": len(examples),
         "steps": total_steps,
         "grad_accum": train.grad_accum,
+        "device": device,
         "seconds_this_run": round(time.perf_counter() - started, 1),
         "loss_first_10": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
         "loss_last_10": round(_recent(losses), 4),

@@ -5,6 +5,7 @@ is skipped when its output is already there, so an interrupted run continues
 where it stopped (adapter training also resumes from its last checkpoint).
 
     data/      examples per adapter, held-out single rows, build counts
+    tokens/    the examples tokenized (training on a machine without llama.cpp reads these)
     adapters/  single/ and pairwise/ (peft folders) with their training logs
     merged/    <method>/adapter (+ model/) for the configured merge and comparisons
     export/    <name>-q8_0.gguf (+ q4_k_m), INT8 check result
@@ -68,13 +69,11 @@ def stage_data(config: TrainingConfig, run: Path) -> dict:
 def stage_train(
     config: TrainingConfig, run: Path, base_dir: Path, gguf: Path, progress: bool = True
 ) -> dict:
-    from training.data import read_examples
-    from training.lora import tokenize_all, train_adapter
+    from training.lora import train_adapter
 
     logs = {}
     for name in config.adapters:
-        examples = read_examples(run / "data" / f"{name}.jsonl")
-        tokenized, too_long = tokenize_all(examples, gguf, config.data.max_tokens)
+        tokenized, too_long = training_tokens(config, run, name, gguf)
         _log(f"{name}: {len(tokenized)} examples ({too_long} longer than max_tokens, left out)")
         log = train_adapter(
             base_dir,
@@ -88,6 +87,24 @@ def stage_train(
         log["too_long"] = too_long
         logs[name] = {k: v for k, v in log.items() if k != "losses"}
     return logs
+
+
+def training_tokens(config: TrainingConfig, run: Path, name: str, gguf: Path) -> tuple[list, int]:
+    """The adapter's tokenized examples: from run/tokens/ when current, else tokenized
+    now (llama.cpp) and kept there, so another machine can train from that file alone."""
+    from training.data import read_examples
+    from training.lora import tokenize_all
+    from training.token_cache import cache_key, load_tokens, save_tokens
+
+    path = run / "tokens" / f"{name}.npz"
+    key = cache_key(config.data.model_dump_json(), gguf.name)
+    cached = load_tokens(path, key)
+    if cached is not None:
+        return cached
+    examples = read_examples(run / "data" / f"{name}.jsonl")
+    tokenized, too_long = tokenize_all(examples, gguf, config.data.max_tokens)
+    save_tokens(path, key, tokenized, too_long)
+    return tokenized, too_long
 
 
 def stage_merge(config: TrainingConfig, run: Path, base_dir: Path) -> dict:
