@@ -230,6 +230,7 @@ def _eval_overrides(config: TrainingConfig, tie_margin: float):
         pair_combine="calibrated",
         tie_margin=tie_margin,
         max_input_chars=config.data.max_input_chars,
+        criteria=config.data.criteria,  # a judge trained on the decision alone is read so
     )
 
 

@@ -39,3 +39,15 @@ def test_adapters_pick_what_the_train_stage_trains(monkeypatch):
     monkeypatch.setattr(pipeline, "run_pipeline", fake_run)
     pipeline.main(["run", "smollm2-judge", "--stages", "train", "--adapters", "pairwise"])
     assert seen == {"adapters": ("pairwise",), "stages": ("train",)}
+
+
+def test_a_judge_trained_on_the_decision_alone_is_evaluated_without_criteria():
+    from training.config import load_config, resolve_config_path
+    from training.pipeline import _eval_overrides
+
+    config = load_config(resolve_config_path("qwen05-decision"))
+    assert config.data.criteria is False
+    overrides = _eval_overrides(config, 0.05)
+    assert overrides.criteria is False
+    assert overrides.template == config.data.template
+    assert overrides.tie_margin == 0.05
