@@ -204,7 +204,6 @@ def _judge(args: argparse.Namespace) -> int:
         swap=not args.no_swap,
         reference_metrics=args.reference_metrics,
         mode=args.mode,
-        criteria=not args.no_criteria,
         feedback=args.feedback,
         context_tokens=args.n_ctx,
         **model_judge_settings(
@@ -213,6 +212,7 @@ def _judge(args: argparse.Namespace) -> int:
             pair_combine=args.combine,
             tie_margin=args.tie_margin,
             uncertain_below=args.uncertain_below,
+            criteria=False if args.no_criteria else None,
         ).config_fields(),
         sampling=SamplingParams(
             temperature=args.temperature,

@@ -27,6 +27,7 @@ class ModelJudgeSettings:
     # uncertain: a decision needs more than half of the judge's probability by default.
     uncertain_below: float = 0.5
     critiques: bool = True  # False: the judge is known to write none
+    criteria: bool = True  # False: read the decision alone (a judge trained without criteria)
 
     def config_fields(self) -> dict:
         """Keyword arguments for JudgeConfig."""
@@ -37,6 +38,7 @@ class ModelJudgeSettings:
             "max_input_chars": self.max_input_chars,
             "uncertain_below": self.uncertain_below,
             "critiques": self.critiques,
+            "criteria": self.criteria,
         }
 
 
@@ -48,6 +50,7 @@ def model_judge_settings(
     tie_margin: float | None = None,
     max_input_chars: int | None = None,
     uncertain_below: float | None = None,
+    criteria: bool | None = None,
 ) -> ModelJudgeSettings:
     """The entry's settings (defaults for a bare model file); a given value wins over both."""
     own = (
@@ -58,6 +61,7 @@ def model_judge_settings(
             max_input_chars=entry.max_input_chars,
             uncertain_below=entry.uncertain_below,
             critiques=entry.critiques,
+            criteria=entry.criteria,
         )
         if entry is not None
         else ModelJudgeSettings()
@@ -69,4 +73,5 @@ def model_judge_settings(
         max_input_chars=max_input_chars or own.max_input_chars,
         uncertain_below=own.uncertain_below if uncertain_below is None else uncertain_below,
         critiques=own.critiques,
+        criteria=own.criteria if criteria is None else criteria,
     )

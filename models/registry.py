@@ -36,6 +36,9 @@ class ModelEntry(BaseModel):
     # Pairwise verdicts and rankings less confident than this are reported as uncertain.
     uncertain_below: float = Field(default=0.5, ge=0, le=1)
     critiques: bool = True  # False: the judge writes no critique; "Explain" says so
+    # False: trained on the decision alone (decision-first templates), so criterion scores
+    # are not read from it (they would be untrained guesses)
+    criteria: bool = True
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)

@@ -133,7 +133,7 @@ class Overrides:
     tie_margin: float | None = None
     max_input_chars: int | None = None
     mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
-    criteria: bool = True  # False: decision-first templates read the decision alone
+    criteria: bool | None = None  # False: decision-first templates read the decision alone
 
 
 def judge_config(
@@ -144,7 +144,6 @@ def judge_config(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
         mode=overrides.mode,  # type: ignore[arg-type]
-        criteria=overrides.criteria,
         context_tokens=n_ctx,
         **model_judge_settings(
             entry,
@@ -152,6 +151,7 @@ def judge_config(
             pair_combine=overrides.pair_combine,
             tie_margin=overrides.tie_margin,
             max_input_chars=overrides.max_input_chars,
+            criteria=overrides.criteria,
         ).config_fields(),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
@@ -480,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tie_margin=args.tie_margin,
                 max_input_chars=args.max_input_chars,
                 mode=args.mode,
-                criteria=not args.no_criteria,
+                criteria=False if args.no_criteria else None,
             ),
         )
     except (PocketJudgeError, FileNotFoundError) as exc:

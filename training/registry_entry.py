@@ -23,6 +23,7 @@ def registry_entry(
     tie_margin: float = 0.0,
     context: int = 4096,
     max_input_chars: int | None = None,
+    criteria: bool = True,
     description: str = "",
 ) -> dict[str, Any]:
     """A registry entry built from `base` + the LoRA adapter folder `adapter` (under models/).
@@ -41,6 +42,7 @@ def registry_entry(
         "pair_combine": pair_combine,
         "tie_margin": tie_margin,
         "max_input_chars": max_input_chars,
+        "criteria": None if criteria else False,  # written only when not the default
         "description": description
         or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",
     }

@@ -115,6 +115,7 @@ class Settings:
             feedback=self.critiques and self.mode == "score",
             uncertain_below=self.uncertain_below,
             critiques=model_defaults(self.model).critiques,
+            criteria=model_defaults(self.model).criteria,
             reference_metrics=self.reference_metrics and self.use_reference,
         )
 
@@ -137,6 +138,7 @@ class ModelDefaults:
     max_input_chars: int | None = None  # the judge's own input cap, else what fits n_ctx
     uncertain_below: float = 0.5
     critiques: bool = True
+    criteria: bool = True  # False: the judge is read for its decision alone
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
     card: str | None = None
@@ -171,6 +173,7 @@ def model_defaults(model: str) -> ModelDefaults:
         max_input_chars=own.max_input_chars,
         uncertain_below=own.uncertain_below,
         critiques=own.critiques,
+        criteria=own.criteria,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
         card=entry.card,

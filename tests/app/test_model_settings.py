@@ -50,3 +50,19 @@ def test_the_default_judge_is_calibrated_with_its_trained_template():
     settings = model_judge_settings(registry.get())
     assert settings.template == registry.get().template
     assert settings.pair_combine == registry.get().pair_combine
+
+
+def test_a_judge_trained_on_the_decision_alone_is_read_without_criteria():
+    decision_only = TRAINED.model_copy(
+        update={"template": "pocketjudge-decision-compact", "criteria": False}
+    )
+    assert JudgeConfig(**model_judge_settings(decision_only).config_fields()).criteria is False
+    assert JudgeConfig(**model_judge_settings(TRAINED).config_fields()).criteria is True
+    # --no-criteria on any other judge
+    assert model_judge_settings(TRAINED, criteria=False).criteria is False
+    # and the registry entry a training run writes says so
+    from training.registry_entry import registry_entry
+
+    entry = registry_entry("x", base="qwen2.5-coder-0.5b", adapter="judges/x", criteria=False)
+    assert ModelEntry.model_validate(entry).criteria is False
+    assert "criteria" not in registry_entry("y", base="qwen2.5-coder-0.5b", adapter="judges/y")
