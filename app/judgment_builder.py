@@ -148,6 +148,8 @@ def combine_swapped(
     averaged over the two orders, so a bias toward the first or second slot
     cancels out; the higher average wins unless the gap is within
     `tie_margin`. Without score distributions it falls back to "agree".
+    Decision first, the verdict token's probabilities are averaged instead and
+    the gap is P(A) - P(B) (verdicts.calibrated_winner).
     """
     meta = _meta(base, [first, second])
     meta["swapped"] = True
@@ -164,16 +166,20 @@ def combine_swapped(
     consistent = one.winner == two.winner
     answers = tuple(_average(a, b, rule) for a, b in zip(one.answers, two.answers))
     probs = verdicts.average([one.verdict_probs or {}, two.verdict_probs or {}])
-    if first.layout.decision_first:
-        winner = verdicts.most_likely(probs)
-    else:
-        winner = one.winner if consistent else "tie"
     margin = None
     expected = [a.expected_overall for a in answers]
-    if len(expected) == 2 and None not in expected:
-        margin = expected[0] - expected[1]
-        if combine == "calibrated" and not first.layout.decision_first:
-            winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
+    if first.layout.decision_first:
+        winner = verdicts.most_likely(probs)
+        if one.verdict_probs is not None and two.verdict_probs is not None:
+            margin = verdicts.decision_margin(probs)
+            if combine == "calibrated":
+                winner = verdicts.calibrated_winner(margin, tie_margin, probs)
+    else:
+        winner = one.winner if consistent else "tie"
+        if len(expected) == 2 and None not in expected:
+            margin = expected[0] - expected[1]
+            if combine == "calibrated":
+                winner = verdicts.calibrated_winner(margin, tie_margin)
     return base.model_copy(
         update={
             **meta,

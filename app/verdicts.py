@@ -57,6 +57,30 @@ def average(distributions: Sequence[Mapping[str, float]]) -> dict[str, float]:
     }
 
 
+def calibrated_winner(
+    margin: float, tie_margin: float, probs: Mapping[str, float] | None = None
+) -> Winner:
+    """The position-calibrated verdict: a gap of at most `tie_margin` is a tie, else the
+    side the gap favours.
+
+    `margin` is A's lead over B averaged over both orders: the expected overall
+    scores' gap (decision last), or P(A) - P(B) of the verdict token (decision
+    first, whose `probs` are given: a tie the judge itself finds most likely stays
+    a tie). The one rule for the engine, the evaluation's re-scoring and the
+    tuning of the margin.
+    """
+    if probs is not None and most_likely(probs) == "tie":
+        return "tie"
+    if abs(margin) <= tie_margin:
+        return "tie"
+    return "A" if margin > 0 else "B"
+
+
+def decision_margin(probs: Mapping[str, float]) -> float:
+    """A decision-first pair's margin: P(A) - P(B), averaged over both orders."""
+    return probs.get("A", 0.0) - probs.get("B", 0.0)
+
+
 def most_likely(probs: Mapping[str, float]) -> Winner:
     """The verdict with the most probability; an exact A-B tie is a tie."""
     best = max(VERDICT_ORDER, key=lambda v: probs.get(v, 0.0))

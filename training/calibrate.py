@@ -11,11 +11,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from app.verdicts import calibrated_winner
+
 
 def verdict_at(margin: float, tie_margin: float) -> str:
-    if abs(margin) <= tie_margin:
-        return "tie"
-    return "A" if margin > 0 else "B"
+    return calibrated_winner(margin, tie_margin)
 
 
 def tune_tie_margin(pairs: Sequence[tuple[float, str]]) -> dict[str, float | int]:

@@ -25,10 +25,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+from app import verdicts
 from app.errors import PocketJudgeError
 from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
 from app.model_settings import model_judge_settings
+from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 from app.service import JudgeConfig, JudgeService
@@ -159,11 +161,29 @@ def judge_config(
 
 def recombine(judgment: Judgment, tie_margin: float) -> Judgment:
     """The position-calibrated verdict of a saved pairwise judgment at another tie margin."""
-    if judgment.margin is None or judgment.status is not Status.OK:
+    margin = judgment_margin(judgment)
+    if margin is None or judgment.status is not Status.OK:
         return judgment
-    margin = judgment.margin
-    winner = "tie" if abs(margin) <= tie_margin else "A" if margin > 0 else "B"
-    return judgment.model_copy(update={"winner": winner, "leaning": winner})
+    probs = judgment.verdict_probs if _decision_first(judgment) else None
+    winner = verdicts.calibrated_winner(margin, tie_margin, probs)
+    return judgment.model_copy(update={"winner": winner, "leaning": winner, "margin": margin})
+
+
+def judgment_margin(judgment: Judgment) -> float | None:
+    """The pair's calibrated margin; for a decision-first judgment saved before margins
+    were kept for that layout, P(A) - P(B) from its saved verdict probabilities."""
+    if judgment.margin is not None:
+        return judgment.margin
+    if _decision_first(judgment) and judgment.verdict_probs:
+        return round(verdicts.decision_margin(judgment.verdict_probs), 4)
+    return None
+
+
+def _decision_first(judgment: Judgment) -> bool:
+    try:
+        return bool(judgment.template) and get_template(judgment.template).decision_first
+    except PocketJudgeError:  # a template this version does not know
+        return False
 
 
 def _judge_files(
@@ -398,7 +418,7 @@ def evaluate_files(
                 raise EvaluationError(
                     "a tie margin re-scores the calibrated verdict; drop --combine agree"
                 )
-            if any(j.margin is not None for j in saved):
+            if any(judgment_margin(j) is not None for j in saved):
                 saved = [recombine(j, overrides.tie_margin) for j in saved]
                 run["pair_combine"], run["tie_margin"] = "calibrated", overrides.tie_margin
         attach_judgments(files, saved)

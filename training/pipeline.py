@@ -194,7 +194,7 @@ def stage_calibrate(
     """
     from app.io.reader import read_rows
     from training.calibrate import tune_tie_margin
-    from training.evaluate import evaluate_files, read_judgments
+    from training.evaluate import evaluate_files, judgment_margin, read_judgments
 
     variant = variant or config.merge.method
     out = run / "calibrate"
@@ -216,7 +216,8 @@ def stage_calibrate(
     )
     labels = {row.line: row.item.label.winner for row in read_rows(pairs_file) if row.item}
     judged = read_judgments(out / "judgments.jsonl")
-    pairs = [(j.margin, labels[j.line]) for j in judged if j.margin is not None]
+    margins = [(judgment_margin(j), j.line) for j in judged]
+    pairs = [(margin, labels[line]) for margin, line in margins if margin is not None]
     result = tune_tie_margin(pairs)
     done.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result

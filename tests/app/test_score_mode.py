@@ -163,3 +163,25 @@ def test_protocol_multi_decision_first_confidence_is_the_top_answers() -> None:
     judgment = svc.judge(item, DECISION)
     assert judgment.protocol is Protocol.MULTI and judgment.ranking == (2, 1, 3)
     assert judgment.confidence == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(("tie_margin", "winner"), [(0.1, "A"), (0.25, "tie")])
+def test_decision_first_calibrated_ties_a_close_probability_gap(tie_margin, winner) -> None:
+    first = verdict_reply("A", {"A": 0.7, "B": 0.2, "tie": 0.1})
+    second = verdict_reply("A", {"A": 0.5, "B": 0.4, "tie": 0.1}, 7, 4)
+    svc, _ = service(first, second)
+    config = JudgeConfig(
+        **{**DECISION.__dict__, "pair_combine": "calibrated", "tie_margin": tie_margin}
+    )
+    judgment = svc.judge(PAIR, config)
+    # averaged over both orders: A 0.55, B 0.35 -> the gap is 0.2
+    assert judgment.margin == pytest.approx(0.2)
+    assert judgment.winner == winner
+    # re-scoring a saved judgment at another margin gives what judging at it gives
+    from training.evaluate import recombine
+
+    other = 0.25 if tie_margin == 0.1 else 0.1
+    assert recombine(judgment, other).winner == {"A": "tie", "tie": "A"}[winner]
+    # a judgment saved before decision-first margins were kept: read from its probabilities
+    old = judgment.model_copy(update={"margin": None})
+    assert recombine(old, tie_margin).winner == winner
