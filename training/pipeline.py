@@ -385,6 +385,7 @@ def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> d
         tie_margin=float(calibration["tie_margin"]),
         max_input_chars=config.data.max_input_chars,
         criteria=config.data.criteria,
+        card=f"judges/{config.name}/MODEL_CARD.md",
         description=(
             f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "
             f"pairwise judging, {config.merge.method}-merged, GGUF {config.export.gguf}. "

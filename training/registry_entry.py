@@ -24,6 +24,7 @@ def registry_entry(
     context: int = 4096,
     max_input_chars: int | None = None,
     criteria: bool = True,
+    card: str | None = None,
     description: str = "",
 ) -> dict[str, Any]:
     """A registry entry built from `base` + the LoRA adapter folder `adapter` (under models/).
@@ -43,6 +44,7 @@ def registry_entry(
         "tie_margin": tie_margin,
         "max_input_chars": max_input_chars,
         "criteria": None if criteria else False,  # written only when not the default
+        "card": card,
         "description": description
         or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",
     }
