@@ -263,7 +263,7 @@ def same_leaning(cell: dict, reference: dict | None) -> str:
 
 def _leanings(path: Path) -> dict[str, str | None]:
     """Each saved judgment's leaning (its verdict when it is not uncertain), by row id."""
-    from training.evaluate import read_judgments
+    from app.io.judgments import read_judgments
 
     if not path.is_file():
         return {}

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from app import verdicts
 from app.errors import PocketJudgeError
+from app.io.judgments import read_judgments
 from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
 from app.model_settings import model_judge_settings
@@ -269,23 +270,6 @@ def _tagged(judgments: Iterator[Judgment], file: LabelledFile) -> Iterator[Judgm
 
 
 # --------------------------------------------------------------------------- re-scoring
-
-
-def read_judgments(path: Path) -> list[Judgment]:
-    """Judgments saved as JSONL (by this module or by `python -m app judge`)."""
-    judgments = []
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                judgments.append(Judgment.model_validate(json.loads(line)))
-            except ValueError as exc:
-                raise EvaluationError(
-                    f"{path}: line {number} is not a saved judgment ({exc}); "
-                    "pass the judgments.jsonl an evaluation run wrote"
-                ) from None
-    return judgments
 
 
 def attach_judgments(files: Sequence[LabelledFile], judgments: Sequence[Judgment]) -> None:

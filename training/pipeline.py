@@ -192,9 +192,10 @@ def stage_calibrate(
     Every variant gets its own margin: a margin tuned on one model's score gaps
     means nothing for another's, and a margin of 0 would almost never say tie.
     """
+    from app.io.judgments import read_judgments
     from app.io.reader import read_rows
     from training.calibrate import tune_tie_margin
-    from training.evaluate import evaluate_files, judgment_margin, read_judgments
+    from training.evaluate import evaluate_files, judgment_margin
 
     variant = variant or config.merge.method
     out = run / "calibrate"

@@ -1,0 +1,106 @@
+"""PocketJudge from Python: load a judge, judge items or a file, read judgments back.
+
+    from app.api import load_judge, read_judgments
+
+    with load_judge("pj-qwen05-decision", threads=1) as judge:
+        judgment = judge.judge({"question": "2+2?", "answers": ["4", "5"]})
+        print(judgment.winner, judgment.confidence, judgment.uncertain)
+        judge.judge_file("items.jsonl", out="judged.jsonl")
+    judgments = read_judgments("judged.jsonl")
+
+The judge starts from its registry entry's settings (template, pair combine,
+tie margin, input cap, confidence threshold, criteria), as the CLI and the app
+do; keyword arguments of `load_judge`, `judge` and `judge_file` change any
+`JudgeConfig` field (`mode="generate"`, `feedback=True`, `swap=False`...).
+Bad rows of a file become error judgments naming the line and field; the other
+rows are judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from app.errors import InputError
+from app.io.judgments import read_judgments
+from app.io.reader import read_rows
+from app.io.writer import write_jsonl
+from app.model_settings import model_judge_settings
+from app.records import JudgeItem, Judgment
+from app.service import JudgeConfig, JudgeService
+from models.backends.base import BackendOptions
+from models.loader import LoadedJudge, open_judge
+
+__all__ = ["Judge", "JudgeConfig", "JudgeItem", "Judgment", "load_judge", "read_judgments"]
+
+
+class Judge:
+    """A loaded judge model and the settings it judges with."""
+
+    def __init__(self, loaded: LoadedJudge, config: JudgeConfig) -> None:
+        self.loaded = loaded
+        self.config = config
+        self.service = JudgeService(loaded.backend, loaded.name)
+
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+    def judge(self, item: JudgeItem | Mapping[str, Any], **changes: Any) -> Judgment:
+        """One judgment of `item` (a JudgeItem, or a dict with question and answers)."""
+        if not isinstance(item, JudgeItem):
+            try:
+                item = JudgeItem.model_validate({"id": "item", **item})
+            except ValueError as error:
+                raise InputError(0, "", f"not a judge item: {error}") from None
+        return self.service.judge(item, self._config(changes))
+
+    def judge_file(
+        self, source: str | Path, out: str | Path | None = None, **changes: Any
+    ) -> list[Judgment]:
+        """One judgment per row of a JSONL or JSON file (any layout the CLI reads), in
+        order; written to `out` as JSONL when given."""
+        judgments = list(self.service.judge_rows(read_rows(source), self._config(changes)))
+        if out is not None:
+            write_jsonl(judgments, out)
+        return judgments
+
+    def _config(self, changes: Mapping[str, Any]) -> JudgeConfig:
+        return replace(self.config, **changes) if changes else self.config
+
+    def close(self) -> None:
+        self.loaded.close()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def load_judge(
+    model: str | None = None,
+    *,
+    threads: int | None = None,
+    n_ctx: int = 4096,
+    gpu_layers: int = 0,
+    backend: str | None = None,
+    **settings: Any,
+) -> Judge:
+    """Open `model` (a registry name, a .gguf file or a safetensors folder; None: the
+    registry's default) with its registry settings, changed by `settings`."""
+    loaded = open_judge(
+        model,
+        BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers),
+        backend=backend,
+    )
+    config = JudgeConfig(context_tokens=n_ctx, **model_judge_settings(loaded.entry).config_fields())
+    return Judge(loaded, replace(config, **settings) if settings else config)
