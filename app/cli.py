@@ -19,6 +19,7 @@ from app.model_settings import model_judge_settings
 from app.prompts import DEFAULT_TEMPLATE, template_names
 from app.records import Protocol, Status
 from app.scenarios import load_catalog, load_rubric
+from models.backends import backend_names
 from models.backends.base import BackendOptions, SamplingParams
 
 PROTOCOLS = ("auto", *(p.value for p in Protocol))
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--criteria", help="comma-separated criterion ids (replace the scenario's)")
     judge.add_argument("--rubric", type=Path, help="rubric YAML file (replaces criteria)")
     judge.add_argument("--model", help="registry name, .gguf file or safetensors folder")
-    judge.add_argument("--backend", choices=("llama-cpp", "transformers", "openai"))
+    judge.add_argument("--backend", choices=backend_names())
     judge.add_argument(
         "--base-url", help="openai backend: server URL, e.g. http://127.0.0.1:8080/v1"
     )

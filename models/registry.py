@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
@@ -15,14 +15,12 @@ MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
 STORE_DIR = MODELS_DIR / "store"
 
-BackendName = Literal["llama-cpp", "transformers", "openai"]
-
 
 class ModelEntry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    backend: BackendName
+    backend: str  # a name in the backend registry (models/backends/__init__.py)
     file: str | None = None  # in models/store: a .gguf file or a safetensors folder
     build: str | None = None  # how `make models` produces the file
     remote_model: str | None = None  # openai backend: the server's model name
@@ -43,6 +41,15 @@ class ModelEntry(BaseModel):
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)
     description: str = ""
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from models.backends import backend_names
+
+        if value not in backend_names():
+            raise ValueError(f"unknown backend '{value}'; known: {', '.join(backend_names())}")
+        return value
 
     @model_validator(mode="after")
     def _adapter_build_has_base(self) -> ModelEntry:

@@ -66,3 +66,18 @@ def test_a_judge_trained_on_the_decision_alone_is_read_without_criteria():
     entry = registry_entry("x", base="qwen2.5-coder-0.5b", adapter="judges/x", criteria=False)
     assert ModelEntry.model_validate(entry).criteria is False
     assert "criteria" not in registry_entry("y", base="qwen2.5-coder-0.5b", adapter="judges/y")
+
+
+def test_backend_names_come_from_the_backend_registry(monkeypatch):
+    import pytest
+
+    from models import backends
+
+    with pytest.raises(ValueError, match="unknown backend 'vllm-direct'; known: llama-cpp"):
+        ModelEntry(name="x", backend="vllm-direct")
+    monkeypatch.setitem(backends._FACTORIES, "vllm-direct", "some.module:create")
+    assert ModelEntry(name="x", backend="vllm-direct").backend == "vllm-direct"
+    from app.cli import _parser
+
+    judge = _parser()._subparsers._group_actions[0].choices["judge"]
+    assert "vllm-direct" in next(a for a in judge._actions if a.dest == "backend").choices
