@@ -39,7 +39,7 @@ class ModelEntry(BaseModel):
     criteria: bool = True
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
-    base: str | None = None  # the base an adapter build starts from (training/bases.py BASES)
+    base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)
     description: str = ""
 
     @field_validator("backend")
@@ -54,9 +54,7 @@ class ModelEntry(BaseModel):
     @model_validator(mode="after")
     def _adapter_build_has_base(self) -> ModelEntry:
         if (self.build or "").partition(":")[0] == "adapter" and not self.base:
-            raise ValueError(
-                "an 'adapter:<folder>' build needs 'base' (a name in training/bases.py)"
-            )
+            raise ValueError("an 'adapter:<folder>' build needs 'base' (a name in models/bases.py)")
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

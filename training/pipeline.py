@@ -244,7 +244,7 @@ def variant_gguf(
     `base_dir` (default: the config's base, built on demand) is needed only to
     build the base or a single adapter's model.
     """
-    from training.bases import hf_base_dir
+    from models.bases import hf_base_dir
     from training.export import export_gguf
 
     if variant == config.merge.method:
@@ -410,7 +410,7 @@ def run_pipeline(
     config_path: Path | None = None,
 ) -> dict:
     """Run the stages in order. `base_dir` / `base_gguf_file` replace the named base (tests)."""
-    from training.bases import base_gguf, hf_base_dir
+    from models.bases import base_gguf, hf_base_dir
 
     run = config.run_dir()
     run.mkdir(parents=True, exist_ok=True)

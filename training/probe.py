@@ -113,7 +113,7 @@ def load_eval(path: Path) -> list[JudgeItem]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__)
-    parser.add_argument("--base", default="smollm2-135m", help="base model name (training.bases)")
+    parser.add_argument("--base", default="smollm2-135m", help="base model name (models.bases)")
     parser.add_argument("--gguf", help="embed with this GGUF instead of the base's")
     parser.add_argument("--out", default="training/runs/probe", help="output folder")
     parser.add_argument("--threads", type=int, default=1)
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
 
     from app.scenarios import load_catalog
-    from training.bases import base_gguf
+    from models.bases import base_gguf
     from training.data import BuildReport, training_pairs
 
     gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import ConfigError
+from models.bases import get_base
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry
-from training.bases import get_base
 
 
 def registry_entry(

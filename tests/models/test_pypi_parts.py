@@ -105,8 +105,8 @@ def test_pip_download_reports_pip_error(index: list[bytes], tmp_path: Path) -> N
 def test_make_models_joined_the_qwen_bases(name: str, tensors: int) -> None:
     """The registry's split GGUFs as `make models` joined them, and the training base that
     reads the same file (../shared/data/README.md gives the tensor counts)."""
+    from models.bases import base_gguf
     from models.registry import load_registry
-    from training.bases import base_gguf
 
     path = load_registry().get(name).path()
     if path is None or not path.exists():

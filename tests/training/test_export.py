@@ -94,7 +94,7 @@ def _tokens(gguf: Path, text: bytes, special: bool = False) -> list[int]:
 
 
 def _vocab(gguf: Path) -> tuple:
-    from training.gguf_vocab import read_gguf_vocab
+    from models.gguf_vocab import read_gguf_vocab
 
     vocab = read_gguf_vocab(gguf)
     return vocab.model, vocab.tokens, vocab.scores, vocab.types, vocab.special_ids
@@ -151,7 +151,7 @@ def test_sentencepiece_rebuilt_from_gguf_converts_identically(
     tiny_hf_model: Path, tmp_path: Path
 ) -> None:
     """The Gemma path: a folder without tokenizer.model gets it back from the GGUF."""
-    from training.gguf_vocab import read_gguf_vocab, write_sentencepiece_model
+    from models.gguf_vocab import read_gguf_vocab, write_sentencepiece_model
 
     original = tiny_gguf_path("f32")
     folder = tmp_path / "no-sp-model"

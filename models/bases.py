@@ -132,12 +132,12 @@ def export_gguf_to_hf(gguf_path: Path, target: Path) -> Path:
     transformers refuses to save the model again (merge) or to load it with
     another quantization (INT8), and llama.cpp's converter refuses it. A
     SentencePiece vocabulary (Gemma 3) also gets its `tokenizer.model` back,
-    which llama.cpp's converter needs (training/gguf_vocab.py).
+    which llama.cpp's converter needs (models/gguf_vocab.py).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from training.gguf_vocab import read_gguf_vocab, write_sentencepiece_model
+    from models.gguf_vocab import read_gguf_vocab, write_sentencepiece_model
 
     loaded = AutoModelForCausalLM.from_pretrained(
         str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
