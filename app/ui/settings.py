@@ -94,14 +94,20 @@ class Settings:
         return CriteriaChoice(scenario=self.scenario)
 
     def judge_config(self) -> JudgeConfig:
+        """The model's registry settings with the sidebar's choices over them, resolved by
+        the same function the CLI and the evaluation use."""
+        judging = model_judge_settings(
+            registry_entry(self.model),
+            template=self.template,
+            pair_combine=self.pair_combine,
+            tie_margin=self.tie_margin,
+            uncertain_below=self.uncertain_below,
+        )
         return JudgeConfig(
             protocol=self.protocol_value,
             choice=self.choice(),
             use_reference=self.use_reference,
             swap=self.swap,
-            pair_combine=self.pair_combine,
-            tie_margin=self.tie_margin,
-            template=self.template,
             sampling=SamplingParams(
                 temperature=self.temperature,
                 top_p=self.top_p,
@@ -109,14 +115,11 @@ class Settings:
                 seed=self.seed,
                 repeat_penalty=self.repeat_penalty,
             ),
-            max_input_chars=model_defaults(self.model).max_input_chars,
             context_tokens=self.n_ctx,
             mode=self.mode,
             feedback=self.critiques and self.mode == "score",
-            uncertain_below=self.uncertain_below,
-            critiques=model_defaults(self.model).critiques,
-            criteria=model_defaults(self.model).criteria,
             reference_metrics=self.reference_metrics and self.use_reference,
+            **judging.config_fields(),
         )
 
     def backend_options(self) -> BackendOptions:
