@@ -1,5 +1,9 @@
 """Meta-evaluate a judge on labelled files: `python -m training.evaluate FILE [FILE...]`.
 
+This module judges and runs the whole evaluation; reading the labelled rows is
+training/labelled_files.py, re-scoring saved judgments training/rescore.py,
+turning judged rows into metrics training/score_rows.py.
+
 Reads labelled rows in any layout the reader knows (Auto-J pairwise and
 single, LLMBar, PandaLM, JudgeLM, pointwise, ours), judges them (pairwise
 files with both orders, single-score files with the single protocol), writes
@@ -19,110 +23,36 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from app import verdicts
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
-from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
 from app.model_settings import model_judge_settings
-from app.prompts import get_template
-from app.records import JudgeItem, Judgment, Protocol, Status
-from app.scenarios import Catalog, load_catalog
+from app.records import Judgment, Protocol
+from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.registry import ModelEntry
 from training.eval_report import render_markdown
-from training.meta_metrics import (
-    JUDGE_SCALE,
-    PairRow,
-    ScoreRow,
-    group_table,
-    pairwise_metrics,
-    scenario_group,
-    single_metrics,
+from training.labelled_files import (
+    FILE_KEY,
+    EvaluationError,
+    Kind,
+    LabelledFile,
+    file_names,
+    load_labelled,
 )
+from training.meta_metrics import PairRow, group_table
+from training.rescore import attach_judgments, judgment_margin, recombine
+from training.score_rows import score_file
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
 JUDGMENTS_FILE = "judgments.jsonl"
-FILE_KEY = "eval_file"  # judgment metadata: which input file the row came from
 MAX_TOKENS = 768
-
-Kind = Literal["pairwise", "single"]
-
-
-class EvaluationError(PocketJudgeError):
-    """The input files or saved judgments cannot be meta-evaluated as given."""
-
-
-@dataclass
-class LabelledFile:
-    """The labelled rows of one input file (after --limit) and what was left out."""
-
-    name: str
-    path: Path
-    kind: Kind
-    rows: list[InputRow]  # rows with an item and a label of this file's kind
-    read: int  # rows read
-    unreadable: int  # rows the reader could not map (no item, so no label)
-    unlabelled: int  # rows without a label of this file's kind
-    judgments: list[Judgment] = field(default_factory=list)
-    missing: int = 0  # re-scoring: labelled rows with no saved judgment
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def file_names(paths: Sequence[Path]) -> list[str]:
-    """Report keys: the file name, or the whole path where two files share a name."""
-    names = [path.name for path in paths]
-    return [str(path) if names.count(path.name) > 1 else path.name for path in paths]
-
-
-def load_labelled(path: Path, name: str, limit: int | None = None, skip: int = 0) -> LabelledFile:
-    """Read `limit` rows of `path` after the first `skip` and keep those with a usable
-    label (`skip` lets two processes judge two parts of a file, one core each)."""
-    rows = list(islice(read_rows(path), skip, None if limit is None else skip + limit))
-    items = [row.item for row in rows if row.item is not None]
-    kind = _kind(items)
-    if kind is None:
-        raise EvaluationError(
-            f"{path}: no labelled rows (looked at {len(rows)}); meta-evaluation needs a "
-            "pairwise label (A/B/tie) or a score per row, as in the layouts of "
-            "/work/shared/data/README.md"
-        )
-    labelled = [row for row in rows if row.item is not None and _usable(row.item, kind)]
-    return LabelledFile(
-        name=name,
-        path=path,
-        kind=kind,
-        rows=labelled,
-        read=len(rows),
-        unreadable=len(rows) - len(items),
-        unlabelled=len(items) - len(labelled),
-    )
-
-
-def _usable(item: JudgeItem, kind: Kind) -> bool:
-    if item.label is None:
-        return False
-    if kind == "pairwise":
-        return item.label.winner is not None and len(item.answers) == 2
-    return item.label.score is not None and len(item.answers) == 1
-
-
-def _kind(items: Sequence[JudgeItem]) -> Kind | None:
-    if any(_usable(item, "pairwise") for item in items):
-        return "pairwise"
-    if any(_usable(item, "single") for item in items):
-        return "single"
-    return None
-
 
 # --------------------------------------------------------------------------- judging
 
@@ -158,33 +88,6 @@ def judge_config(
         ).config_fields(),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
-
-
-def recombine(judgment: Judgment, tie_margin: float) -> Judgment:
-    """The position-calibrated verdict of a saved pairwise judgment at another tie margin."""
-    margin = judgment_margin(judgment)
-    if margin is None or judgment.status is not Status.OK:
-        return judgment
-    probs = judgment.verdict_probs if _decision_first(judgment) else None
-    winner = verdicts.calibrated_winner(margin, tie_margin, probs)
-    return judgment.model_copy(update={"winner": winner, "leaning": winner, "margin": margin})
-
-
-def judgment_margin(judgment: Judgment) -> float | None:
-    """The pair's calibrated margin; for a decision-first judgment saved before margins
-    were kept for that layout, P(A) - P(B) from its saved verdict probabilities."""
-    if judgment.margin is not None:
-        return judgment.margin
-    if _decision_first(judgment) and judgment.verdict_probs:
-        return round(verdicts.decision_margin(judgment.verdict_probs), 4)
-    return None
-
-
-def _decision_first(judgment: Judgment) -> bool:
-    try:
-        return bool(judgment.template) and get_template(judgment.template).decision_first
-    except PocketJudgeError:  # a template this version does not know
-        return False
 
 
 def _judge_files(
@@ -267,96 +170,6 @@ def _tagged(judgments: Iterator[Judgment], file: LabelledFile) -> Iterator[Judgm
         )
         file.judgments.append(tagged)
         yield tagged
-
-
-# --------------------------------------------------------------------------- re-scoring
-
-
-def attach_judgments(files: Sequence[LabelledFile], judgments: Sequence[Judgment]) -> None:
-    """Give each labelled row its saved judgment, matched by file name and line."""
-    by_key = {(j.metadata.get(FILE_KEY), j.line): j for j in judgments}
-    untagged_ok = len(files) == 1
-    known = sorted({str(j.metadata.get(FILE_KEY)) for j in judgments})
-    for file in files:
-        found = [_saved(by_key, file, row, untagged_ok) for row in file.rows]
-        if rows_judged := [j for j in found if j is not None]:
-            file.judgments = rows_judged
-            file.rows = [row for row, j in zip(file.rows, found) if j is not None]
-            file.missing = len(found) - len(rows_judged)
-        else:
-            raise EvaluationError(
-                f"the judgments hold no row of {file.name} (they cover: {', '.join(known)}); "
-                "pass the same input files as the run that wrote them"
-            )
-
-
-def _saved(
-    by_key: dict[tuple[Any, int | None], Judgment],
-    file: LabelledFile,
-    row: InputRow,
-    untagged_ok: bool,
-) -> Judgment | None:
-    judgment = by_key.get((file.name, row.line))
-    if judgment is None and untagged_ok:
-        judgment = by_key.get((None, row.line))
-    if judgment is not None and row.item is not None and judgment.id != row.item.id:
-        raise EvaluationError(
-            f"{file.name} line {row.line}: the row has id '{row.item.id}' but the saved "
-            f"judgment has id '{judgment.id}'; the input file changed, judge it again"
-        )
-    return judgment
-
-
-# --------------------------------------------------------------------------- scoring
-
-
-def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
-    """The metrics' view of one judged pair (verdicts only from an ok judgment)."""
-    ok = judgment.status is Status.OK
-    # The leaning: the judge's own choice, also where it is reported uncertain (the length
-    # heuristic it is compared with always decides too).
-    return PairRow(
-        label=item.label.winner,
-        verdict=(judgment.leaning or judgment.winner) if ok else None,
-        orders=judgment.order_winners if ok else None,
-        lengths=(len(item.answers[0]), len(item.answers[1])),
-        status=judgment.status,
-        group=scenario_group(item.scenario, catalog),
-    )
-
-
-def score_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> ScoreRow:
-    """Label scales start at 1 (1..scale_max; 0..1 for a scale_max of 1); no scale_max: 1-10."""
-    ok = judgment.status is Status.OK and bool(judgment.answers)
-    top = item.label.scale_max or JUDGE_SCALE[1]
-    return ScoreRow(
-        label=item.label.score,
-        judge=judgment.answers[0].overall if ok else None,
-        label_scale=(1.0 if top > 1 else 0.0, top),
-        length=len(item.answers[0]),
-        status=judgment.status,
-        group=scenario_group(item.scenario, catalog),
-    )
-
-
-def score_file(file: LabelledFile, catalog: Catalog) -> tuple[dict[str, Any], list[PairRow]]:
-    """The report entry of one file, and its pair rows (for the group table)."""
-    pairs = zip((row.item for row in file.rows), file.judgments)
-    counts = {
-        "kind": file.kind,
-        "path": str(file.path),
-        "rows_read": file.read,
-        "labelled": len(file.rows) + file.missing,
-        "unreadable": file.unreadable,
-        "unlabelled": file.unlabelled,
-        "missing": file.missing,
-    }
-    if file.kind == "single":
-        return {**counts, "judge": single_metrics([score_row(i, j, catalog) for i, j in pairs])}, []
-    rows = [pair_row(i, j, catalog) for i, j in pairs]
-    judge = pairwise_metrics(rows)
-    heuristic = judge.pop("heuristic")
-    return {**counts, "judge": judge, "heuristic": heuristic, "groups": group_table(rows)}, rows
 
 
 # --------------------------------------------------------------------------- the run

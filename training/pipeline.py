@@ -195,7 +195,8 @@ def stage_calibrate(
     from app.io.judgments import read_judgments
     from app.io.reader import read_rows
     from training.calibrate import tune_tie_margin
-    from training.evaluate import evaluate_files, judgment_margin
+    from training.evaluate import evaluate_files
+    from training.rescore import judgment_margin
 
     variant = variant or config.merge.method
     out = run / "calibrate"

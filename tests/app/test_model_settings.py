@@ -73,7 +73,7 @@ def test_backend_names_come_from_the_backend_registry(monkeypatch):
 
     from models import backends
 
-    with pytest.raises(ValueError, match="unknown backend 'vllm-direct'; known: .*llama-cpp"):
+    with pytest.raises(ValueError, match=r"unknown backend 'vllm-direct'; known: .*llama-cpp"):
         ModelEntry(name="x", backend="vllm-direct")
     monkeypatch.setitem(backends._FACTORIES, "vllm-direct", "some.module:create")
     assert ModelEntry(name="x", backend="vllm-direct").backend == "vllm-direct"
