@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,18 +29,6 @@ from app.errors import InputError, validation_message
 from app.records import MAX_ANSWERS, JudgeItem, Label
 
 UNKNOWN = "unknown"
-
-# Layout name -> the keys that make it up, as shown in the "unrecognised layout" error.
-LAYOUTS: dict[str, str] = {
-    "ours": "{question, answers[, id, reference, scenario, criteria, answer_models, label]}",
-    "alpaca": "{instruction[, input], output[, output_2 | output2 | output_b, reference]}",
-    "judgelm": "{question_body, answer1_body, answer2_body[, answer3..6_body, reference, score]}",
-    "pandalm": "{instruction[, input], response1, response2[, annotator1..3]}",
-    "autoj_pairwise": "{prompt, 'response 1', 'response 2'[, label, scenario, id]}",
-    "autoj_single": "{usrmsg[, target_output, pred_score, scenario]}",
-    "llmbar": "{input, output_1, output_2[, label]}",
-    "pointwise": "{question | instruction, response[, reference, score, scale_max | scale]}",
-}
 
 ID_KEYS = ("id", "question_id", "idx", "sample_id", "uid")
 SECOND_OUTPUT_KEYS = ("output_2", "output2", "output_b")
@@ -53,32 +42,14 @@ _SCALE_RANGE = re.compile(r"^\s*\d+(?:\.\d+)?\s*(?:-|\.\.|to)\s*(\d+(?:\.\d+)?)\
 def detect_layout(row: Mapping[str, Any]) -> str:
     """Name the layout of one row from its keys; `UNKNOWN` when none fits.
 
-    The most specific key sets are checked first. A row that carries only part of
-    a layout (say `answers` without `question`) is still given that layout, so
-    the error that follows can name the missing field.
+    Every layout's detection rules (`Layout.rules`) are tried together, the most
+    specific key sets first (lowest rank). A row that carries only part of a layout
+    (say `answers` without `question`) is still given that layout, so the error that
+    follows can name the missing field.
     """
-    if "usrmsg" in row:
-        return "autoj_single"
-    if "question_body" in row or any(_ANSWER_BODY.match(str(key)) for key in row):
-        return "judgelm"
-    if "response 1" in row or "response 2" in row:
-        return "autoj_pairwise"
-    if "response1" in row or "response2" in row or "annotator1" in row:
-        return "pandalm"
-    if "output_1" in row:
-        return "llmbar"
-    if "answers" in row:
-        return "ours"
-    if "response" in row and ("question" in row or "instruction" in row):
-        return "pointwise"
-    if "question" in row:
-        return "ours"
-    if "instruction" in row or "output" in row:
-        return "alpaca"
-    if "input" in row and "output_2" in row:
-        return "llmbar"
-    if "prompt" in row:
-        return "autoj_pairwise"
+    for _, rule, name in _RULES:
+        if rule(row):
+            return name
     return UNKNOWN
 
 
@@ -90,7 +61,7 @@ def to_item(row: Mapping[str, Any], line: int) -> JudgeItem:
     if layout == UNKNOWN:
         raise InputError(line, "", _unknown_layout_message(row))
     fields = _Fields(row, line)
-    values = _MAPPERS[layout](fields)
+    values = LAYOUT_RECORDS[layout].mapper(fields)
     item_id = fields.item_id()
     metadata = {**fields.leftover(), "layout": layout}
     try:
@@ -590,16 +561,90 @@ def _scale_max(fields: _Fields) -> float | None:
     return None
 
 
-_MAPPERS: dict[str, Callable[[_Fields], dict[str, Any]]] = {
-    "ours": _map_ours,
-    "alpaca": _map_alpaca,
-    "judgelm": _map_judgelm,
-    "pandalm": _map_pandalm,
-    "autoj_pairwise": _map_autoj_pairwise,
-    "autoj_single": _map_autoj_single,
-    "llmbar": _map_llmbar,
-    "pointwise": _map_pointwise,
+Rule = Callable[[Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One input layout: its name, its keys (as the "unrecognised layout" error and the app
+    show them), how a row is recognised (rank, test: lower ranks are tried first, across
+    layouts) and how a row becomes a JudgeItem's fields."""
+
+    name: str
+    keys: str
+    rules: tuple[tuple[int, Rule], ...]
+    mapper: Callable[[_Fields], dict[str, Any]]
+
+
+def _has(*keys: str) -> Rule:
+    return lambda row: any(key in row for key in keys)
+
+
+LAYOUT_RECORDS: dict[str, Layout] = {
+    layout.name: layout
+    for layout in (
+        Layout(
+            "ours",
+            "{question, answers[, id, reference, scenario, criteria, answer_models, label]}",
+            ((6, _has("answers")), (8, _has("question"))),
+            _map_ours,
+        ),
+        Layout(
+            "alpaca",
+            "{instruction[, input], output[, output_2 | output2 | output_b, reference]}",
+            ((9, _has("instruction", "output")),),
+            _map_alpaca,
+        ),
+        Layout(
+            "judgelm",
+            "{question_body, answer1_body, answer2_body[, answer3..6_body, reference, score]}",
+            (
+                (
+                    2,
+                    lambda row: (
+                        "question_body" in row or any(_ANSWER_BODY.match(str(key)) for key in row)
+                    ),
+                ),
+            ),
+            _map_judgelm,
+        ),
+        Layout(
+            "pandalm",
+            "{instruction[, input], response1, response2[, annotator1..3]}",
+            ((4, _has("response1", "response2", "annotator1")),),
+            _map_pandalm,
+        ),
+        Layout(
+            "autoj_pairwise",
+            "{prompt, 'response 1', 'response 2'[, label, scenario, id]}",
+            ((3, _has("response 1", "response 2")), (11, _has("prompt"))),
+            _map_autoj_pairwise,
+        ),
+        Layout(
+            "autoj_single",
+            "{usrmsg[, target_output, pred_score, scenario]}",
+            ((1, _has("usrmsg")),),
+            _map_autoj_single,
+        ),
+        Layout(
+            "llmbar",
+            "{input, output_1, output_2[, label]}",
+            ((5, _has("output_1")), (10, lambda row: "input" in row and "output_2" in row)),
+            _map_llmbar,
+        ),
+        Layout(
+            "pointwise",
+            "{question | instruction, response[, reference, score, scale_max | scale]}",
+            ((7, lambda row: "response" in row and ("question" in row or "instruction" in row)),),
+            _map_pointwise,
+        ),
+    )
 }
+# Layout name -> the keys that make it up (the app and the error message list these).
+LAYOUTS: dict[str, str] = {name: layout.keys for name, layout in LAYOUT_RECORDS.items()}
+_RULES = sorted(
+    (rank, rule, layout.name) for layout in LAYOUT_RECORDS.values() for rank, rule in layout.rules
+)
 
 
 def _unknown_layout_message(row: Mapping[str, Any]) -> str:

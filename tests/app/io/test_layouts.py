@@ -486,3 +486,14 @@ def test_dumped_item_reads_back_unchanged() -> None:
         metadata={"layout": "ours", "source": {"k": 1}},
     )
     assert to_item(json.loads(json.dumps(item.model_dump(mode="json"))), 1) == item
+
+
+def test_every_layout_is_one_record_with_its_keys_rules_and_mapping():
+    from app.io.layouts import _RULES, LAYOUT_RECORDS
+
+    assert list(LAYOUTS) == list(LAYOUT_RECORDS)
+    ranks = [rank for rank, _, _ in _RULES]
+    assert len(ranks) == len(set(ranks))  # one order over all layouts' rules
+    for name, layout in LAYOUT_RECORDS.items():
+        assert layout.name == name and layout.rules and callable(layout.mapper)
+        assert LAYOUTS[name] == layout.keys
