@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from app import verdicts
 from app.output_format import ReplyLayout, answer_keys, decision_path
@@ -129,15 +128,12 @@ def _rounded(probs: dict[str, float]) -> dict[str, float]:
     return {key: round(value, 4) for key, value in probs.items()}
 
 
-PairCombine = Literal["agree", "calibrated"]
-
-
 def combine_swapped(
     base: Judgment,
     first: Attempt,
     second: Attempt,
     rule: ScoringRule,
-    combine: PairCombine = "agree",
+    combine: verdicts.PairCombine = "agree",
     tie_margin: float = 0.0,
 ) -> Judgment:
     """Merge both orders of a pairwise judgment.

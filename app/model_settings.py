@@ -9,12 +9,10 @@ evaluation and the app all start from here and apply their own overrides.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from app.prompts import DEFAULT_TEMPLATE
+from app.verdicts import PairCombine
 from models.registry import ModelEntry
-
-PairCombine = Literal["agree", "calibrated"]
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
-from app.judgment_builder import Attempt, PairCombine, build_judgment, combine_swapped
+from app.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import DEFAULT_TEMPLATE, AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
-from app.verdicts import mark_uncertain
+from app.verdicts import PairCombine, mark_uncertain
 from models.backends.base import (
     Backend,
     Generation,

@@ -19,11 +19,15 @@ the judge's threshold the verdict is reported as "uncertain", with its leaning.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from app.records import Judgment, Protocol, Status, Winner
 from app.scoring import probability_of_verdict
 
 VERDICT_ORDER: tuple[Winner, ...] = ("A", "B", "tie")
+# How the two orders of a pair make one verdict: "agree" (a verdict both orders give, else a
+# flagged tie) or "calibrated" (both orders' probabilities or expected scores averaged).
+PairCombine = Literal["agree", "calibrated"]
 SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
+from app.verdicts import PairCombine
 
 MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
@@ -28,7 +28,7 @@ class ModelEntry(BaseModel):
     trained_for_judging: bool = False
     context: int = 4096
     template: str | None = None  # the prompt template the model was trained on
-    pair_combine: Literal["agree", "calibrated"] = "agree"
+    pair_combine: PairCombine = "agree"
     tie_margin: float = Field(default=0.0, ge=0)
     max_input_chars: int | None = Field(default=None, ge=200)  # a cap; None: what the context holds
     # Pairwise verdicts and rankings less confident than this are reported as uncertain.

@@ -18,6 +18,7 @@ from app.prompts import DEFAULT_TEMPLATE
 from app.records import Protocol
 from app.scenarios import Rubric
 from app.service import JudgeConfig
+from app.verdicts import PairCombine
 from models.backends.base import BackendOptions, SamplingParams
 from models.registry import ModelEntry, load_registry
 
@@ -69,7 +70,7 @@ class Settings:
     n_gpu_layers: int = 0
     use_reference: bool = True
     swap: bool = True
-    pair_combine: Literal["agree", "calibrated"] = "agree"
+    pair_combine: PairCombine = "agree"
     tie_margin: float = 0.0
     template: str = DEFAULT_TEMPLATE
     mode: Literal["score", "generate"] = "score"
@@ -135,7 +136,7 @@ class ModelDefaults:
     """What a model's registry entry says the app should start from."""
 
     template: str = DEFAULT_TEMPLATE
-    pair_combine: Literal["agree", "calibrated"] = "agree"
+    pair_combine: PairCombine = "agree"
     tie_margin: float = 0.0
     n_ctx: int = 4096
     max_input_chars: int | None = None  # the judge's own input cap, else what fits n_ctx
