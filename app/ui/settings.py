@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from app.criteria_resolution import AUTO, CriteriaChoice
-from app.model_settings import model_judge_settings
-from app.prompts import DEFAULT_TEMPLATE
+from app.model_settings import ModelJudgeSettings, model_judge_settings
 from app.records import Protocol
 from app.scenarios import Rubric
 from app.service import JudgeConfig
@@ -54,6 +53,9 @@ CRITERIA_MODE_LABELS = {
 }
 
 
+_JUDGING = ModelJudgeSettings()  # the judging defaults, written once (app/model_settings.py)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every choice that shapes a judgment. Defaults match the CLI's."""
@@ -70,12 +72,12 @@ class Settings:
     n_gpu_layers: int = 0
     use_reference: bool = True
     swap: bool = True
-    pair_combine: PairCombine = "agree"
-    tie_margin: float = 0.0
-    template: str = DEFAULT_TEMPLATE
+    pair_combine: PairCombine = _JUDGING.pair_combine
+    tie_margin: float = _JUDGING.tie_margin
+    template: str = _JUDGING.template
     mode: Literal["score", "generate"] = "score"
     critiques: bool = False  # batches: write a critique of every row (slower)
-    uncertain_below: float = 0.5  # pairwise / multi: less confident verdicts are "uncertain"
+    uncertain_below: float = _JUDGING.uncertain_below  # less confident verdicts are "uncertain"
     reference_metrics: bool = True
     scenario: str = AUTO
     criteria_mode: CriteriaMode = "scenario"
@@ -133,19 +135,20 @@ class Settings:
 
 @dataclass(frozen=True)
 class ModelDefaults:
-    """What a model's registry entry says the app should start from."""
+    """What a model's registry entry says the app should start from: its judging settings
+    (resolved by `model_judge_settings`, as for the CLI and the evaluation) and its facts."""
 
-    template: str = DEFAULT_TEMPLATE
-    pair_combine: PairCombine = "agree"
-    tie_margin: float = 0.0
+    judging: ModelJudgeSettings = field(default_factory=ModelJudgeSettings)
     n_ctx: int = 4096
-    max_input_chars: int | None = None  # the judge's own input cap, else what fits n_ctx
-    uncertain_below: float = 0.5
-    critiques: bool = True
-    criteria: bool = True  # False: the judge is read for its decision alone
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
     card: str | None = None
+
+    # the judging settings read as the session-state keys the sidebar keeps
+    template = property(lambda self: self.judging.template)
+    pair_combine = property(lambda self: self.judging.pair_combine)
+    tie_margin = property(lambda self: self.judging.tie_margin)
+    uncertain_below = property(lambda self: self.judging.uncertain_below)
 
 
 def default_model() -> str:
@@ -168,16 +171,9 @@ def model_defaults(model: str) -> ModelDefaults:
     entry = registry_entry(model)
     if entry is None:
         return ModelDefaults()
-    own = model_judge_settings(entry)
     return ModelDefaults(
-        template=own.template,
-        pair_combine=own.pair_combine,
-        tie_margin=own.tie_margin,
+        judging=model_judge_settings(entry),
         n_ctx=entry.context,
-        max_input_chars=own.max_input_chars,
-        uncertain_below=own.uncertain_below,
-        critiques=own.critiques,
-        criteria=own.criteria,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
         card=entry.card,
