@@ -2,7 +2,7 @@
 
     from app.api import load_judge, read_judgments
 
-    with load_judge("pj-qwen05-decision", threads=1) as judge:
+    with load_judge("pj-smollm2-135m", threads=1) as judge:
         judgment = judge.judge({"question": "2+2?", "answers": ["4", "5"]})
         print(judgment.winner, judgment.confidence, judgment.uncertain)
         judge.judge_file("items.jsonl", out="judged.jsonl")

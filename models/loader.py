@@ -61,7 +61,12 @@ def open_judge(
         return LoadedJudge(create_backend("openai", entry.name, options), entry.name, entry)
     path = entry.path()
     if path is None or not path.exists():
+        how = (
+            "run `make models`"
+            if entry.build
+            else "`make models` cannot build it; its model card says how it is made"
+        )
         raise BackendUnavailable(
-            f"model '{entry.name}' is not built yet ({path} is missing): run `make models`"
+            f"model '{entry.name}' is not built yet ({path} is missing): {how}"
         )
     return LoadedJudge(create_backend(entry.backend, str(path), options), entry.name, entry)

@@ -27,8 +27,8 @@ def test_the_readme_example_runs(tiny_gguf_model: Path, tmp_path: Path, monkeypa
     (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     monkeypatch.chdir(tmp_path)
     code = readme_example()
-    assert '"pj-qwen05-decision"' in code
-    exec(code.replace('"pj-qwen05-decision"', repr(str(tiny_gguf_model))), {})
+    assert '"pj-smollm2-135m"' in code
+    exec(code.replace('"pj-smollm2-135m"', repr(str(tiny_gguf_model))), {})
     printed = capsys.readouterr().out.splitlines()
     saved = [line.split() for line in printed[-3:]]
     assert [s[0] for s in saved] == ["pair", "bad", "one"]
