@@ -102,5 +102,6 @@ def load_judge(
         BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers),
         backend=backend,
     )
-    config = JudgeConfig(context_tokens=n_ctx, **model_judge_settings(loaded.entry).config_fields())
+    judging = model_judge_settings(loaded.entry, context_tokens=n_ctx)
+    config = JudgeConfig(**judging.config_fields())
     return Judge(loaded, replace(config, **settings) if settings else config)

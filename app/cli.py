@@ -15,12 +15,14 @@ from pathlib import Path
 
 from app.criteria_resolution import AUTO, CriteriaChoice
 from app.errors import PocketJudgeError
-from app.model_settings import model_judge_settings
-from app.prompts import DEFAULT_TEMPLATE, template_names
+from app.judging_arguments import add_judging_arguments, judging_overrides
+from app.model_settings import model_judge_settings, sampling_of
+from app.prompts import template_names
 from app.records import Protocol, Status
-from app.scenarios import load_catalog, load_rubric
+from app.rubrics import load_rubric
+from app.scenarios import load_catalog
 from models.backends import backend_names
-from models.backends.base import BackendOptions, SamplingParams
+from models.backends.base import BackendOptions
 
 PROTOCOLS = ("auto", *(p.value for p in Protocol))
 
@@ -78,44 +80,13 @@ def _parser() -> argparse.ArgumentParser:
         help="openai backend: how the server takes the JSON schema (json_object for "
         "llama-cpp-python's server)",
     )
-    judge.add_argument(
-        "--template",
-        choices=template_names(),
-        help=f"prompt template (default: the model's own, else {DEFAULT_TEMPLATE})",
-    )
+    add_judging_arguments(judge)
     judge.add_argument("--no-reference", action="store_true", help="ignore reference answers")
     judge.add_argument("--no-swap", action="store_true", help="pairwise: judge one order only")
-    judge.add_argument(
-        "--combine",
-        choices=("agree", "calibrated"),
-        help="pairwise with swap: 'agree' keeps a verdict both orders give (else tie); "
-        "'calibrated' averages expected scores over both orders (default: the model's setting)",
-    )
-    judge.add_argument(
-        "--tie-margin", type=float, help="calibrated combine: a gap this small is a tie"
-    )
-    judge.add_argument(
-        "--mode",
-        choices=("score", "generate"),
-        default="score",
-        help="score (default): the verdict, grade or ranking and the criterion scores read from "
-        "the model's probabilities, no free text; generate: the whole reply, critique included",
-    )
     judge.add_argument(
         "--feedback",
         action="store_true",
         help="score mode: also write a critique of each judgment (one generation per item)",
-    )
-    judge.add_argument(
-        "--no-criteria",
-        action="store_true",
-        help="decision-first templates: skip the per-criterion scores (fastest)",
-    )
-    judge.add_argument(
-        "--uncertain-below",
-        type=float,
-        help="report pairwise verdicts and rankings below this confidence as uncertain "
-        "(default: the model's setting)",
     )
     judge.add_argument(
         "--parallel",
@@ -138,7 +109,6 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--max-tokens", type=int, default=768)
     judge.add_argument("--repeat-penalty", type=float, default=1.1)
     judge.add_argument("--seed", type=int, default=0)
-    judge.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     judge.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
     judge.add_argument("--gpu-layers", type=int, default=0, help="layers offloaded to the GPU")
     judge.add_argument("--int8", action="store_true", help="transformers: bitsandbytes INT8 (GPU)")
@@ -206,22 +176,10 @@ def _judge(args: argparse.Namespace) -> int:
         reference_metrics=args.reference_metrics,
         mode=args.mode,
         feedback=args.feedback,
-        context_tokens=args.n_ctx,
         **model_judge_settings(
-            entry,
-            template=args.template,
-            pair_combine=args.combine,
-            tie_margin=args.tie_margin,
-            uncertain_below=args.uncertain_below,
-            criteria=False if args.no_criteria else None,
+            entry, judging_overrides(args), context_tokens=args.n_ctx
         ).config_fields(),
-        sampling=SamplingParams(
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_tokens=args.max_tokens,
-            seed=args.seed,
-            repeat_penalty=args.repeat_penalty,
-        ),
+        sampling=sampling_of(args),
     )
     if judge.entry is not None and not judge.entry.trained_for_judging:
         from models.cards import untrained_note

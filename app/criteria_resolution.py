@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.records import JudgeItem
-from app.scenarios import DEFAULT_SCENARIO, Catalog, Rubric, Scenario
+from app.rubrics import Rubric
+from app.scenarios import DEFAULT_SCENARIO, Catalog, Scenario
 from app.scoring import ScoringRule
 
 AUTO = "auto"

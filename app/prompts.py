@@ -18,10 +18,11 @@ from typing import Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from app.criteria_types import CriterionSpec
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
 from app.records import Protocol
-from app.scenarios import CriterionSpec, Scenario
+from app.scenarios import Scenario
 from app.scoring import ScoringRule
 from models.backends.base import Message
 

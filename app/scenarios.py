@@ -1,7 +1,7 @@
 """Scenarios and the criteria library: validated models and their YAML loader.
 
 The catalog (scenarios.yaml + criteria.yaml) says which criteria a judge checks for each kind
-of request. A rubric (app/rubrics.py, re-exported here) is a user-editable set of criteria with
+of request. A rubric (app/rubrics.py) is a user-editable set of criteria with
 their own scales and level descriptions. Both are reduced to `CriterionSpec`
 (app/criteria_types.py), the one view of a criterion the engine uses.
 
@@ -23,9 +23,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app.criteria_types import (
-    ID_PATTERN,
-    LIBRARY_SCALE,
-    Aggregate,
     CriterionSpec,
     FrozenModel,
     Id,
@@ -35,32 +32,6 @@ from app.criteria_types import (
 )
 from app.datafiles import FieldError, read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
-from app.rubrics import (
-    RUBRICS_DIR,
-    Rubric,
-    RubricCriterion,
-    RubricLevel,
-    builtin_rubrics,
-    load_rubric,
-    rubric_to_dict,
-    save_rubric,
-)
-
-__all__ = [  # the rubric and criterion names other modules import from here
-    "ID_PATTERN",
-    "LIBRARY_SCALE",
-    "RUBRICS_DIR",
-    "Aggregate",
-    "CriterionSpec",
-    "Rubric",
-    "RubricCriterion",
-    "RubricLevel",
-    "builtin_rubrics",
-    "default_weight",
-    "load_rubric",
-    "rubric_to_dict",
-    "save_rubric",
-]
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 SCENARIOS_FILE = "scenarios.yaml"

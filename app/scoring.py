@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from app.scenarios import CriterionSpec
+from app.criteria_types import CriterionSpec
 
 Aggregate = Literal["weighted_mean", "sum"]
 TEN_SCALE = (1, 10)

@@ -53,9 +53,8 @@ def main(argv: list[str]) -> int:
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
         mode="score" if mode in ("c", "d", "e") else "generate",
-        context_tokens=N_CTX,
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
-        **model_judge_settings(entry).config_fields(),
+        **model_judge_settings(entry, context_tokens=N_CTX).config_fields(),
     )
     if mode == "e":
         config = replace(config, template="pocketjudge-decision-compact", criteria=False)

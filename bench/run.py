@@ -128,8 +128,7 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     backend = judge.backend
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        context_tokens=N_CTX,
-        **model_judge_settings(entry).config_fields(),
+        **model_judge_settings(entry, context_tokens=N_CTX).config_fields(),
     )
     service = JudgeService(backend, entry.name)
     item_tokens = 0

@@ -23,7 +23,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ from typing import Any
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
-from app.model_settings import model_judge_settings
+from app.judging_arguments import add_judging_arguments, judging_overrides
+from app.model_settings import SettingsLayer, model_judge_settings
 from app.records import Judgment, Protocol
 from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
@@ -59,33 +60,21 @@ MAX_TOKENS = 768
 
 @dataclass(frozen=True)
 class Overrides:
-    """Settings given on the command line; None keeps the registry entry's (or the default)."""
+    """The evaluation's own choices: the user's layer of judging settings, and the mode."""
 
-    template: str | None = None
-    pair_combine: str | None = None
-    tie_margin: float | None = None
-    max_input_chars: int | None = None
+    settings: SettingsLayer = field(default_factory=SettingsLayer)
     mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
-    criteria: bool | None = None  # False: decision-first templates read the decision alone
 
 
 def judge_config(
     kind: Kind, entry: ModelEntry | None, n_ctx: int, overrides: Overrides = Overrides()
 ) -> JudgeConfig:
-    """The configuration for one file: the registry entry's template and pair combine."""
+    """The configuration for one file, resolved as the CLI and the app resolve theirs."""
     return JudgeConfig(
         protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
         swap=True,
         mode=overrides.mode,  # type: ignore[arg-type]
-        context_tokens=n_ctx,
-        **model_judge_settings(
-            entry,
-            template=overrides.template,
-            pair_combine=overrides.pair_combine,
-            tie_margin=overrides.tie_margin,
-            max_input_chars=overrides.max_input_chars,
-            criteria=overrides.criteria,
-        ).config_fields(),
+        **model_judge_settings(entry, overrides.settings, context_tokens=n_ctx).config_fields(),
         sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
     )
 
@@ -209,15 +198,16 @@ def evaluate_files(
     if judgments is not None:
         saved = read_judgments(Path(judgments))
         run = _saved_run(saved, Path(judgments))
-        if overrides.tie_margin is not None:
+        tie_margin = overrides.settings.tie_margin
+        if tie_margin is not None:
             # Only calibrated judgments carry a margin; a new margin re-decides exactly those.
-            if overrides.pair_combine == "agree":
+            if overrides.settings.pair_combine == "agree":
                 raise EvaluationError(
                     "a tie margin re-scores the calibrated verdict; drop --combine agree"
                 )
             if any(judgment_margin(j) is not None for j in saved):
-                saved = [recombine(j, overrides.tie_margin) for j in saved]
-                run["pair_combine"], run["tie_margin"] = "calibrated", overrides.tie_margin
+                saved = [recombine(j, tie_margin) for j in saved]
+                run["pair_combine"], run["tie_margin"] = "calibrated", tie_margin
         attach_judgments(files, saved)
         out = Path(out_dir) if out_dir is not None else Path(judgments).parent
     else:
@@ -291,14 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             n_ctx=args.n_ctx,
             quiet=args.quiet,
             fresh=args.fresh,
-            overrides=Overrides(
-                template=args.template,
-                pair_combine=args.combine,
-                tie_margin=args.tie_margin,
-                max_input_chars=args.max_input_chars,
-                mode=args.mode,
-                criteria=False if args.no_criteria else None,
-            ),
+            overrides=Overrides(judging_overrides(args), args.mode),
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -326,7 +309,6 @@ def _parser() -> argparse.ArgumentParser:
         "processes with their own --out can judge two parts, then --judgments re-scores both",
     )
     parser.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
-    parser.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
     parser.add_argument(
         "--out", type=Path, help="output folder (default: training/runs/eval-<model>)"
     )
@@ -335,31 +317,7 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="re-score this saved judgments.jsonl instead of judging (no model needed)",
     )
-    parser.add_argument("--template", help="prompt template (default: the model's own)")
-    parser.add_argument(
-        "--combine",
-        choices=("agree", "calibrated"),
-        help="pairwise: how both orders make a verdict (default: the model's setting)",
-    )
-    parser.add_argument(
-        "--tie-margin",
-        type=float,
-        help="calibrated combine: a gap this small is a tie (re-scoring: recomputed)",
-    )
-    parser.add_argument(
-        "--max-input-chars", type=int, help="cut question and answers to this many characters"
-    )
-    parser.add_argument(
-        "--mode",
-        choices=("score", "generate"),
-        default="score",
-        help="score (default): decisions read from probabilities; generate: whole replies",
-    )
-    parser.add_argument(
-        "--no-criteria",
-        action="store_true",
-        help="decision-first templates: read the verdict or grade alone, no criterion scores",
-    )
+    add_judging_arguments(parser)
     parser.add_argument(
         "--fresh",
         action="store_true",

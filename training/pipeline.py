@@ -226,14 +226,17 @@ def stage_calibrate(
 
 
 def _eval_overrides(config: TrainingConfig, tie_margin: float):
+    from app.model_settings import SettingsLayer
     from training.evaluate import Overrides
 
     return Overrides(
-        template=config.data.template,
-        pair_combine="calibrated",
-        tie_margin=tie_margin,
-        max_input_chars=config.data.max_input_chars,
-        criteria=config.data.criteria,  # a judge trained on the decision alone is read so
+        SettingsLayer(
+            template=config.data.template,
+            pair_combine="calibrated",
+            tie_margin=tie_margin,
+            max_input_chars=config.data.max_input_chars,
+            criteria=config.data.criteria,  # a judge trained on the decision alone is read so
+        )
     )
 
 

@@ -105,6 +105,19 @@ def alpacaeval_pairs(count: int, seed: int = 0) -> list[JudgeItem]:
     return balanced_pairs(resolve_path(DataConfig().alpacaeval_file), count, seed)
 
 
+def sample(items: Sequence[JudgeItem], count: int, seed: int = 0) -> list[JudgeItem]:
+    """A fixed random sample of `count` items (all of them when there are fewer)."""
+    if count >= len(items):
+        return list(items)
+    chosen = np.random.default_rng(seed).choice(len(items), size=count, replace=False)
+    return [items[n] for n in sorted(chosen)]
+
+
+def limited(items: list[JudgeItem], limit: int) -> list[JudgeItem]:
+    """The first `limit` rows (all of them for 0)."""
+    return items[:limit] if limit else items
+
+
 def load_eval(path: Path) -> list[JudgeItem]:
     from app.io.reader import read_rows
 
@@ -125,10 +138,26 @@ def main(argv: list[str] | None = None) -> int:
         help="also fit on N length-balanced AlpacaEval pairs (../shared/data/alpacaeval)",
     )
     parser.add_argument(
+        "--train-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fit on a fixed random sample of N Auto-J training pairs (0: all); a screen "
+        "for bases that embed slowly",
+    )
+    parser.add_argument(
+        "--eval-limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="score the first N labelled rows of each evaluation file (0: all)",
+    )
+    parser.add_argument(
         "--embed-only",
-        choices=("train", "eval"),
-        help="only embed (and cache) the training or the evaluation pairs, then stop: "
-        "two processes, one core each, share the work; a later plain run fits on the cache",
+        choices=("train", "alpacaeval", "eval"),
+        help="only embed (and cache) the Auto-J training pairs, the AlpacaEval pairs or the "
+        "evaluation pairs, then stop: two processes, one core each, share the work; a later "
+        "plain run fits on the cache",
     )
     args = parser.parse_args(argv)
 
@@ -162,14 +191,25 @@ def main(argv: list[str] | None = None) -> int:
         return features
 
     train = decisive(training_pairs(DataConfig(), load_catalog(), BuildReport()))
-    train_sources = [("train", train)]
+    train_name = "train"
+    if args.train_limit:
+        train = sample(train, args.train_limit)
+        train_name = f"train{args.train_limit}"
+    train_sources = [(train_name, train)]
     if args.alpacaeval:
         train_sources.append((f"alpacaeval{args.alpacaeval}", alpacaeval_pairs(args.alpacaeval)))
-    eval_sources = [(resolve_path(f), load_eval(resolve_path(f))) for f in EVAL_FILES]
+    eval_sources = [
+        (resolve_path(f), limited(load_eval(resolve_path(f)), args.eval_limit)) for f in EVAL_FILES
+    ]
+    eval_suffix = f"-first{args.eval_limit}" if args.eval_limit else ""
     if args.embed_only:
-        chosen = train_sources if args.embed_only == "train" else eval_sources
+        chosen = {
+            "train": train_sources[:1],
+            "alpacaeval": train_sources[1:],
+            "eval": eval_sources,
+        }[args.embed_only]
         for name, items in chosen:
-            cached(name if isinstance(name, str) else name.stem, items)
+            cached(name if isinstance(name, str) else name.stem + eval_suffix, items)
         return 0
     train = [item for _, items in train_sources for item in items]
     features = np.concatenate([cached(name, items) for name, items in train_sources])
@@ -178,10 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         "gguf": gguf.name,
         "train_pairs": len(train),
         "alpacaeval_pairs": args.alpacaeval,
+        "eval_limit": args.eval_limit or None,
         "files": {},
     }
     for path, items in eval_sources:
-        probs = head.predict_proba(cached(path.stem, items))[:, 1]
+        probs = head.predict_proba(cached(path.stem + eval_suffix, items))[:, 1]
         verdicts = ["A" if p >= 0.5 else "B" for p in probs]
         labels = [i.label.winner for i in items]
         won = [n for n, label in enumerate(labels) if label in ("A", "B")]
@@ -198,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
         }
-    suffix = f"-alpacaeval{args.alpacaeval}" if args.alpacaeval else ""
+    suffix = f"-{train_name}" if args.train_limit else ""
+    suffix += f"-alpacaeval{args.alpacaeval}" if args.alpacaeval else ""
+    suffix += eval_suffix
     (out / f"{gguf.stem}{suffix}-results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0

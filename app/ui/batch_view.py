@@ -18,7 +18,8 @@ from app.batch_job import BatchJob, BatchSnapshot
 from app.dashboard import Dashboard, summarize
 from app.leaderboard import leaderboard
 from app.records import Judgment
-from app.scenarios import Catalog, Rubric, load_catalog
+from app.rubrics import Rubric
+from app.scenarios import Catalog, load_catalog
 from app.service import JudgeService
 from app.ui import charts
 from app.ui.model_cache import RUNNING_STATES, SharedJudge

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from app.datafiles import validate
-from app.scenarios import Rubric
+from app.rubrics import Rubric
 
 CRITERIA_COLUMNS = ("id", "name", "description", "min", "max", "weight")
 LEVEL_COLUMNS = ("criterion", "scores", "description")

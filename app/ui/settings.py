@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Literal
 
 from app.criteria_resolution import AUTO, CriteriaChoice
-from app.model_settings import ModelJudgeSettings, model_judge_settings
+from app.model_settings import (
+    ModelJudgeSettings,
+    SettingsLayer,
+    model_judge_settings,
+    sampling_of,
+)
 from app.records import Protocol
-from app.scenarios import Rubric
+from app.rubrics import Rubric
 from app.service import JudgeConfig
 from app.verdicts import PairCombine
-from models.backends.base import BackendOptions, SamplingParams
+from models.backends.base import BackendOptions
 from models.registry import ModelEntry, load_registry
 
 MODEL_ENV = "POCKETJUDGE_MODEL"  # a registry name or a .gguf path: the app's default model
@@ -101,24 +106,20 @@ class Settings:
         the same function the CLI and the evaluation use."""
         judging = model_judge_settings(
             registry_entry(self.model),
-            template=self.template,
-            pair_combine=self.pair_combine,
-            tie_margin=self.tie_margin,
-            uncertain_below=self.uncertain_below,
+            SettingsLayer(
+                template=self.template,
+                pair_combine=self.pair_combine,
+                tie_margin=self.tie_margin,
+                uncertain_below=self.uncertain_below,
+            ),
+            context_tokens=self.n_ctx,
         )
         return JudgeConfig(
             protocol=self.protocol_value,
             choice=self.choice(),
             use_reference=self.use_reference,
             swap=self.swap,
-            sampling=SamplingParams(
-                temperature=self.temperature,
-                top_p=self.top_p,
-                max_tokens=self.max_tokens,
-                seed=self.seed,
-                repeat_penalty=self.repeat_penalty,
-            ),
-            context_tokens=self.n_ctx,
+            sampling=sampling_of(self),
             mode=self.mode,
             feedback=self.critiques and self.mode == "score",
             reference_metrics=self.reference_metrics and self.use_reference,
@@ -172,8 +173,8 @@ def model_defaults(model: str) -> ModelDefaults:
     if entry is None:
         return ModelDefaults()
     return ModelDefaults(
-        judging=model_judge_settings(entry),
-        n_ctx=entry.context,
+        judging=(judging := model_judge_settings(entry)),
+        n_ctx=judging.context_tokens,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
         card=entry.card,

@@ -12,7 +12,8 @@ from app.output_format import ReplyLayout, json_schema, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import get_template, template_names
 from app.records import Protocol
-from app.scenarios import RUBRICS_DIR, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.scoring import (
     ScoringRule,
     ranking_reachable,

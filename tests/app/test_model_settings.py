@@ -1,6 +1,6 @@
 """The settings a registry entry gives every JudgeConfig, and how overrides win."""
 
-from app.model_settings import ModelJudgeSettings, model_judge_settings
+from app.model_settings import ModelJudgeSettings, SettingsLayer, model_judge_settings
 from app.prompts import DEFAULT_TEMPLATE
 from app.service import JudgeConfig
 from models.registry import ModelEntry, load_registry
@@ -29,9 +29,42 @@ def test_a_registry_entry_brings_its_own_settings():
 
 def test_given_values_win_and_a_zero_tie_margin_is_a_value():
     settings = model_judge_settings(
-        TRAINED, template="pocketjudge", pair_combine="agree", tie_margin=0.0, max_input_chars=900
+        TRAINED,
+        SettingsLayer(
+            template="pocketjudge", pair_combine="agree", tie_margin=0.0, max_input_chars=900
+        ),
     )
     assert settings == ModelJudgeSettings("pocketjudge", "agree", 0.0, 900)
+
+
+def test_layers_merge_in_order_and_none_is_not_set():
+    low = SettingsLayer(template="a", tie_margin=0.3, criteria=True)
+    high = SettingsLayer(template="b", tie_margin=0.0, criteria=None)
+    assert low.merge(high) == SettingsLayer(template="b", tie_margin=0.0, criteria=True)
+    assert high.merge(low) == SettingsLayer(template="a", tie_margin=0.3, criteria=True)
+
+
+def test_the_context_layer_comes_last():
+    entry = TRAINED.model_copy(update={"context": 2048})
+    assert model_judge_settings(None).context_tokens == 4096
+    assert model_judge_settings(entry).context_tokens == 2048
+    assert model_judge_settings(entry, context_tokens=1024).context_tokens == 1024
+    config = JudgeConfig(**model_judge_settings(entry, context_tokens=1024).config_fields())
+    assert config.context_tokens == 1024
+
+
+def test_the_command_line_flags_are_one_layer_for_the_cli_and_the_evaluation():
+    from app.cli import _parser as cli_parser
+    from app.judging_arguments import judging_overrides
+    from training.evaluate import _parser as eval_parser
+
+    flags = ["--combine", "agree", "--tie-margin", "0", "--no-criteria"]
+    cli = cli_parser().parse_args(["judge", "in.jsonl", "--out", "o.jsonl", *flags])
+    evaluation = eval_parser().parse_args(["in.jsonl", *flags])
+    expected = SettingsLayer(pair_combine="agree", tie_margin=0.0, criteria=False)
+    assert judging_overrides(cli) == judging_overrides(evaluation) == expected
+    unset = judging_overrides(eval_parser().parse_args(["in.jsonl"]))
+    assert model_judge_settings(TRAINED, unset) == model_judge_settings(TRAINED)
 
 
 def test_config_fields_cap_the_input_only_where_the_entry_does():
@@ -59,7 +92,7 @@ def test_a_judge_trained_on_the_decision_alone_is_read_without_criteria():
     assert JudgeConfig(**model_judge_settings(decision_only).config_fields()).criteria is False
     assert JudgeConfig(**model_judge_settings(TRAINED).config_fields()).criteria is True
     # --no-criteria on any other judge
-    assert model_judge_settings(TRAINED, criteria=False).criteria is False
+    assert model_judge_settings(TRAINED, SettingsLayer(criteria=False)).criteria is False
     # and the registry entry a training run writes says so
     from training.registry_entry import registry_entry
 

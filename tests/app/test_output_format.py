@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.criteria_types import CriterionSpec, default_weight
 from app.output_format import (
     FEEDBACK_MAX_CHARS,
     VERDICTS,
@@ -18,7 +19,8 @@ from app.output_format import (
 )
 from app.parsing import parse_output
 from app.records import Protocol
-from app.scenarios import RUBRICS_DIR, CriterionSpec, default_weight, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.scoring import ScoringRule, ranking_from_overall
 from models.backends.base import OutputSpec, ValueRule
 from models.backends.json_tracker import JsonTracker

@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 
+from app.criteria_types import CriterionSpec, default_weight
 from app.parsing import ParsedOutput, ParseFailure, last_json_object, parse_output
 from app.records import Protocol
-from app.scenarios import RUBRICS_DIR, CriterionSpec, default_weight, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.scoring import ScoringRule
 
 CASES_FILE = Path(__file__).parent / "parser_cases.json"

@@ -28,7 +28,8 @@ from app.prompts import (
     template_names,
 )
 from app.records import Protocol
-from app.scenarios import RUBRICS_DIR, Scenario, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import Scenario, load_catalog
 from app.scoring import ScoringRule
 from models.backends.base import Message
 

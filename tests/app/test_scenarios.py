@@ -6,18 +6,15 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError, UnknownNameError
-from app.scenarios import (
-    CATEGORIES,
+from app.rubrics import (
     RUBRICS_DIR,
-    SCENARIOS_DIR,
-    Catalog,
     Rubric,
     RubricCriterion,
     builtin_rubrics,
-    load_catalog,
     load_rubric,
     save_rubric,
 )
+from app.scenarios import CATEGORIES, SCENARIOS_DIR, Catalog, load_catalog
 
 GROUP_SIZES = {
     "Summarization": 3,

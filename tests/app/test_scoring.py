@@ -8,7 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from app.scenarios import RUBRICS_DIR, CriterionSpec, default_weight, load_catalog, load_rubric
+from app.criteria_types import CriterionSpec, default_weight
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.scoring import (
     TEN_SCALE,
     ScoringRule,

@@ -15,7 +15,8 @@ from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.scenarios import RUBRICS_DIR, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
 from app.service import JudgeConfig, JudgeService, Progress, infer_protocol
 from models.backends import create_backend

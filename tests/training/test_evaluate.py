@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.io.reader import read_rows
+from app.model_settings import SettingsLayer
 from app.records import Judgment, Status
 from app.scenarios import load_catalog
 from app.scoring import ScoringRule, verdict_from_overall
@@ -278,7 +279,7 @@ def test_rescore_with_a_tie_margin_redecides_calibrated_verdicts(
         [inputs["llmbar"]],
         judgments=calibrated,
         out_dir=tmp_path / "b",
-        overrides=Overrides(tie_margin=0.0),  # no --combine needed
+        overrides=Overrides(SettingsLayer(tie_margin=0.0)),  # no --combine needed
     )
     judge = redecided["files"]["llmbar.json"]["judge"]
     assert as_saved["files"]["llmbar.json"]["judge"]["agreement_combined"] == 0.0  # all ties
@@ -292,7 +293,7 @@ def test_rescore_with_a_tie_margin_redecides_calibrated_verdicts(
             [inputs["llmbar"]],
             judgments=calibrated,
             out_dir=tmp_path / "c",
-            overrides=Overrides(pair_combine="agree", tie_margin=0.1),
+            overrides=Overrides(SettingsLayer(pair_combine="agree", tie_margin=0.1)),
         )
 
 

@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from app.criteria_resolution import AUTO, resolve
 from app.records import JudgeItem
-from app.scenarios import RUBRICS_DIR, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.ui.state import settings_from
 
 PAGE = "app_pages/criteria.py"

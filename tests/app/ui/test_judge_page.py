@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import app.metrics
 from app.records import Judgment, Protocol, Status
-from app.scenarios import RUBRICS_DIR, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
 
 QUESTION = "What is the capital of France?"
 REFERENCE = "Paris is the capital of France."

@@ -9,7 +9,8 @@ import pytest
 from app.criteria_resolution import AUTO, resolve
 from app.prompts import DEFAULT_TEMPLATE
 from app.records import JudgeItem, Protocol
-from app.scenarios import RUBRICS_DIR, load_catalog, load_rubric
+from app.rubrics import RUBRICS_DIR, load_rubric
+from app.scenarios import load_catalog
 from app.ui.settings import (
     MAX_UPLOAD_ENV,
     MODEL_ENV,

@@ -19,7 +19,8 @@ from app.output_format import answer_keys, output_spec
 from app.parsing import parse_output
 from app.prompts import AnswerSlot, PromptInput, get_template
 from app.records import Protocol
-from app.scenarios import SCENARIOS_DIR, load_catalog, load_rubric
+from app.rubrics import load_rubric
+from app.scenarios import SCENARIOS_DIR, load_catalog
 from app.scoring import ScoringRule, verdict_from_overall
 from models.backends import backend_names, create_backend
 from models.backends.base import (

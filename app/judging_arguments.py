@@ -1,0 +1,77 @@
+"""The command-line flags that change how a model judges, for every command that judges.
+
+`python -m app judge` and `python -m training.evaluate` take the same flags and
+read them the same way: each flag left out stays None, so the model's registry
+setting stands (`app.model_settings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import get_args
+
+from app.model_settings import SettingsLayer
+from app.prompts import DEFAULT_TEMPLATE, template_names
+from app.verdicts import PairCombine
+
+
+def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
+    """Template, pair combine, tie margin, input cap, uncertainty, criteria, mode, context."""
+    parser.add_argument(
+        "--template",
+        choices=template_names(),
+        help=f"prompt template (default: the model's own, else {DEFAULT_TEMPLATE})",
+    )
+    parser.add_argument(
+        "--combine",
+        dest="pair_combine",
+        choices=get_args(PairCombine),
+        help="pairwise with swap: 'agree' keeps a verdict both orders give (else tie); "
+        "'calibrated' averages expected scores over both orders (default: the model's setting)",
+    )
+    parser.add_argument(
+        "--tie-margin",
+        type=float,
+        help="calibrated combine: a gap this small is a tie (default: the model's setting)",
+    )
+    parser.add_argument(
+        "--max-input-chars",
+        type=int,
+        help="cut question and answers to this many characters (default: the model's "
+        "setting, else what fits the context)",
+    )
+    parser.add_argument(
+        "--uncertain-below",
+        type=float,
+        help="report pairwise verdicts and rankings below this confidence as uncertain "
+        "(default: the model's setting)",
+    )
+    parser.add_argument(
+        "--no-criteria",
+        action="store_true",
+        help="decision-first templates: read the verdict or grade alone, no criterion scores "
+        "(fastest)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("score", "generate"),
+        default="score",
+        help="score (default): the verdict, grade or ranking and the criterion scores read from "
+        "the model's probabilities, no free text; generate: the whole reply, critique included",
+    )
+    parser.add_argument(
+        "--n-ctx", type=int, default=4096, help="context length in tokens (default: 4096)"
+    )
+
+
+def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
+    """The flags given, as the user's layer of settings (None where a flag was left out);
+    `--n-ctx` is the context layer, given to `model_judge_settings` apart."""
+    return SettingsLayer(
+        template=args.template,
+        pair_combine=args.pair_combine,
+        tie_margin=args.tie_margin,
+        max_input_chars=args.max_input_chars,
+        uncertain_below=args.uncertain_below,
+        criteria=False if args.no_criteria else None,
+    )
