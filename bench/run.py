@@ -4,7 +4,7 @@
                         [--runs bench/runs] [--results bench/results.md]
 
 Each (mode, threads) cell runs in its own process (bench/cell.py) and is saved in
-bench/runs/ as it finishes, so an interrupted benchmark goes on where it stopped
+bench/runs/<default judge>/ as it finishes, so an interrupted benchmark goes on where it stopped
 (--fresh runs everything again). In the same run the prompt-evaluation bound is
 measured: the item tokens of both orders of every pair (the prompt after the
 shared instructions) divided by the speed at which llama.cpp reads a prompt on
@@ -52,10 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--saved-only", action="store_true", help="run nothing: the table of the saved cells"
     )
-    parser.add_argument("--runs", type=Path, default=RUNS, help="where cells are saved")
+    parser.add_argument(
+        "--runs", type=Path, help="where cells are saved (default: bench/runs/<default judge>)"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the table goes")
     args = parser.parse_args(argv)
-    runs: Path = args.runs
+    from models.registry import load_registry
+
+    model = load_registry().default  # what the cells judge with: saved cells are its own
+    runs: Path = args.runs or RUNS / model
     threads = [int(t) for t in args.threads.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             n = args.pairs_a if mode == "a" else args.pairs
             cells[(mode, count)] = run_cell(runs, mode, count, n, args.fresh)
         cells[("bound", count)] = bound
-    table = render(cells, modes, threads, args.pairs)
+    table = render(cells, modes, threads, args.pairs, model)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(table, encoding="utf-8")
     print(table)
@@ -174,13 +179,13 @@ def read_speed(llama, prompts: list[tuple[list[int], int]]) -> float:
     return tokens / seconds
 
 
-def render(cells: dict, modes: list[str], threads: list[int], pairs: int) -> str:
+def render(cells: dict, modes: list[str], threads: list[int], pairs: int, model: str) -> str:
     lines = [
         "# Benchmark: judging modes on Auto-J dev",
         "",
         f"`make bench` on {datetime.now(UTC):%Y-%m-%d}: the first {pairs} pairs of "
         "`../shared/data/autoj/pairwise_dev.jsonl`, both orders, the default judge "
-        f"(`pj-smollm2-135m`) with its registry settings, each item fitted to a {N_CTX}-token "
+        f"(`{model}`) with its registry settings, each item fitted to a {N_CTX}-token "
         "context (the same input cut in every mode), on this machine "
         f"({os.cpu_count()} cores). Agreement: the judge's leaning against the human label "
         "(ties count; no verdict withheld).",

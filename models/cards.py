@@ -8,6 +8,7 @@ A model card (Markdown, under models/) may start with YAML front matter:
         rows: 290
         judge: 37.9                   # % agreement with the labels
         longer_answer_wins: 53.4      # the length heuristic on the same rows
+        coin_flip: 35.2               # a fair coin between the answers (optional)
         how: score mode, both orders, position-calibrated
     ---
 
@@ -34,12 +35,20 @@ class MeasuredRow(BaseModel):
     rows: int = Field(ge=1)
     judge: float = Field(ge=0, le=100)
     longer_answer_wins: float = Field(ge=0, le=100)
+    # What a fair coin between the two answers agrees on (half the rows with a winner):
+    # 50 where labels never tie. None: not on record.
+    coin_flip: float | None = Field(default=None, ge=0, le=100)
     how: str = ""
 
     @property
     def no_better_than_length(self) -> bool:
         """The judge agrees with people no more often than picking the longer answer."""
         return self.judge <= self.longer_answer_wins
+
+    @property
+    def below_coin_flip(self) -> bool:
+        """The judge agrees with people less often than tossing a coin between the answers."""
+        return self.coin_flip is not None and self.judge < self.coin_flip
 
 
 class CardFacts(BaseModel):

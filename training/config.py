@@ -114,6 +114,9 @@ class EvalConfig(_Strict):
 class ShipConfig(_Strict):
     enabled: bool = False  # copy the merged adapter to models/judges/<name>/ and register it
     make_default: bool = False  # and make it the registry's default judge
+    # The entry's confidence threshold (None: the registry's default, 0.5); a judge that
+    # almost never says tie needs more than half of its probability to have decided.
+    uncertain_below: float | None = Field(default=None, ge=0, le=1)
 
 
 class TrainingConfig(_Strict):

@@ -110,6 +110,11 @@ def _front_matter(metrics: dict[str, Any]) -> list[str]:
             "rows": int(row["rows"]),
             "judge": round(float(row["calibrated verdict %"]), 1),
             "longer_answer_wins": round(float(row["longer answer wins %"]), 1),
+            **(
+                {"coin_flip": float(row["coin flip %"])}
+                if row.get("coin flip %") is not None
+                else {}
+            ),
             "how": MEASURED_HOW,
         }
         for name, row in metrics.items()

@@ -323,6 +323,13 @@ def stage_eval(config: TrainingConfig, run: Path, base_dir: Path, progress: bool
     return reports
 
 
+def coin_flip(labels: dict[str, float] | None) -> float | None:
+    """The agreement of a fair coin between the answers: half the rows with a winner."""
+    if not labels:
+        return None
+    return round((labels.get("A", 0.0) + labels.get("B", 0.0)) / 2, 1)
+
+
 def headline_metrics(report: dict) -> dict[str, dict]:
     """Per evaluation file: the numbers a model card shows."""
     rows = {}
@@ -334,6 +341,7 @@ def headline_metrics(report: dict) -> dict[str, dict]:
                 "both orders %": judge.get("agreement_both"),
                 "calibrated verdict %": judge.get("agreement_combined"),
                 "longer answer wins %": entry["heuristic"].get("agreement_both"),
+                "coin flip %": coin_flip(judge.get("labels")),
                 "swap consistency %": judge.get("consistency"),
             }
         else:
@@ -390,6 +398,7 @@ def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> d
         tie_margin=float(calibration["tie_margin"]),
         max_input_chars=config.data.max_input_chars,
         criteria=config.data.criteria,
+        uncertain_below=config.ship.uncertain_below,
         card=f"judges/{config.name}/MODEL_CARD.md",
         description=(
             f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "

@@ -24,6 +24,7 @@ def registry_entry(
     context: int = 4096,
     max_input_chars: int | None = None,
     criteria: bool = True,
+    uncertain_below: float | None = None,
     card: str | None = None,
     description: str = "",
 ) -> dict[str, Any]:
@@ -43,6 +44,7 @@ def registry_entry(
         "pair_combine": pair_combine,
         "tie_margin": tie_margin,
         "max_input_chars": max_input_chars,
+        "uncertain_below": uncertain_below,  # written only when given
         "criteria": None if criteria else False,  # written only when not the default
         "card": card,
         "description": description

@@ -71,14 +71,25 @@ def show_measured(rows: Sequence[MeasuredRow], model: str) -> None:
         for row in rows
     ]
     weaker = [row for row in rows if row.no_better_than_length]
+    chance = [row for row in rows if row.below_coin_flip]
     st.markdown(f"**How often `{model}` agrees with people** (from its model card)")
     st.markdown("\n".join(lines))
-    if weaker:
-        st.warning(
-            f"On {len(weaker)} of {len(rows)} sets this judge agrees with people no more often "
-            "than picking the longer answer. Read its verdicts as a rough hint, and check the "
-            "important ones yourself."
-        )
+    if weaker or chance:
+        said = []
+        if weaker:
+            said.append(
+                f"On {len(weaker)} of {len(rows)} sets this judge agrees with people no more "
+                "often than picking the longer answer."
+            )
+        if chance:
+            names = ", ".join(f"`{row.file}`" for row in chance)
+            said.append(
+                f"On {names} it agrees less often than a coin tossed between the answers "
+                f"({', '.join(f'{row.coin_flip:.1f} %' for row in chance)}): there its "
+                "verdicts point the wrong way more often than not."
+            )
+        said.append("Read its verdicts as a rough hint, and check the important ones yourself.")
+        st.warning(" ".join(said))
 
 
 def _show_failure(judgment: Judgment) -> None:

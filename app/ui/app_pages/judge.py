@@ -124,7 +124,7 @@ def page() -> None:
         "Scenario and criteria page. Nothing leaves this machine."
     )
     measured = measured_rows(settings.model)
-    weak = any(row.no_better_than_length for row in measured)
+    weak = any(row.no_better_than_length or row.below_coin_flip for row in measured)
     with st.expander("How far to trust this judge", expanded=weak):
         show_measured(measured, model_label(settings.model))
     question, answers, reference = form(settings)

@@ -71,3 +71,9 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     assert f"How often {entry.name} agrees with people" in text
     assert "the longer answer wins:" in text
     assert re.search(r"\d+\.\d %\s*agreement; the longer answer wins: \d+\.\d %", text), text
+    from models.cards import card_facts
+
+    below = [row.file for row in card_facts(entry).measured if row.below_coin_flip]
+    warning = "it agrees less often than a coin tossed between the answers"
+    assert (warning in text) is bool(below), text
+    assert all(f"On {name}" in text.split(warning)[0] for name in below), text
