@@ -44,3 +44,14 @@ def test_features_come_from_a_real_gguf(tiny_gguf_model):
     assert features.shape[0] == 1 and features.shape[1] % 2 == 0
     assert np.isfinite(features).all() and np.abs(features).sum() > 0
     assert "Request: Name a colour." in probe_text(item.question, item.answers[0])
+
+
+def test_a_screen_samples_the_same_training_pairs_and_the_first_rows():
+    from app.records import JudgeItem
+    from training.probe import limited, sample
+
+    items = [JudgeItem(id=str(n), question="q", answers=("a", "b")) for n in range(10)]
+    assert [i.id for i in sample(items, 4)] == [i.id for i in sample(items, 4)]  # fixed
+    assert len({i.id for i in sample(items, 4)}) == 4
+    assert sample(items, 20) == items and limited(items, 0) == items
+    assert [i.id for i in limited(items, 3)] == ["0", "1", "2"]
