@@ -17,9 +17,10 @@ from app.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judgment_builder import Attempt, build_judgment, combine_swapped
+from app.model_settings import ModelJudgeSettings
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
-from app.prompts import DEFAULT_TEMPLATE, AnswerSlot, PromptInput, PromptTemplate, get_template
+from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
@@ -39,26 +40,29 @@ FIT_ROUNDS = 3
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
 
 
+_DEFAULTS = ModelJudgeSettings()  # the built-in judging settings (app/model_settings.py)
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     protocol: Protocol | None = None  # None: by answer count (1 single, 2 pairwise, 3+ multi)
     choice: CriteriaChoice = field(default_factory=CriteriaChoice)
     use_reference: bool = True
     swap: bool = True  # pairwise: judge both orders
-    pair_combine: PairCombine = "agree"  # how both orders make one verdict (judgment_builder)
-    tie_margin: float = 0.0  # calibrated combine: |expected A - B| at or below this is a tie
-    template: str = DEFAULT_TEMPLATE
+    pair_combine: PairCombine = _DEFAULTS.pair_combine  # how both orders make one verdict
+    tie_margin: float = _DEFAULTS.tie_margin  # calibrated: |expected A - B| up to this ties
+    template: str = _DEFAULTS.template
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
     max_input_chars: int | None = None  # a cap on the item's characters; None: what fits
-    context_tokens: int = 4096  # the model's context: items are cut to fit it
+    context_tokens: int = _DEFAULTS.context_tokens  # the model's context: items fit in it
     reference_metrics: bool = False  # ROUGE / BLEU / BERTScore per answer when a reference exists
     # score: the decision (and criterion scores) read from probabilities, no free text;
     # generate: the whole reply generated, critique included.
     mode: Mode = "score"
-    criteria: bool = True  # per-criterion scores (decision-first templates can leave them out)
+    criteria: bool = _DEFAULTS.criteria  # per-criterion scores (decision-first: optional)
     feedback: bool = False  # score mode: also write a critique of each judgment (slower)
     uncertain_below: float = 0.0  # pairwise / multi: a lower confidence is reported uncertain
-    critiques: bool = True  # False: the model is known to write no critique; say so instead
+    critiques: bool = _DEFAULTS.critiques  # False: the model writes none; say so instead
 
 
 @dataclass
