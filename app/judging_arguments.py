@@ -53,6 +53,12 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         "(fastest)",
     )
     parser.add_argument(
+        "--no-relevance-join",
+        action="store_true",
+        help="pairwise: report the judge's own verdict, not the one joined with request "
+        "relevance (for judges whose registry entry joins them)",
+    )
+    parser.add_argument(
         "--mode",
         choices=("score", "generate"),
         default="score",
@@ -74,4 +80,5 @@ def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
         max_input_chars=args.max_input_chars,
         uncertain_below=args.uncertain_below,
         criteria=False if args.no_criteria else None,
+        relevance_join=False if args.no_relevance_join else None,
     )

@@ -15,10 +15,10 @@ reply, depends on the item and is made by the service from `context_tokens`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Protocol
+from typing import Literal, Protocol
 
 from app.prompts import DEFAULT_TEMPLATE
-from app.verdicts import PairCombine
+from app.verdicts import PairCombine, RelevanceJoin
 from models.backends.base import SamplingParams
 from models.registry import ModelEntry
 
@@ -35,6 +35,7 @@ class SettingsLayer:
     critiques: bool | None = None
     criteria: bool | None = None
     context_tokens: int | None = None  # the context the model is loaded with
+    relevance_join: RelevanceJoin | Literal[False] | None = None  # False: turned off
 
     def merge(self, over: SettingsLayer) -> SettingsLayer:
         """This layer with every value `over` sets put over it."""
@@ -53,6 +54,7 @@ class SettingsLayer:
             critiques=entry.critiques,
             criteria=entry.criteria,
             context_tokens=entry.context,
+            relevance_join=entry.relevance_join,
         )
 
 
@@ -70,6 +72,7 @@ class ModelJudgeSettings:
     critiques: bool = True  # False: the judge is known to write none
     criteria: bool = True  # False: read the decision alone (a judge trained without criteria)
     context_tokens: int = 4096
+    relevance_join: RelevanceJoin | None = None  # pairwise verdicts joined with relevance
 
     def config_fields(self) -> dict:
         """Keyword arguments for JudgeConfig."""
@@ -93,7 +96,7 @@ def model_judge_settings(
     if overrides is not None:
         layers = layers.merge(overrides)
     layers = layers.merge(SettingsLayer(context_tokens=context_tokens))
-    return ModelJudgeSettings(**asdict(layers))
+    return ModelJudgeSettings(**{**asdict(layers), "relevance_join": layers.relevance_join or None})
 
 
 class SamplingSource(Protocol):

@@ -135,6 +135,9 @@ class Judgment(_Frozen):
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
     order_winners: tuple[Winner | None, Winner | None] | None = None  # swap: each order's verdict
     margin: float | None = None  # swap, calibrated: expected overall of A minus B over both orders
+    # relevance join: the judge's own P(A) - P(B) and probabilities, and cos(request, A) minus
+    # cos(request, B), from which the reported verdict and confidence were made
+    relevance: dict[str, Any] | None = None
     truncated: bool = False  # a text was cut from the middle to fit the model's context
     mode: Mode | None = None  # score: decision read from probabilities; generate: full reply
     swapped: bool = False

@@ -24,7 +24,7 @@ from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenarios import Catalog, load_catalog
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
-from app.verdicts import PairCombine, mark_uncertain
+from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
 from models.backends.base import (
     Backend,
     Generation,
@@ -63,6 +63,7 @@ class JudgeConfig:
     feedback: bool = False  # score mode: also write a critique of each judgment (slower)
     uncertain_below: float = 0.0  # pairwise / multi: a lower confidence is reported uncertain
     critiques: bool = _DEFAULTS.critiques  # False: the model writes none; say so instead
+    relevance_join: RelevanceJoin | None = None  # pairwise: joined with request relevance
 
 
 @dataclass
@@ -340,6 +341,10 @@ class JudgeService:
 
     def _finish(self, plan: _Plan) -> Judgment:
         judgment = self._build(plan)
+        if plan.config.relevance_join is not None:
+            from app.relevance import join_relevance
+
+            judgment = join_relevance(judgment, plan.item, plan.config.relevance_join)
         judgment = mark_uncertain(judgment, plan.config.uncertain_below)
         item = plan.item
         if plan.config.reference_metrics and item.reference and judgment.status is not Status.ERROR:

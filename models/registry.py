@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
-from app.verdicts import PairCombine
+from app.verdicts import PairCombine, RelevanceJoin
 
 MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
@@ -37,6 +37,9 @@ class ModelEntry(BaseModel):
     # False: trained on the decision alone (decision-first templates), so criterion scores
     # are not read from it (they would be untrained guesses)
     criteria: bool = True
+    # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
+    # pairs by training.relevance_join); None: the judge's own verdict.
+    relevance_join: RelevanceJoin | None = None
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.datafiles import read_mapping, validate
+from app.verdicts import RelevanceJoin
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
@@ -117,6 +118,8 @@ class ShipConfig(_Strict):
     # The entry's confidence threshold (None: the registry's default, 0.5); a judge that
     # almost never says tie needs more than half of its probability to have decided.
     uncertain_below: float | None = Field(default=None, ge=0, le=1)
+    # Pairwise verdicts joined with request relevance: weights from training.relevance_join.
+    relevance_join: RelevanceJoin | None = None
 
 
 class TrainingConfig(_Strict):

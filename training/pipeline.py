@@ -399,6 +399,9 @@ def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> d
         max_input_chars=config.data.max_input_chars,
         criteria=config.data.criteria,
         uncertain_below=config.ship.uncertain_below,
+        relevance_join=(
+            config.ship.relevance_join.model_dump() if config.ship.relevance_join else None
+        ),
         card=f"judges/{config.name}/MODEL_CARD.md",
         description=(
             f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "

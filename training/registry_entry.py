@@ -25,6 +25,7 @@ def registry_entry(
     max_input_chars: int | None = None,
     criteria: bool = True,
     uncertain_below: float | None = None,
+    relevance_join: dict[str, float] | None = None,
     card: str | None = None,
     description: str = "",
 ) -> dict[str, Any]:
@@ -46,6 +47,7 @@ def registry_entry(
         "max_input_chars": max_input_chars,
         "uncertain_below": uncertain_below,  # written only when given
         "criteria": None if criteria else False,  # written only when not the default
+        "relevance_join": relevance_join,
         "card": card,
         "description": description
         or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",

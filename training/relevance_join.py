@@ -32,7 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from app.io.writer import write_jsonl
 from app.records import JudgeItem
+from app.relevance import relevance_differences
+from app.verdicts import RelevanceJoin
 from training.config import resolve_config_path, resolve_path
 from training.meta_metrics import longer_answer, percent
 
@@ -42,8 +45,6 @@ EVAL_FILES = (
     "../shared/data/llmbar/natural.json",
     "../shared/data/llmbar/adversarial_neighbor.json",
 )
-QUESTION_CHARS = 1000
-ANSWER_CHARS = 2000
 
 
 def fitting_pairs(config_name: str, pairs: int, seed: int = 99) -> list[JudgeItem]:
@@ -100,22 +101,31 @@ def margins(judgments: Path, file_name: str) -> dict[int, float]:
     return found
 
 
-def relevance(items: Sequence[JudgeItem]) -> np.ndarray:
-    """cos(request, A) - cos(request, B), MiniLM embeddings."""
-    from training.similarity import embed
-
-    question = embed([i.question[:QUESTION_CHARS] for i in items])
-    answers = [embed([i.answers[k][:ANSWER_CHARS] for i in items]) for k in (0, 1)]
-    return (question * answers[0]).sum(axis=1) - (question * answers[1]).sum(axis=1)
-
-
 def features(judgments: Path, data_file: Path) -> tuple[np.ndarray, list[JudgeItem]]:
     items = labelled_items(data_file)
     judged = margins(judgments, data_file.name)
     lines = [line for line in sorted(items) if line in judged]
     chosen = [items[line] for line in lines]
     llm = np.array([judged[line] for line in lines])
-    return np.stack([llm, relevance(chosen)], axis=1), chosen
+    return np.stack([llm, relevance_differences(chosen)], axis=1), chosen
+
+
+def apply_join(judgments: Path, weights: RelevanceJoin, uncertain_below: float) -> list:
+    """Saved judgments of the evaluation files, pairwise ones joined with relevance as the
+    engine joins them, then marked uncertain below the threshold (as the engine does)."""
+    from app.io.judgments import read_judgments
+    from app.relevance import join_relevance
+    from app.verdicts import mark_uncertain
+
+    items = {resolve_path(name).name: labelled_items(resolve_path(name)) for name in EVAL_FILES}
+    joined = []
+    for judgment in read_judgments(judgments):
+        item = items.get(judgment.metadata.get("eval_file", ""), {}).get(judgment.line)
+        if item is not None and judgment.relevance is None:
+            judgment = judgment.model_copy(update={"winner": judgment.leaning})
+            judgment = mark_uncertain(join_relevance(judgment, item, weights), uncertain_below)
+        joined.append(judgment)
+    return joined
 
 
 def fit_head(x: np.ndarray, winners: Sequence[str]):
@@ -154,7 +164,26 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("training/runs/pj-qwen05-decision/eval/combined.jsonl"),
     )
     fit.add_argument("--out", type=Path, default=RUN_DIR / "results.json")
+    apply = commands.add_parser(
+        "apply",
+        help="join saved judgments of the evaluation files with relevance through the "
+        "engine's own join (app/relevance.py), for `training.evaluate --judgments`",
+    )
+    apply.add_argument("judgments", type=Path)
+    apply.add_argument("--margin", type=float, required=True)
+    apply.add_argument("--relevance", type=float, required=True)
+    apply.add_argument("--uncertain-below", type=float, default=0.5)
+    apply.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "apply":
+        joined = apply_join(
+            args.judgments,
+            RelevanceJoin(margin=args.margin, relevance=args.relevance),
+            args.uncertain_below,
+        )
+        write_jsonl(joined, args.out)
+        print(f"{args.out}: {len(joined)} judgments")
+        return 0
     if args.command == "prepare":
         items = fitting_pairs(args.config, args.pairs)
         write_items(items, args.out)

@@ -4,27 +4,11 @@ request, like LLMBar's adversarial neighbour pairs, rather than any request of t
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
-from app.metrics.reference import bertscore_model_dir, set_offline
-
-
-@functools.cache
-def _encoder():
-    set_offline()
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(bertscore_model_dir()), device="cpu")
-
-
-def embed(texts: Sequence[str]) -> np.ndarray:
-    """Unit-length embeddings, one row per text."""
-    return _encoder().encode(
-        list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False
-    )
+from app.relevance import embed
 
 
 def neighbours_by_similarity(texts: Sequence[str]) -> list[list[int]]:

@@ -114,6 +114,19 @@ def verdict_headline(judgment: Judgment) -> str:
     return "Tie" if winner == "tie" else f"Answer {winner} is better"
 
 
+def relevance_note(relevance: dict) -> str:
+    """What the judge said alone, and how request relevance moved it."""
+    own = relevance.get("judge_probs") or {}
+    leaning = "A" if own.get("A", 0.0) > own.get("B", 0.0) else "B"
+    closer = "A" if relevance.get("relevance_difference", 0.0) > 0 else "B"
+    return (
+        f"Joined with request relevance: the judge alone leaned to answer {leaning} "
+        f"(P(A) {own.get('A', 0.0):.0%}, P(B) {own.get('B', 0.0):.0%}); answer {closer} is "
+        f"closer to the request (cosine difference {relevance.get('relevance_difference', 0):+.2f}"
+        "). Relevance rewards an answer on the request's topic, not a correct one."
+    )
+
+
 def _headline(judgment: Judgment, top: float | None) -> None:
     labels = charts.answer_labels(judgment)
     if judgment.protocol is Protocol.PAIRWISE:
@@ -131,6 +144,8 @@ def _headline(judgment: Judgment, top: float | None) -> None:
                 else "The two orders disagreed; the verdict comes from the expected scores "
                 "averaged over both orders."
             )
+        if judgment.relevance:
+            st.caption(relevance_note(judgment.relevance))
     elif judgment.ranking:
         order = " > ".join(labels[n - 1] for n in judgment.ranking)
         st.subheader(f"Ranking: {order}")

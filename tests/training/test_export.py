@@ -380,7 +380,9 @@ def test_the_default_judge_is_what_its_training_config_ships() -> None:
         max_input_chars=config.data.max_input_chars,
         criteria=config.data.criteria,
         uncertain_below=config.ship.uncertain_below,
+        relevance_join=config.ship.relevance_join.model_dump(),
     )
+    assert default.relevance_join.model_dump() == written["relevance_join"]
     for key in ("file", "build", "base", "template", "max_input_chars", "uncertain_below"):
         assert getattr(default, key) == written[key], key
     assert default.criteria is written["criteria"] is False

