@@ -371,17 +371,9 @@ def test_the_default_judge_is_what_its_training_config_ships() -> None:
     config = load_config(resolve_config_path("qwen05-decision"))
     assert config.ship.enabled and config.ship.make_default
     assert default.name == config.name
-    written = registry_entry(
-        config.name,
-        base=config.base,
-        adapter=f"judges/{config.name}/adapter",
-        template=config.data.template,
-        pair_combine="calibrated",
-        max_input_chars=config.data.max_input_chars,
-        criteria=config.data.criteria,
-        uncertain_below=config.ship.uncertain_below,
-        relevance_join=config.ship.relevance_join.model_dump(),
-    )
+    from training.pipeline import shipped_entry
+
+    written = shipped_entry(config, default.tie_margin)
     assert default.relevance_join.model_dump() == written["relevance_join"]
     for key in ("file", "build", "base", "template", "max_input_chars", "uncertain_below"):
         assert getattr(default, key) == written[key], key
