@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
     from app.io.reader import read_rows
     from app.io.writer import write_jsonl
-    from app.model_settings import model_judge_settings
+    from app.model_settings import SettingsLayer, model_judge_settings
     from app.records import Protocol, Status
     from app.service import JudgeConfig, JudgeService
     from models.backends.base import BackendOptions, SamplingParams
@@ -42,6 +42,9 @@ def main(argv: list[str]) -> int:
     from models.registry import load_registry
 
     entry = load_registry().get()
+    # The judging modes of the LLM engine: a registry's relevance join (MiniLM through torch,
+    # app/relevance.py) would add the same cost to every mode, so it is left out here.
+    judge_alone = SettingsLayer(relevance_join=False)
     rows = list(islice(read_rows(DEV), pairs))
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
     started = time.perf_counter()
@@ -54,7 +57,7 @@ def main(argv: list[str]) -> int:
         protocol=Protocol.PAIRWISE,
         mode="score" if mode in ("c", "d", "e") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
-        **model_judge_settings(entry, context_tokens=N_CTX).config_fields(),
+        **model_judge_settings(entry, judge_alone, context_tokens=N_CTX).config_fields(),
     )
     if mode == "e":
         config = replace(config, template="pocketjudge-decision-compact", criteria=False)

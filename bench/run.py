@@ -185,7 +185,8 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int, model:
         "",
         f"`make bench` on {datetime.now(UTC):%Y-%m-%d}: the first {pairs} pairs of "
         "`../shared/data/autoj/pairwise_dev.jsonl`, both orders, the default judge "
-        f"(`{model}`) with its registry settings, each item fitted to a {N_CTX}-token "
+        f"(`{model}`) with its registry settings but no relevance join, each item fitted to a "
+        f"{N_CTX}-token "
         "context (the same input cut in every mode), on this machine "
         f"({os.cpu_count()} cores). Agreement: the judge's leaning against the human label "
         "(ties count; no verdict withheld).",
