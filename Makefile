@@ -52,8 +52,8 @@ test: setup models browser
 test-fast: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-# QUICK=1: the whole pipeline on a slice of the data (minutes); else the CPU recipe (pj-smollm2-135m,
-# hours on 2 cores). The default judge's recipe wants a GPU: TRAIN_CONFIG=qwen05-decision.
+# QUICK=1: the whole pipeline on a slice of the data (minutes); else the default judge's recipe
+# (pj-smollm2-135m). The stronger judge's recipe wants a GPU: TRAIN_CONFIG=qwen05-decision.
 TRAIN_CONFIG ?= $(if $(QUICK),quick,smollm2-judge)
 EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natural.json \
 	../shared/data/llmbar/adversarial_neighbor.json

@@ -97,8 +97,8 @@ def test_the_registry_turns_it_on_and_the_flag_off():
     assert judging_overrides(args).relevance_join is False
 
 
-def test_the_default_judge_joins_its_verdicts_with_relevance():
-    assert load_registry().get().relevance_join is not None
+def test_the_decision_judge_joins_its_verdicts_with_relevance():
+    assert load_registry().get("pj-qwen05-decision").relevance_join is not None
 
 
 def test_a_real_model_judgment_carries_the_join(tiny_gguf_model: Path):
