@@ -59,6 +59,12 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         "relevance (for judges whose registry entry joins them)",
     )
     parser.add_argument(
+        "--no-state-head",
+        action="store_true",
+        help="decide from the model's reply, not from the head on its hidden states (for "
+        "judges whose registry entry has a state head: the model zero-shot)",
+    )
+    parser.add_argument(
         "--mode",
         choices=("score", "generate"),
         default="score",
@@ -81,4 +87,5 @@ def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
         uncertain_below=args.uncertain_below,
         criteria=False if args.no_criteria else None,
         relevance_join=False if args.no_relevance_join else None,
+        state_head=False if args.no_state_head else None,
     )

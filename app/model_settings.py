@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Literal, Protocol
 
 from app.prompts import DEFAULT_TEMPLATE
+from app.state_head import StateHead, load_state_head
 from app.verdicts import PairCombine, RelevanceJoin
 from models.backends.base import SamplingParams
-from models.registry import ModelEntry
+from models.registry import MODELS_DIR, ModelEntry
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class SettingsLayer:
     criteria: bool | None = None
     context_tokens: int | None = None  # the context the model is loaded with
     relevance_join: RelevanceJoin | Literal[False] | None = None  # False: turned off
+    state_head: StateHead | Literal[False] | None = None  # False: turned off
 
     def merge(self, over: SettingsLayer) -> SettingsLayer:
         """This layer with every value `over` sets put over it."""
@@ -55,6 +57,7 @@ class SettingsLayer:
             criteria=entry.criteria,
             context_tokens=entry.context,
             relevance_join=entry.relevance_join,
+            state_head=load_state_head(MODELS_DIR / entry.state_head) if entry.state_head else None,
         )
 
 
@@ -73,10 +76,11 @@ class ModelJudgeSettings:
     criteria: bool = True  # False: read the decision alone (a judge trained without criteria)
     context_tokens: int = 4096
     relevance_join: RelevanceJoin | None = None  # pairwise verdicts joined with relevance
+    state_head: StateHead | None = None  # verdicts read from the model's states by a head
 
     def config_fields(self) -> dict:
         """Keyword arguments for JudgeConfig."""
-        return asdict(self)
+        return dict(vars(self))  # not asdict: it would deep-copy the state head
 
 
 BUILT_IN = SettingsLayer(**asdict(ModelJudgeSettings()))  # the bottom layer, written once
@@ -96,7 +100,11 @@ def model_judge_settings(
     if overrides is not None:
         layers = layers.merge(overrides)
     layers = layers.merge(SettingsLayer(context_tokens=context_tokens))
-    return ModelJudgeSettings(**{**asdict(layers), "relevance_join": layers.relevance_join or None})
+    turned_off = {
+        "relevance_join": layers.relevance_join or None,
+        "state_head": layers.state_head or None,
+    }
+    return ModelJudgeSettings(**{**vars(layers), **turned_off})
 
 
 class SamplingSource(Protocol):

@@ -138,6 +138,9 @@ class Judgment(_Frozen):
     # relevance join: the judge's own P(A) - P(B) and probabilities, and cos(request, A) minus
     # cos(request, B), from which the reported verdict and confidence were made
     relevance: dict[str, Any] | None = None
+    # state head (app/state_judging.py): each signal's share of the score (states, relevance,
+    # length, their sum), or each answer's utility for a ranking
+    verdict_parts: dict[str, float] | None = None
     truncated: bool = False  # a text was cut from the middle to fit the model's context
     mode: Mode | None = None  # score: decision read from probabilities; generate: full reply
     swapped: bool = False

@@ -45,10 +45,18 @@ def embed(texts: Sequence[str]) -> np.ndarray:
 
 
 def relevance_differences(items: Sequence[JudgeItem]) -> np.ndarray:
-    """Per pair: cos(request, answer A) - cos(request, answer B)."""
-    question = embed([i.question[:QUESTION_CHARS] for i in items])
-    answers = [embed([i.answers[k][:ANSWER_CHARS] for i in items]) for k in (0, 1)]
-    return (question * answers[0]).sum(axis=1) - (question * answers[1]).sum(axis=1)
+    """Per pair: cos(request, answer A) - cos(request, answer B), in one encoder call."""
+    texts = [i.question[:QUESTION_CHARS] for i in items]
+    texts += [i.answers[k][:ANSWER_CHARS] for k in (0, 1) for i in items]
+    vectors = embed(texts)
+    question, first, second = np.split(vectors, 3)
+    return (question * first).sum(axis=1) - (question * second).sum(axis=1)
+
+
+def request_similarities(question: str, answers: Sequence[str]) -> np.ndarray:
+    """cos(request, answer) of each answer, in one encoder call."""
+    vectors = embed([question[:QUESTION_CHARS], *(a[:ANSWER_CHARS] for a in answers)])
+    return vectors[1:] @ vectors[0]
 
 
 def join_relevance(judgment: Judgment, item: JudgeItem, weights: RelevanceJoin) -> Judgment:

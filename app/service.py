@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from typing import cast
 
 from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError
@@ -23,6 +24,8 @@ from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenarios import Catalog, load_catalog
+from app.state_head import StateHead
+from app.state_judging import decides, head_judgment
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
 from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
 from models.backends.base import (
@@ -32,6 +35,7 @@ from models.backends.base import (
     OutputSpec,
     SamplingParams,
     ScoreRequest,
+    StateSource,
 )
 
 PAIR_LABELS = ("A", "B")
@@ -64,6 +68,8 @@ class JudgeConfig:
     uncertain_below: float = 0.0  # pairwise / multi: a lower confidence is reported uncertain
     critiques: bool = _DEFAULTS.critiques  # False: the model writes none; say so instead
     relevance_join: RelevanceJoin | None = None  # pairwise: joined with request relevance
+    # verdicts, rankings (and grades, with a grade head) read from the model's states
+    state_head: StateHead | None = None
 
 
 @dataclass
@@ -116,6 +122,15 @@ class _Plan:
     base: Judgment
     calls: list[_Call]
     generations: list[Generation] = field(default_factory=list)
+    by_head: bool = False  # decided by the state head: no model call
+
+    @property
+    def wants_critique(self) -> bool:
+        """A critique is written after the decision: score mode when asked, and always for
+        a decision the state head made (generate mode asks for the whole reply)."""
+        if self.by_head:
+            return self.config.feedback or self.config.mode == "generate"
+        return self.config.mode == "score" and self.config.feedback
 
 
 class JudgeService:
@@ -178,12 +193,12 @@ class JudgeService:
                 plans.append(self._plan(entry[0], config, entry[1]))
         self._run([plan for plan in plans if isinstance(plan, _Plan)], config)
         judgments = [plan if isinstance(plan, Judgment) else self._finish(plan) for plan in plans]
-        if config.mode == "score" and config.feedback:
-            judgments = [
-                self.explain(plan.item, judgment, config) if isinstance(plan, _Plan) else judgment
-                for plan, judgment in zip(plans, judgments)
-            ]
-        return judgments
+        return [
+            self.explain(plan.item, judgment, config)
+            if isinstance(plan, _Plan) and plan.wants_critique
+            else judgment
+            for plan, judgment in zip(plans, judgments)
+        ]
 
     def explain(self, item: JudgeItem, judgment: Judgment, config: JudgeConfig) -> Judgment:
         """A critique of a judgment already made: the reply generated again with its
@@ -196,7 +211,7 @@ class JudgeService:
                 "it gives verdicts and scores only"
             )
             return judgment.model_copy(update={"feedback": None, "feedback_note": note})
-        config = replace(config, protocol=judgment.protocol, mode="generate")
+        config = replace(config, protocol=judgment.protocol, mode="generate", state_head=None)
         plan = self._plan(item, config, judgment.line, decision=_decision_of(judgment))
         if isinstance(plan, Judgment):
             return judgment.model_copy(update={"feedback_note": plan.error})
@@ -249,6 +264,10 @@ class JudgeService:
         except (PocketJudgeError, ValueError) as exc:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
+        if decides(config.state_head, config.protocol):
+            truncated = _cut_by_head(item, config.state_head)
+            base = base.model_copy(update={"truncated": truncated, "criteria": ()})
+            return _Plan(item, config, resolved, base, calls=[], by_head=True)
         layout = ReplyLayout(
             decision_first=template.decision_first,
             criteria=config.criteria,
@@ -340,8 +359,8 @@ class JudgeService:
                 plan.generations = [Generation(text="", error=str(exc))] * len(plan.calls)
 
     def _finish(self, plan: _Plan) -> Judgment:
-        judgment = self._build(plan)
-        if plan.config.relevance_join is not None:
+        judgment = self._by_head(plan) if plan.by_head else self._build(plan)
+        if plan.config.relevance_join is not None and not plan.by_head:
             from app.relevance import join_relevance
 
             judgment = join_relevance(judgment, plan.item, plan.config.relevance_join)
@@ -353,6 +372,26 @@ class JudgeService:
             metrics = reference_metrics(list(item.answers), item.reference)
             judgment = judgment.model_copy(update={"reference_metrics": tuple(metrics)})
         return judgment
+
+    def _by_head(self, plan: _Plan) -> Judgment:
+        """The state head's judgment, from the model's states of each answer."""
+        head = plan.config.state_head
+        assert head is not None
+        if not self.backend.capabilities.states:
+            error = (
+                f"'{self.model_name}' decides from the model's hidden states, which the "
+                f"'{self.backend.name}' backend cannot read: use the llama-cpp backend"
+            )
+            return plan.base.model_copy(update={"error": error})
+        source = cast(StateSource, self.backend)
+        started = time.perf_counter()
+        try:
+            judgment = head_judgment(
+                plan.base, plan.item, head, source.state_features, plan.config.tie_margin
+            )
+        except (BackendError, ValueError) as exc:
+            return plan.base.model_copy(update={"error": f"backend failed: {exc}"})
+        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
@@ -400,6 +439,14 @@ def _reply_tokens(config: JudgeConfig, output: OutputSpec, backend: Backend) -> 
         return bound
     values = str(output.json_schema).count("'enum'")
     return 48 + 8 * values
+
+
+def _cut_by_head(item: JudgeItem, head: StateHead | None) -> bool:
+    """True when the head reads less than the whole request or an answer."""
+    assert head is not None
+    return len(item.question) > head.question_chars or any(
+        len(a) > head.answer_chars for a in item.answers
+    )
 
 
 def _decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:

@@ -40,6 +40,10 @@ class ModelEntry(BaseModel):
     # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
     # pairs by training.relevance_join); None: the judge's own verdict.
     relevance_join: RelevanceJoin | None = None
+    # Verdicts, rankings (and grades, where it has a grade head) read from the model's own
+    # hidden states by a fitted linear head: a JSON file under models/ (app/state_head.py,
+    # fitted by training.state_head); None: decided from the generated or scored reply.
+    state_head: str | None = None
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)
@@ -58,6 +62,17 @@ class ModelEntry(BaseModel):
     def _adapter_build_has_base(self) -> ModelEntry:
         if (self.build or "").partition(":")[0] == "adapter" and not self.base:
             raise ValueError("an 'adapter:<folder>' build needs 'base' (a name in models/bases.py)")
+        return self
+
+    @model_validator(mode="after")
+    def _state_head_exists(self) -> ModelEntry:
+        if self.state_head is not None:
+            from app.state_head import load_state_head
+
+            try:
+                load_state_head(MODELS_DIR / self.state_head)
+            except ConfigError as exc:  # reported under the registry's file and field too
+                raise ValueError(f"state_head: {exc}") from exc
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

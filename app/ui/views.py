@@ -127,6 +127,25 @@ def relevance_note(relevance: dict) -> str:
     )
 
 
+def head_note(parts: dict[str, float]) -> str:
+    """How much each signal of a state head moved a pairwise verdict (logit units)."""
+
+    def toward(value: float) -> str:
+        return f"{abs(value):.2f} toward {'A' if value > 0 else 'B'}" if value else "nothing"
+
+    said = [f"the model's reading of the answers {toward(parts.get('states', 0.0))}"]
+    if parts.get("relevance"):
+        said.append(f"request relevance {toward(parts['relevance'])}")
+    if parts.get("length"):
+        said.append(f"answer length {toward(parts['length'])}")
+    return (
+        "Decided by a head on the model's hidden states (not a written reply): "
+        + "; ".join(said)
+        + ". Relevance rewards the request's topic and length rewards more text, not "
+        "correctness."
+    )
+
+
 def _headline(judgment: Judgment, top: float | None) -> None:
     labels = charts.answer_labels(judgment)
     if judgment.protocol is Protocol.PAIRWISE:
@@ -146,6 +165,8 @@ def _headline(judgment: Judgment, top: float | None) -> None:
             )
         if judgment.relevance:
             st.caption(relevance_note(judgment.relevance))
+        if judgment.verdict_parts:
+            st.caption(head_note(judgment.verdict_parts))
     elif judgment.ranking:
         order = " > ".join(labels[n - 1] for n in judgment.ranking)
         st.subheader(f"Ranking: {order}")

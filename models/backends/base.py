@@ -6,6 +6,8 @@ in `Capabilities`, never probed with `hasattr`:
 - `grammar`: it can constrain output to a JSON schema, so valid JSON is certain;
 - `score_distributions`: it can read token probabilities at the value positions
   an `OutputSpec` marks, and restrict those values to the allowed candidates;
+- `states`: it can read the model's hidden states of a text (`state_features`), which
+  a judge with a state head (app/state_head.py) decides from;
 - `gpu_offload`, `batching`: as named.
 """
 
@@ -109,6 +111,7 @@ class Capabilities:
     gpu_offload: bool = False
     batching: bool = False  # score() runs several requests at once
     tokenizer: bool = False  # count_tokens() is exact, so inputs are fitted to the context
+    states: bool = False  # state_features(): pooled hidden states of a text (StateSource)
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,14 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class StateSource(Protocol):
+    """A backend with the `states` capability."""
+
+    def state_features(self, text: str) -> Any:
+        """The model's pooled hidden states of `text` (app.state_head.pooled), a numpy vector."""
+        ...
 
 
 def score_by_generation(backend: Backend, requests: Sequence[ScoreRequest]) -> list[Generation]:

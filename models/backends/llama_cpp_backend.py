@@ -47,6 +47,7 @@ from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
+from models.backends.state_reader import StateReader
 from models.backends.value_constraints import TokenTable
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
 
@@ -127,7 +128,10 @@ class LlamaCppBackend:
             gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
             batching=True,
             tokenizer=True,
+            states=True,
         )
+        self._n_threads = options.n_threads
+        self._state_reader: StateReader | None = None
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
         self._tokens = TokenTable(self._token_pieces())
@@ -291,6 +295,12 @@ class LlamaCppBackend:
             seed=request.params.seed,
         )
 
+    def state_features(self, text: str) -> np.ndarray:
+        """Pooled hidden states of `text`, from a reading context made on first use."""
+        if self._state_reader is None:
+            self._state_reader = StateReader(self.model_path, self._n_threads)
+        return self._state_reader.features(text)
+
     def _tokenize_text(self, text: str) -> list[int]:
         return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
@@ -299,6 +309,10 @@ class LlamaCppBackend:
         self._runner.forget()
 
     def close(self) -> None:
+        reader = getattr(self, "_state_reader", None)
+        if reader is not None:
+            reader.close()
+            self._state_reader = None
         runner = getattr(self, "_runner", None)
         if runner is not None:
             runner.close()

@@ -1,0 +1,132 @@
+"""A pairwise verdict read from the judge model's own hidden states: a classification head.
+
+The judge model reads each answer with its request (`state_text`); the mean and
+the last of its final-layer token states (`pooled`) describe that answer. A
+linear head, fitted on labelled training-split pairs by `python -m
+training.state_head`, turns the difference of the two answers' features into a
+preference, optionally joined with two explicit signals fitted beside it:
+
+    score = w . (f(A) - f(B))                        # the model's own states
+          + relevance * (cos(q, A) - cos(q, B))      # MiniLM request relevance
+          + length * log(len(A) / len(B))            # an explicit length prior
+    P(A)  = sigmoid(score)
+
+The head has no intercept and was fitted on both orders of every pair, so it
+cannot prefer a position: its verdict is the same in both orders. The parts of
+the score are kept apart in the judgment (`verdict_parts`), so a report can show
+what the states, relevance and length each contributed.
+
+This is the empirical-study seed's "classification head" for fine-tuned judges at
+its cheapest: the base stays frozen, and the head is a small JSON file committed
+beside the registry entry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.datafiles import validate
+
+QUESTION_CHARS = 400  # what the head reads of the request
+ANSWER_CHARS = 800  # and of each answer
+
+
+class StateHead(BaseModel):
+    """The fitted head (models/judges/<name>/state_head.json)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_file: str  # the GGUF whose states were read; other files give other states
+    question_chars: int = Field(default=QUESTION_CHARS, ge=1)
+    answer_chars: int = Field(default=ANSWER_CHARS, ge=1)
+    weights: tuple[float, ...]  # per pooled feature (mean states, then last-token states)
+    relevance: float = 0.0  # weight of cos(request, A) - cos(request, B); 0: not used
+    length: float = 0.0  # weight of log(len(A) / len(B)); 0: not used
+    # single answers: grade = grade_intercept + grade_weights . f(answer), clipped to 1-10
+    grade_weights: tuple[float, ...] | None = None
+    grade_intercept: float = 0.0
+    fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _even_features(self) -> StateHead:
+        if not self.weights or len(self.weights) % 2:
+            raise ValueError("weights: mean and last-token states, so an even, non-zero count")
+        if self.grade_weights is not None and len(self.grade_weights) != len(self.weights):
+            raise ValueError("grade_weights: one per feature, as many as weights")
+        return self
+
+    @property
+    def hidden_size(self) -> int:
+        return len(self.weights) // 2
+
+
+@cache
+def load_state_head(path: Path) -> StateHead:
+    """The head at `path`, validated; errors name the file and the field."""
+    import json
+
+    from app.errors import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(path, "state_head", "file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, "state_head", f"not valid JSON: {exc}") from exc
+    return validate(StateHead, data, path)
+
+
+def state_text(
+    question: str,
+    answer: str,
+    question_chars: int = QUESTION_CHARS,
+    answer_chars: int = ANSWER_CHARS,
+) -> str:
+    """What the judge model reads for one answer: the request and the answer, both cut."""
+    return f"Request: {question[:question_chars]}\n\nAnswer: {answer[:answer_chars]}"
+
+
+def pooled(token_states: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """Mean and last token state side by side: the answer's whole text and its end."""
+    states = np.asarray(token_states, dtype=np.float32)
+    return np.concatenate([states.mean(axis=0), states[-1]])
+
+
+def length_log_ratio(first: str, second: str) -> float:
+    """log(len(first) / len(second)), characters, each at least one."""
+    return math.log(max(len(first), 1) / max(len(second), 1))
+
+
+def verdict_parts(
+    head: StateHead,
+    first: np.ndarray,
+    second: np.ndarray,
+    relevance_difference: float | None,
+    length_ratio: float,
+) -> dict[str, float]:
+    """Each signal's share of the score for answer A over answer B, and their sum."""
+    if first.shape != (len(head.weights),) or second.shape != first.shape:
+        raise ValueError(
+            f"the head reads {len(head.weights)} features, the model gave {first.shape[0]}: "
+            f"it was fitted on {head.base_file}"
+        )
+    states = float(np.dot(np.asarray(head.weights, dtype=np.float64), first - second))
+    relevance = head.relevance * (relevance_difference or 0.0)
+    length = head.length * length_ratio
+    return {
+        "states": round(states, 4),
+        "relevance": round(relevance, 4),
+        "length": round(length, 4),
+        "score": round(states + relevance + length, 4),
+    }
+
+
+def probability_a(score: float) -> float:
+    """P(answer A is better) for a head score (a logistic head)."""
+    return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))

@@ -1,0 +1,142 @@
+"""Judgments made by a state head (app/state_head.py) instead of a generated reply.
+
+Each answer gets a utility from the judge model's states of it (plus, where the
+head was fitted with them, request relevance and log length):
+
+    u(answer) = w . f(answer) + relevance * cos(request, answer) + length * log(len(answer))
+
+so a pair's score u(A) - u(B) is the head's logit (a Bradley-Terry view: the
+pairwise head is linear in the difference), answers are ranked by u, and a
+single answer's grade comes from the grade head on the same features. The
+verdict is the same in both answer orders by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
+from app.state_head import (
+    StateHead,
+    length_log_ratio,
+    probability_a,
+    state_text,
+    verdict_parts,
+)
+
+ReadStates = Callable[[str], np.ndarray]
+
+
+def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
+    """True when a state head makes this protocol's judgment (grades only with a grade head)."""
+    if head is None:
+        return False
+    if protocol is Protocol.SINGLE:
+        return head.grade_weights is not None
+    return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
+
+
+def head_judgment(
+    base: Judgment, item: JudgeItem, head: StateHead, read: ReadStates, tie_band: float
+) -> Judgment:
+    """The judgment of `item` by the head: a verdict, a ranking or grades."""
+    features = [
+        read(state_text(item.question, a, head.question_chars, head.answer_chars))
+        for a in item.answers
+    ]
+    if base.protocol is Protocol.SINGLE:
+        return _grades(base, head, features)
+    similarities = _similarities(item, head)
+    if base.protocol is Protocol.PAIRWISE:
+        return _verdict(base, item, head, features, similarities, tie_band)
+    return _ranking(base, item, head, features, similarities)
+
+
+def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
+    if not head.relevance:
+        return None
+    from app.relevance import request_similarities
+
+    return request_similarities(item.question, item.answers)
+
+
+def _verdict(
+    base: Judgment,
+    item: JudgeItem,
+    head: StateHead,
+    features: Sequence[np.ndarray],
+    similarities: np.ndarray | None,
+    tie_band: float,
+) -> Judgment:
+    relevance = None if similarities is None else float(similarities[0] - similarities[1])
+    parts = verdict_parts(
+        head, features[0], features[1], relevance, length_log_ratio(*item.answers[:2])
+    )
+    if relevance is not None:
+        parts["relevance_difference"] = round(relevance, 4)
+    p_a = probability_a(parts["score"])
+    leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
+    winner = "tie" if abs(p_a - 0.5) <= tie_band else leaning
+    return base.model_copy(
+        update={
+            "status": Status.OK,
+            "winner": winner,
+            "leaning": winner,
+            "confidence": round(max(p_a, 1 - p_a), 4),
+            "verdict_probs": {"A": round(p_a, 4), "B": round(1 - p_a, 4), "tie": 0.0},
+            "margin": round(2 * p_a - 1, 4),
+            "consistent": True,  # one verdict for both orders, by construction
+            "order_winners": (winner, winner),
+            "verdict_parts": parts,
+        }
+    )
+
+
+def _utilities(
+    item: JudgeItem,
+    head: StateHead,
+    features: Sequence[np.ndarray],
+    similarities: np.ndarray | None,
+) -> list[float]:
+    weights = np.asarray(head.weights, dtype=np.float64)
+    values = []
+    for index, (answer, f) in enumerate(zip(item.answers, features)):
+        value = float(weights @ f) + head.length * math.log(max(len(answer), 1))
+        if similarities is not None:
+            value += head.relevance * float(similarities[index])
+        values.append(value)
+    return values
+
+
+def _ranking(
+    base: Judgment,
+    item: JudgeItem,
+    head: StateHead,
+    features: Sequence[np.ndarray],
+    similarities: np.ndarray | None,
+) -> Judgment:
+    utilities = _utilities(item, head, features, similarities)
+    order = sorted(range(len(utilities)), key=lambda i: -utilities[i])
+    first, second = (utilities[i] for i in order[:2])
+    return base.model_copy(
+        update={
+            "status": Status.OK,
+            "ranking": tuple(i + 1 for i in order),
+            # P(the first-ranked answer beats the second), by the pairwise head
+            "confidence": round(probability_a(first - second), 4),
+            "verdict_parts": {f"utility_{i + 1}": round(u, 4) for i, u in enumerate(utilities)},
+        }
+    )
+
+
+def _grades(base: Judgment, head: StateHead, features: Sequence[np.ndarray]) -> Judgment:
+    assert head.grade_weights is not None
+    weights = np.asarray(head.grade_weights, dtype=np.float64)
+    answers = []
+    for f in features:
+        value = min(max(head.grade_intercept + float(weights @ f), 1.0), 10.0)
+        answers.append(AnswerScores(criteria={}, overall=round(value), expected_overall=value))
+    return base.model_copy(update={"status": Status.OK, "answers": tuple(answers)})

@@ -1,0 +1,224 @@
+"""The state head: its file checked on load, its score's parts, and judgments made from the
+hidden states of the tiny real model through llama.cpp (the backend's `state_features`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.errors import ConfigError
+from app.records import JudgeItem, Protocol, Status
+from app.service import JudgeConfig, JudgeService
+from app.state_head import (
+    StateHead,
+    length_log_ratio,
+    load_state_head,
+    pooled,
+    probability_a,
+    state_text,
+    verdict_parts,
+)
+from models.backends.base import BackendOptions, Capabilities
+from tests.support.fake_backend import FakeBackend
+
+PAIR = JudgeItem(
+    id="p",
+    question="Which planet is closest to the sun?",
+    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+)
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "state_head.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    load_state_head.cache_clear()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"base_file": "m.gguf", "weights": [1.0, 2.0, 3.0]}, "weights"),
+        ({"base_file": "m.gguf", "weights": [1.0, 2.0], "grade_weights": [1.0]}, "weights"),
+        ({"weights": [1.0, 2.0]}, "base_file"),
+        ({"base_file": "m.gguf", "weights": [1.0, 2.0], "bias": 1.0}, "bias"),
+    ],
+)
+def test_a_bad_head_file_names_the_file_and_the_field(tmp_path, data, field):
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as error:
+        load_state_head(path)
+    assert str(path) in str(error.value) and field in str(error.value)
+
+
+def test_a_missing_or_broken_head_file_says_so(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_state_head(tmp_path / "absent.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_state_head(broken)
+
+
+def test_the_score_is_the_sum_of_its_parts():
+    head = StateHead(base_file="m.gguf", weights=(1.0, -2.0), relevance=3.0, length=0.5)
+    first, second = np.array([1.0, 1.0]), np.array([0.0, 2.0])
+    parts = verdict_parts(head, first, second, 0.1, length_log_ratio("aaaa", "aa"))
+    assert parts["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
+    assert parts["relevance"] == pytest.approx(0.3)
+    assert parts["length"] == pytest.approx(0.5 * math.log(2), abs=1e-4)
+    assert parts["score"] == pytest.approx(parts["states"] + parts["relevance"] + parts["length"])
+    assert probability_a(parts["score"]) == pytest.approx(1 / (1 + math.exp(-parts["score"])))
+
+
+def test_features_of_another_size_name_the_model_the_head_was_fitted_on():
+    head = StateHead(base_file="fitted-on.gguf", weights=(1.0, 1.0))
+    with pytest.raises(ValueError, match=r"fitted-on\.gguf"):
+        verdict_parts(head, np.ones(4), np.ones(4), None, 0.0)
+
+
+def test_the_text_read_is_the_request_and_the_answer_cut():
+    text = state_text("q" * 500, "a" * 900)
+    assert text == f"Request: {'q' * 400}\n\nAnswer: {'a' * 800}"
+    assert pooled([[1.0, 2.0], [3.0, 6.0]]).tolist() == [2.0, 4.0, 3.0, 6.0]
+
+
+# -- the real tiny model ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_service(tiny_gguf_model: Path):
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=4096, n_threads=1))
+    yield JudgeService(backend, "tiny-head"), backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def head(tiny_service) -> StateHead:
+    _, backend = tiny_service
+    size = backend.state_features("x").shape[0]
+    rng = np.random.default_rng(0)
+    return StateHead(
+        base_file="tiny.gguf",
+        weights=tuple(rng.normal(size=size).tolist()),
+        length=0.7,
+        grade_weights=tuple((0.01 * rng.normal(size=size)).tolist()),
+        grade_intercept=5.0,
+    )
+
+
+def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
+    return JudgeConfig(protocol=protocol, state_head=head, **more)
+
+
+def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
+    service, backend = tiny_service
+    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    swapped = PAIR.model_copy(update={"answers": PAIR.answers[::-1]})
+    mirrored = service.judge(swapped, _config(head, Protocol.PAIRWISE))
+    assert judged.status is Status.OK and judged.mode == "score"
+    assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
+    assert {judged.winner, mirrored.winner} == {"A", "B"}
+    assert judged.consistent and judged.order_winners == (judged.winner, judged.winner)
+    assert judged.prompt_tokens is None and judged.raw_output is None  # no reply generated
+    # the parts come from the model's states of each answer, read through llama.cpp
+    features = [backend.state_features(state_text(PAIR.question, a)) for a in PAIR.answers]
+    expected = verdict_parts(
+        head, *features, None, length_log_ratio(*PAIR.answers)
+    )  # fmt: skip
+    assert judged.verdict_parts == pytest.approx(expected, abs=1e-3)
+    assert judged.verdict_probs["A"] == pytest.approx(probability_a(expected["score"]), abs=1e-3)
+
+
+def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service, head):
+    service, _ = tiny_service
+    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    p_a = judged.verdict_probs["A"]
+    band = abs(p_a - 0.5) + 1e-3
+    tied = service.judge(PAIR, _config(head, Protocol.PAIRWISE, tie_margin=band))
+    assert tied.leaning == "tie"
+    unsure = service.judge(
+        PAIR, _config(head, Protocol.PAIRWISE, uncertain_below=judged.confidence + 0.01)
+    )
+    assert unsure.winner == "uncertain" and unsure.leaning == judged.leaning
+
+
+def test_a_ranking_follows_the_pairwise_head(tiny_service, head):
+    service, _ = tiny_service
+    three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
+    ranked = service.judge(three, _config(head, Protocol.MULTI))
+    assert ranked.status is Status.OK and sorted(ranked.ranking) == [1, 2, 3]
+    best, second = ranked.ranking[:2]
+    pair = three.model_copy(
+        update={"answers": (three.answers[best - 1], three.answers[second - 1])}
+    )
+    assert service.judge(pair, _config(head, Protocol.PAIRWISE)).leaning == "A"
+
+
+def test_grades_come_from_the_grade_head(tiny_service, head):
+    service, backend = tiny_service
+    item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
+    graded = service.judge(item, _config(head, Protocol.SINGLE))
+    features = backend.state_features(state_text(item.question, item.answers[0]))
+    value = 5.0 + float(np.dot(head.grade_weights, features))
+    assert graded.status is Status.OK
+    assert graded.answers[0].expected_overall == pytest.approx(min(max(value, 1), 10), abs=1e-3)
+    assert graded.answers[0].overall == round(graded.answers[0].expected_overall)
+
+
+def test_without_a_grade_head_grades_come_from_the_model(tiny_service, head):
+    service, _ = tiny_service
+    no_grades = head.model_copy(update={"grade_weights": None})
+    item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
+    graded = service.judge(item, _config(no_grades, Protocol.SINGLE, template="pocketjudge"))
+    assert graded.raw_output  # the model's reply was read, not the head
+    assert graded.verdict_parts is None
+
+
+def test_a_backend_that_cannot_read_states_gives_a_clear_error(head):
+    backend = FakeBackend([], capabilities=Capabilities(grammar=True, score_distributions=True))
+    judged = JudgeService(backend, "remote").judge(PAIR, _config(head, Protocol.PAIRWISE))
+    assert judged.status is Status.ERROR and "llama-cpp backend" in judged.error
+
+
+def test_the_app_says_what_moved_a_head_verdict():
+    from app.ui.views import head_note
+
+    note = head_note({"states": 0.8, "relevance": -1.25, "length": 0.0, "score": -0.45})
+    assert "reading of the answers 0.80 toward A" in note
+    assert "request relevance 1.25 toward B" in note
+    assert "length" not in note.split(".")[0]  # a signal the head does not use is not named
+
+
+def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
+    from app.judging_arguments import judging_overrides
+    from app.model_settings import SettingsLayer, model_judge_settings
+    from models import registry
+    from models.registry import ModelEntry
+    from training.evaluate import _parser
+
+    folder = tmp_path / "judges" / "j"
+    folder.mkdir(parents=True)
+    (folder / "state_head.json").write_text(
+        json.dumps({"base_file": "j.gguf", "weights": [0.5, -0.5]}), encoding="utf-8"
+    )
+    monkeypatch.setattr(registry, "MODELS_DIR", tmp_path)
+    import app.model_settings as model_settings
+
+    monkeypatch.setattr(model_settings, "MODELS_DIR", tmp_path)
+    entry = ModelEntry(
+        name="j", backend="llama-cpp", file="j.gguf", state_head="judges/j/state_head.json"
+    )
+    assert model_judge_settings(entry).state_head.weights == (0.5, -0.5)
+    assert model_judge_settings(entry, SettingsLayer(state_head=False)).state_head is None
+    assert (
+        judging_overrides(_parser().parse_args(["x.jsonl", "--no-state-head"])).state_head is False
+    )
+    with pytest.raises(ValueError, match=r"absent\.json: state_head: file not found"):
+        ModelEntry(name="k", backend="llama-cpp", file="k.gguf", state_head="absent.json")
