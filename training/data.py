@@ -499,6 +499,21 @@ def write_examples(path: Path, examples: Sequence[Example]) -> None:
             out.write(json.dumps(example.to_json(), ensure_ascii=False) + "\n")
 
 
+def write_single_rows(items: Sequence[JudgeItem], path: Path) -> None:
+    """Rated single answers as a pointwise JSONL file the evaluation reads (held-out rows)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for item in items:
+            row = {
+                "question": item.question,
+                "response": item.answers[0],
+                "score": item.label.score,
+                "scale_max": item.label.scale_max,
+                "scenario": item.scenario,
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 def read_examples(path: Path) -> list[Example]:
     with path.open(encoding="utf-8") as source:
         return [Example.from_json(json.loads(line)) for line in source if line.strip()]

@@ -38,7 +38,7 @@ def _log(message: str) -> None:
 
 
 def stage_data(config: TrainingConfig, run: Path) -> dict:
-    from training.data import build_examples, write_examples
+    from training.data import build_examples, write_examples, write_single_rows
 
     done = run / "data" / "build.json"
     if done.exists():
@@ -46,17 +46,7 @@ def stage_data(config: TrainingConfig, run: Path) -> dict:
     built = build_examples(config.data)
     for name in config.adapters:
         write_examples(run / "data" / f"{name}.jsonl", built["examples"][name])
-    heldout = run / "data" / "single_heldout.jsonl"
-    with heldout.open("w", encoding="utf-8") as out:
-        for item in built["single_heldout"]:
-            row = {
-                "question": item.question,
-                "response": item.answers[0],
-                "score": item.label.score,
-                "scale_max": item.label.scale_max,
-                "scenario": item.scenario,
-            }
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_single_rows(built["single_heldout"], run / "data" / "single_heldout.jsonl")
     summary = {
         "counts": built["report"],
         "examples": {name: len(built["examples"][name]) for name in config.adapters},

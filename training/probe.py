@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from app.records import JudgeItem
+from app.state_head import state_text
 from training.config import DataConfig, resolve_path
 from training.meta_metrics import longer_answer, percent
 
@@ -31,19 +32,6 @@ EVAL_FILES = (
     "../shared/data/llmbar/natural.json",
     "../shared/data/llmbar/adversarial_neighbor.json",
 )
-QUESTION_CHARS = 400
-ANSWER_CHARS = 800
-
-
-def probe_text(question: str, answer: str) -> str:
-    """What the base reads for one answer: the request and the answer, both cut."""
-    return f"Request: {question[:QUESTION_CHARS]}\n\nAnswer: {answer[:ANSWER_CHARS]}"
-
-
-def pooled(token_states: Sequence[Sequence[float]]) -> np.ndarray:
-    """Mean and last token state side by side: the answer's whole text and its end."""
-    states = np.asarray(token_states, dtype=np.float32)
-    return np.concatenate([states.mean(axis=0), states[-1]])
 
 
 def pair_features(
@@ -54,7 +42,7 @@ def pair_features(
 
     rows = []
     for item in tqdm(items, desc=f"probe {label}", unit="pair", file=sys.stderr):
-        first, second = (embed(probe_text(item.question, a)) for a in item.answers[:2])
+        first, second = (embed(state_text(item.question, a)) for a in item.answers[:2])
         rows.append(first - second)
     return np.stack(rows)
 
@@ -161,26 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
-
     from app.scenarios import load_catalog
+    from models.backends.state_reader import StateReader
     from models.bases import base_gguf
     from training.data import BuildReport, training_pairs
 
     gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model = Llama(
-        model_path=str(gguf),
-        embedding=True,
-        pooling_type=LLAMA_POOLING_TYPE_NONE,
-        n_ctx=1024,
-        n_threads=args.threads,
-        verbose=False,
-    )
-
-    def embed(text: str) -> np.ndarray:
-        return pooled(model.embed(text, truncate=True))
+    embed = StateReader(gguf, n_threads=args.threads).features
 
     def cached(name: str, items: list[JudgeItem]) -> np.ndarray:
         path = out / f"{gguf.stem}-{name}.npy"

@@ -3,7 +3,8 @@
 import numpy as np
 from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
 
-from training.probe import agreement, fit_head, pair_features, pooled, probe_text
+from app.state_head import pooled, state_text
+from training.probe import agreement, fit_head, pair_features
 
 
 def test_pooled_is_mean_then_last_token():
@@ -43,7 +44,7 @@ def test_features_come_from_a_real_gguf(tiny_gguf_model):
     features = pair_features([item], lambda text: pooled(model.embed(text)))
     assert features.shape[0] == 1 and features.shape[1] % 2 == 0
     assert np.isfinite(features).all() and np.abs(features).sum() > 0
-    assert "Request: Name a colour." in probe_text(item.question, item.answers[0])
+    assert "Request: Name a colour." in state_text(item.question, item.answers[0])
 
 
 def test_a_screen_samples_the_same_training_pairs_and_the_first_rows():
