@@ -11,8 +11,10 @@ default judge's settings, every item fitted to the same 4096-token context:
 - c: llama.cpp, score mode, every prompt evaluated in full;
 - d: llama.cpp, score mode, instructions and shared requests kept in the cache;
 - e: as d with the decision-first compact template and no criterion scores: only
-  the verdict token is read, the layout the next judge is trained on (the shipped
-  judge was trained on the decision-last layout, so its agreement here says little).
+  the verdict token is read;
+- f: the judge's state head, where its registry entry has one (app/state_head.py): the
+  verdict read from the model's hidden states of each answer, no reply at all. Modes
+  a-e run the same model without its head (and without a relevance join).
 """
 
 from __future__ import annotations
@@ -42,9 +44,12 @@ def main(argv: list[str]) -> int:
     from models.registry import load_registry
 
     entry = load_registry().get()
-    # The judging modes of the LLM engine: a registry's relevance join (MiniLM through torch,
-    # app/relevance.py) would add the same cost to every mode, so it is left out here.
-    judge_alone = SettingsLayer(relevance_join=False)
+    # Modes a-e: the judging modes of the LLM engine. A registry's relevance join (MiniLM
+    # through torch, app/relevance.py) would add the same cost to every one, and a state
+    # head would replace them all, so both are left out; mode f is the state head's path.
+    judge_alone = SettingsLayer(relevance_join=False, state_head=False)
+    if mode == "f" and entry.state_head is None:
+        raise SystemExit(f"mode f needs a judge with a state head; {entry.name} has none")
     rows = list(islice(read_rows(DEV), pairs))
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
     started = time.perf_counter()
@@ -55,9 +60,11 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d", "e") else "generate",
+        mode="score" if mode in ("c", "d", "e", "f") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
-        **model_judge_settings(entry, judge_alone, context_tokens=N_CTX).config_fields(),
+        **model_judge_settings(
+            entry, None if mode == "f" else judge_alone, context_tokens=N_CTX
+        ).config_fields(),
     )
     if mode == "e":
         config = replace(config, template="pocketjudge-decision-compact", criteria=False)

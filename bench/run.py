@@ -1,6 +1,6 @@
 """`make bench`: the judging modes side by side on the first 50 pairs of Auto-J dev.
 
-    python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d,e] [--fresh]
+    python -m bench.run [--pairs 50] [--threads 1,2] [--modes a,b,c,d,e,f] [--fresh]
                         [--runs bench/runs] [--results bench/results.md]
 
 Each (mode, threads) cell runs in its own process (bench/cell.py) and is saved in
@@ -34,6 +34,7 @@ MODES = {
     "c": "llama.cpp, score mode",
     "d": "score mode + prefix reuse",
     "e": "(d), decision-first template, verdict token only",
+    "f": "state head: the verdict from the model's hidden states",
 }
 
 
@@ -41,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--modes", default="b,c,d,e,a")
+    parser.add_argument(
+        "--modes",
+        help="default: b,c,d,e, with a for a judge built from an adapter and f for one with a "
+        "state head",
+    )
     parser.add_argument(
         "--pairs-a",
         type=int,
@@ -59,10 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from models.registry import load_registry
 
-    model = load_registry().default  # what the cells judge with: saved cells are its own
+    entry = load_registry().get()  # what the cells judge with: saved cells are its own
+    model = entry.name
     runs: Path = args.runs or RUNS / model
     threads = [int(t) for t in args.threads.split(",")]
-    modes = [m for m in args.modes.split(",") if m]
+    chosen = args.modes or default_modes(entry)
+    modes = [m for m in chosen.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         parser.error(f"unknown modes {unknown}; valid: {', '.join(MODES)}")
@@ -87,6 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     args.results.write_text(table, encoding="utf-8")
     print(table)
     return 0
+
+
+def default_modes(entry) -> str:  # type: ignore[no-untyped-def]
+    """Every mode the judge has: (a) needs an adapter build (base + adapter in transformers),
+    (f) a state head."""
+    modes = "b,c,d,e"
+    if (entry.build or "").startswith("adapter"):
+        modes += ",a"
+    return modes + (",f" if entry.state_head else "")
 
 
 def run_cell(runs: Path, mode: str, threads: int, pairs: int, fresh: bool) -> dict:
@@ -121,7 +137,7 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     if out.is_file() and not fresh:
         return json.loads(out.read_text(encoding="utf-8"))
     from app.io.reader import read_rows
-    from app.model_settings import model_judge_settings
+    from app.model_settings import SettingsLayer, model_judge_settings
     from app.records import Protocol
     from app.service import JudgeConfig, JudgeService
     from models.backends.base import BackendOptions, Message
@@ -133,7 +149,10 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     backend = judge.backend
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        **model_judge_settings(entry, context_tokens=N_CTX).config_fields(),
+        # the LLM's prompts: a state head would plan none
+        **model_judge_settings(
+            entry, SettingsLayer(state_head=False), context_tokens=N_CTX
+        ).config_fields(),
     )
     service = JudgeService(backend, entry.name)
     item_tokens = 0

@@ -38,7 +38,12 @@ import numpy as np
 
 from app.records import JudgeItem
 from app.state_head import length_log_ratio, state_text
-from training.state_head_data import FeatureCache, fitting_pairs, single_rows, texts_of
+from training.state_head_data import (
+    FeatureCache,
+    saved_fitting_pairs,
+    single_rows,
+    texts_of,
+)
 
 RUN_DIR = Path("training/runs/state-head")
 HELDOUT_FILE = RUN_DIR / "single_heldout.jsonl"
@@ -51,7 +56,7 @@ def cache_for(gguf: Path) -> FeatureCache:
 
 
 def all_texts(alpacaeval: int) -> list[str]:
-    pairs = fitting_pairs(alpacaeval)
+    pairs = saved_fitting_pairs(alpacaeval, RUN_DIR)
     pair_texts = texts_of(pairs)
     seen = set(pair_texts)
     return pair_texts + [t for t in texts_of(grade_rows()) if t not in seen]
@@ -107,7 +112,7 @@ VARIANTS = {  # signals beside the states, in the order they were tried
     "states + relevance": ("relevance",),
     "states + relevance + length": ("relevance", "length"),
 }
-CS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)  # inverse L2 strengths tried, per feature scaled
+CS = (0.0001, 0.0003, 0.001, 0.003, 0.01)  # inverse L2 strengths tried, per feature scaled
 FOLDS = 5
 EXPLICIT_BOOST = 30.0  # about sqrt(state features / 3): see fit_logistic
 TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))  # |P(A) - 0.5| up to 0.3
@@ -188,7 +193,7 @@ def fit(args: argparse.Namespace) -> int:
     from training.meta_metrics import longer_answer
 
     cache = cache_for(args.gguf)
-    pairs = fitting_pairs(args.alpacaeval)
+    pairs = saved_fitting_pairs(args.alpacaeval, RUN_DIR)
     winners = [p.label.winner for p in pairs]
     groups = [p.question for p in pairs]
     decisive = np.array([w in ("A", "B") for w in winners])

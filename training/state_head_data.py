@@ -12,7 +12,8 @@ file is read:
   counterexamples of half of them;
 - the single-answer rows outside the 160 held out for evaluation (grades).
 
-Features are the frozen GGUF's pooled states of each distinct request + answer
+The set is built once and kept beside the cache (`saved_fitting_pairs`). Features are
+the frozen GGUF's pooled states of each distinct request + answer
 text (`app.state_head.state_text`), cached by the text's hash in chunk files of
 `CHUNK` texts: a run killed at any moment loses at most one chunk, and
 `--part K --parts N` lets N processes (one core each) share the texts.
@@ -60,6 +61,22 @@ def fitting_pairs(alpacaeval: int, seed: int = SEED) -> list[JudgeItem]:
         chosen = length_balanced(pool, alpacaeval, seed)
         made = counterexamples(chosen, ALPACA_COUNTER_SHARE, seed, catalog, report, "nearest")
         pairs += chosen + made
+    return pairs
+
+
+def saved_fitting_pairs(alpacaeval: int, folder: Path) -> list[JudgeItem]:
+    """The fitting set, built once and kept in `folder`: its nearest-request counterexamples
+    come from MiniLM similarities, whose near-ties may break another way with another
+    thread count, and the cached states must be those of exactly these texts."""
+    path = folder / f"fitting_pairs-alpacaeval{alpacaeval}.jsonl"
+    if path.is_file():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [JudgeItem.model_validate_json(line) for line in lines]
+    pairs = fitting_pairs(alpacaeval)
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text("".join(p.model_dump_json() + "\n" for p in pairs), encoding="utf-8")
+    partial.replace(path)
     return pairs
 
 

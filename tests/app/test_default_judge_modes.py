@@ -1,5 +1,9 @@
 """Score mode and full generation on the real default judge and a real Auto-J pair.
 
+These are the default judge's model replies: for a judge with a state head, the path its
+critiques and reference-anchored grades take (its verdicts come from the head, tested in
+tests/app/test_default_judge_head.py), so the head is turned off here.
+
 Full generation evaluates what it writes in the llama.cpp calls score mode makes (the
 rest of the prompt with the opening text the schema forces, each chosen value with the
 forced text after it), so both read the same probabilities from the same numbers: the
@@ -18,7 +22,7 @@ from itertools import islice
 import pytest
 
 from app.io.reader import read_rows
-from app.model_settings import model_judge_settings
+from app.model_settings import SettingsLayer, model_judge_settings
 from app.records import Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from bench.cell import DEV
@@ -37,7 +41,10 @@ def setting():
     model = entry.path()
     if model is None or not model.is_file():
         pytest.skip(f"the default judge is not built ({model}): run `make models`")
-    config = JudgeConfig(protocol=Protocol.PAIRWISE, **model_judge_settings(entry).config_fields())
+    replies = SettingsLayer(state_head=False)
+    config = JudgeConfig(
+        protocol=Protocol.PAIRWISE, **model_judge_settings(entry, replies).config_fields()
+    )
     row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
     return entry, config, row
 

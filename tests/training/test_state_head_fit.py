@@ -75,3 +75,17 @@ def test_agreement_is_reported_per_source():
         "alpacaeval": 100.0,
         "autoj-counterexample": 0.0,
     }
+
+
+def test_the_fitting_set_is_built_once_and_read_back_as_it_was(tmp_path, monkeypatch):
+    from training import state_head_data
+
+    built = [
+        JudgeItem(id="alpacaeval-7-counter", question="q", answers=("a", "b"),
+                  label=Label(winner="B"), metadata={"counterexample": True}),
+    ]  # fmt: skip
+    calls = []
+    monkeypatch.setattr(state_head_data, "fitting_pairs", lambda n: calls.append(n) or built)
+    first = state_head_data.saved_fitting_pairs(200, tmp_path)
+    again = state_head_data.saved_fitting_pairs(200, tmp_path)
+    assert first == again == built and calls == [200]  # the second read builds nothing

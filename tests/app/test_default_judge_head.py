@@ -1,0 +1,71 @@
+"""The default judge's state head on its real model (`make models` builds it) and real rows.
+
+The head was fitted on the states of exactly this GGUF file: its size must match the
+model's features, and a verdict must come out the same whatever order the answers are in.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import pytest
+
+from app.io.reader import read_rows
+from app.model_settings import model_judge_settings
+from app.records import Protocol, Status
+from app.service import JudgeConfig, JudgeService
+from bench.cell import DEV
+from models.backends.base import BackendOptions
+from models.loader import open_judge
+from models.registry import load_registry
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def judged():
+    entry = load_registry().get()
+    if entry.state_head is None:
+        pytest.skip(f"the default judge {entry.name} has no state head")
+    if not DEV.is_file():
+        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
+    model = entry.path()
+    if model is None or not model.is_file():
+        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    settings = model_judge_settings(entry)
+    judge = open_judge(entry.name, BackendOptions(n_ctx=entry.context, n_threads=1))
+    try:
+        service = JudgeService(judge.backend, entry.name)
+        row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
+        config = JudgeConfig(protocol=Protocol.PAIRWISE, **settings.config_fields())
+        swapped = row.item.model_copy(update={"answers": row.item.answers[::-1]})
+        yield (
+            entry,
+            settings,
+            judge,
+            service.judge(row.item, config),
+            service.judge(swapped, config),
+        )
+    finally:
+        judge.close()
+
+
+def test_the_head_reads_this_models_states(judged):
+    entry, settings, judge, _, _ = judged
+    head = settings.state_head
+    assert head.base_file == entry.file
+    assert judge.backend.state_features("Request: x\n\nAnswer: y").shape == (len(head.weights),)
+
+
+def test_a_real_pair_gets_one_verdict_in_either_order(judged):
+    _, settings, _, first, second = judged
+    assert first.status is Status.OK and second.status is Status.OK, first.error
+    assert first.verdict_probs["A"] == pytest.approx(second.verdict_probs["B"], abs=1e-3)
+    mirrored = {"A": "B", "B": "A", "tie": "tie"}
+    assert second.leaning == mirrored[first.leaning]
+    parts = first.verdict_parts
+    assert parts["score"] == pytest.approx(
+        parts["states"] + parts["relevance"] + parts["length"], abs=1e-3
+    )
+    # a verdict below the judge's threshold is shown as uncertain, never as a decision
+    assert (first.winner == "uncertain") is (first.confidence < settings.uncertain_below)
