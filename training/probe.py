@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    embed = StateReader(gguf, n_threads=args.threads).features
+    embed = StateReader.open(gguf, n_threads=args.threads).features
 
     def cached(name: str, items: list[JudgeItem]) -> np.ndarray:
         path = out / f"{gguf.stem}-{name}.npy"

@@ -75,7 +75,7 @@ def embed(args: argparse.Namespace) -> int:
     from models.backends.state_reader import StateReader
 
     texts = all_texts(args.alpacaeval)[args.part :: args.parts]
-    reader = StateReader(args.gguf, n_threads=args.threads)
+    reader = StateReader.open(args.gguf, n_threads=args.threads)
     cache_for(args.gguf).fill(texts, reader.features, f"part{args.part}")
     print(f"{len(texts)} texts read into the cache of {args.gguf.name}")
     return 0

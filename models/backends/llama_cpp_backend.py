@@ -298,7 +298,7 @@ class LlamaCppBackend:
     def state_features(self, text: str) -> np.ndarray:
         """Pooled hidden states of `text`, from a reading context made on first use."""
         if self._state_reader is None:
-            self._state_reader = StateReader(self.model_path, self._n_threads)
+            self._state_reader = StateReader(self.llama, self._n_threads)
         return self._state_reader.features(text)
 
     def _tokenize_text(self, text: str) -> list[int]:

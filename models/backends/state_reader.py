@@ -1,15 +1,21 @@
 """A GGUF model's hidden states for a text, pooled: what a state head (app/state_head.py) reads.
 
-llama.cpp gives per-token final-layer states when the model is loaded for
-embeddings without pooling; that needs a context of its own, so a judge with a
-state head holds this reader beside its generation context (the weights are
-memory-mapped once and shared).
+llama.cpp gives per-token final-layer states from a context made for embeddings
+without pooling. The reader makes such a context on the weights of a model that
+is already loaded, so a judge holds its weights once: a second `Llama` on the
+same file would hold them twice (llama.cpp repacks quantized weights for the CPU
+into memory of its own). The reading is the one `Llama.embed` does (the text
+tokenized with BOS, cut to the context, every token an output, the cache cleared
+first), so states read here equal those read through `Llama(embedding=True)`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -17,12 +23,46 @@ from app.errors import BackendUnavailable
 from app.state_head import pooled
 
 READ_CONTEXT = 1024  # tokens: a state text is a cut request and answer (about 400 tokens)
+READ_UBATCH = 512  # llama-cpp-python's default micro-batch, as the head's states were read
 
 
 class StateReader:
-    def __init__(self, model_path: str | Path, n_threads: int | None = None) -> None:
+    """Reads states with the weights of `llama` (a loaded llama_cpp.Llama)."""
+
+    def __init__(self, llama: Any, n_threads: int | None = None) -> None:
+        import llama_cpp
+        from llama_cpp import _internals
+
+        params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
+        params.n_ctx = params.n_batch = READ_CONTEXT
+        params.n_ubatch = READ_UBATCH
+        params.n_seq_max = 1
+        params.kv_unified = True
+        params.embeddings = True
+        params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE
+        if n_threads:
+            params.n_threads = params.n_threads_batch = n_threads
+        self._llama = llama
+        self._lib = llama_cpp
+        self._stack = contextlib.ExitStack()
+        self._context = self._stack.enter_context(
+            contextlib.closing(
+                _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+            )
+        )
+        self._batch = self._stack.enter_context(
+            contextlib.closing(
+                _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)
+            )
+        )
+        self._width = llama.n_embd()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, model_path: str | Path, n_threads: int | None = None) -> StateReader:
+        """A reader on a model file of its own (training and probes)."""
         try:
-            from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
+            from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise BackendUnavailable(
                 "reading model states needs llama-cpp-python: run `make setup`"
@@ -31,10 +71,8 @@ class StateReader:
         if not path.is_file():
             raise BackendUnavailable(f"{path}: model file not found; run `make models`")
         try:
-            self._llama = Llama(
+            llama = Llama(
                 model_path=str(path),
-                embedding=True,
-                pooling_type=LLAMA_POOLING_TYPE_NONE,
                 n_ctx=READ_CONTEXT,
                 n_batch=READ_CONTEXT,
                 n_threads=n_threads,
@@ -43,13 +81,26 @@ class StateReader:
             )
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
-        self.model_path = path
-        self._lock = threading.Lock()
+        reader = cls(llama, n_threads)
+        reader._stack.callback(llama.close)  # its own model goes with it
+        return reader
 
     def features(self, text: str) -> np.ndarray:
         """Mean and last token state of `text` (cut to the reader's context)."""
         with self._lock:
-            return pooled(self._llama.embed(text, truncate=True))
+            tokens = self._llama.tokenize(text.encode("utf-8"))[:READ_CONTEXT]
+            self._batch.reset()
+            self._batch.add_sequence(tokens, 0, True)
+            self._context.kv_cache_clear()
+            self._context.decode(self._batch)
+            pointer = self._lib.llama_get_embeddings(self._context.ctx)
+            size = len(tokens) * self._width
+            flat = np.ctypeslib.as_array(
+                ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (size,)
+            )
+            states = flat.reshape(len(tokens), self._width).copy()
+            self._batch.reset()
+        return pooled(states)
 
     def close(self) -> None:
-        self._llama.close()
+        self._stack.close()

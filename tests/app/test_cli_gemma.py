@@ -1,4 +1,4 @@
-"""The CLI with the real Gemma 3 270M GGUF (the registry default) on real Auto-J pairs.
+"""The CLI with the real Gemma 3 270M GGUF (`make models` builds it) on real Auto-J pairs.
 
 Gemma 270M base is not trained for judging, so only the form is checked: every
 row comes back judged (grammar + value rules), with expected scores read from
@@ -20,22 +20,22 @@ from models.registry import load_registry
 DATA = Path("/work/shared/data")
 PAIRS = DATA / "autoj" / "pairwise_dev.jsonl"
 N_ROWS = 3
+GEMMA = "gemma3-270m-base"
 
 pytestmark = pytest.mark.slow
 
 
-def _default_model() -> Path | None:
-    entry = load_registry().get()
-    return entry.path()
+def _gemma_model() -> Path | None:
+    return load_registry().get(GEMMA).path()
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
     if not PAIRS.is_file():
         pytest.skip(f"the Auto-J data is not at {PAIRS} (see /work/shared/data/README.md)")
-    model = _default_model()
+    model = _gemma_model()
     if model is None or not model.is_file():
-        pytest.skip(f"the default model is not built ({model}): run `make models`")
+        pytest.skip(f"the Gemma model is not built ({model}): run `make models`")
     pairs = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines()]
     pairs.sort(key=lambda r: len(r["prompt"]) + len(r["response 1"]) + len(r["response 2"]))
     return pairs[:N_ROWS]
@@ -49,10 +49,10 @@ def test_gemma_judges_real_pairs_with_swap(
     out = tmp_path / "out.jsonl"
     # One thread: on two busy cores, two llama.cpp threads run several times slower.
     code = main(["judge", str(source), "--out", str(out), "--protocol", "pairwise",
-                 "--max-tokens", "320", "--threads", "1", "--quiet"])  # fmt: skip
+                 "--model", GEMMA, "--max-tokens", "320", "--threads", "1", "--quiet"])  # fmt: skip
     assert code == 0
     stderr = capsys.readouterr().err
-    entry = load_registry().get()
+    entry = load_registry().get(GEMMA)
     assert ("is not trained for judging" in stderr) is not entry.trained_for_judging
     assert f"{N_ROWS} rows -> {out}: {N_ROWS} ok, 0 unparsed, 0 error" in stderr
 
@@ -62,7 +62,7 @@ def test_gemma_judges_real_pairs_with_swap(
     for judgment in judgments:
         assert judgment.status is Status.OK, judgment.error
         assert judgment.protocol is Protocol.PAIRWISE
-        assert judgment.model == load_registry().default
+        assert judgment.model == GEMMA
         assert judgment.swapped and judgment.raw_output and judgment.raw_output_swapped
         assert judgment.winner in ("A", "B", "tie", "uncertain")
         assert judgment.leaning in ("A", "B", "tie")

@@ -222,3 +222,18 @@ def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     )
     with pytest.raises(ValueError, match=r"absent\.json: state_head: file not found"):
         ModelEntry(name="k", backend="llama-cpp", file="k.gguf", state_head="absent.json")
+
+
+def test_the_backend_reads_the_states_a_reader_of_its_own_reads(tiny_service, tiny_gguf_model):
+    """The backend's reader shares its loaded weights (one copy in memory) and reads
+    exactly what training read through a reader on the file."""
+    from models.backends.state_reader import StateReader
+
+    _, backend = tiny_service
+    text = state_text(PAIR.question, PAIR.answers[1])
+    own = StateReader.open(tiny_gguf_model, n_threads=1)
+    try:
+        assert np.array_equal(backend.state_features(text), own.features(text))
+    finally:
+        own.close()
+    assert backend._state_reader._llama is backend.llama
