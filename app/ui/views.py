@@ -138,11 +138,14 @@ def head_note(parts: dict[str, float]) -> str:
         said.append(f"request relevance {toward(parts['relevance'])}")
     if parts.get("length"):
         said.append(f"answer length {toward(parts['length'])}")
+    rewards = ["relevance rewards the request's topic"] if parts.get("relevance") else []
+    rewards += ["length rewards more text"] if parts.get("length") else []
+    caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
     return (
         "Decided by a head on the model's hidden states (not a written reply): "
         + "; ".join(said)
-        + ". Relevance rewards the request's topic and length rewards more text, not "
-        "correctness."
+        + caveat
+        + "."
     )
 
 

@@ -193,7 +193,8 @@ def test_the_app_says_what_moved_a_head_verdict():
     note = head_note({"states": 0.8, "relevance": -1.25, "length": 0.0, "score": -0.45})
     assert "reading of the answers 0.80 toward A" in note
     assert "request relevance 1.25 toward B" in note
-    assert "length" not in note.split(".")[0]  # a signal the head does not use is not named
+    assert "length" not in note  # a signal the head does not use is not named
+    assert "relevance rewards the request's topic, not correctness" in note
 
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
