@@ -103,27 +103,29 @@ def length_log_ratio(first: str, second: str) -> float:
     return math.log(max(len(first), 1) / max(len(second), 1))
 
 
-def verdict_parts(
-    head: StateHead,
-    first: np.ndarray,
-    second: np.ndarray,
-    relevance_difference: float | None,
-    length_ratio: float,
+def answer_parts(
+    head: StateHead, features: np.ndarray, similarity: float | None, characters: int
 ) -> dict[str, float]:
-    """Each signal's share of the score for answer A over answer B, and their sum."""
-    if first.shape != (len(head.weights),) or second.shape != first.shape:
+    """One answer's utility by signal: its states, its request relevance (cos(request,
+    answer), None where the head uses none) and its log length in characters."""
+    if features.shape != (len(head.weights),):
         raise ValueError(
-            f"the head reads {len(head.weights)} features, the model gave {first.shape[0]}: "
+            f"the head reads {len(head.weights)} features, the model gave {features.shape[0]}: "
             f"it was fitted on {head.base_file}"
         )
-    states = float(np.dot(np.asarray(head.weights, dtype=np.float64), first - second))
-    relevance = head.relevance * (relevance_difference or 0.0)
-    length = head.length * length_ratio
     return {
-        "states": round(states, 4),
-        "relevance": round(relevance, 4),
-        "length": round(length, 4),
-        "score": round(states + relevance + length, 4),
+        "states": float(np.dot(np.asarray(head.weights, dtype=np.float64), features)),
+        "relevance": head.relevance * (similarity or 0.0),
+        "length": head.length * math.log(max(characters, 1)),
+    }
+
+
+def verdict_parts(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    """Each signal's share of the score for answer A over answer B, and their sum."""
+    parts = {name: first[name] - second[name] for name in first}
+    return {
+        **{name: round(value, 4) for name, value in parts.items()},
+        "score": round(sum(parts.values()), 4),
     }
 
 

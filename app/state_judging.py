@@ -13,19 +13,12 @@ verdict is the same in both answer orders by construction.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from app.state_head import (
-    StateHead,
-    length_log_ratio,
-    probability_a,
-    state_text,
-    verdict_parts,
-)
+from app.state_head import StateHead, answer_parts, probability_a, state_text, verdict_parts
 
 ReadStates = Callable[[str], np.ndarray]
 
@@ -63,6 +56,18 @@ def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
     return request_similarities(item.question, item.answers)
 
 
+def _answer_parts(
+    item: JudgeItem,
+    head: StateHead,
+    features: Sequence[np.ndarray],
+    similarities: np.ndarray | None,
+) -> list[dict[str, float]]:
+    return [
+        answer_parts(head, f, None if similarities is None else float(similarities[n]), len(answer))
+        for n, (answer, f) in enumerate(zip(item.answers, features))
+    ]
+
+
 def _verdict(
     base: Judgment,
     item: JudgeItem,
@@ -71,12 +76,9 @@ def _verdict(
     similarities: np.ndarray | None,
     tie_band: float,
 ) -> Judgment:
-    relevance = None if similarities is None else float(similarities[0] - similarities[1])
-    parts = verdict_parts(
-        head, features[0], features[1], relevance, length_log_ratio(*item.answers[:2])
-    )
-    if relevance is not None:
-        parts["relevance_difference"] = round(relevance, 4)
+    parts = verdict_parts(*_answer_parts(item, head, features, similarities))
+    if similarities is not None:
+        parts["relevance_difference"] = round(float(similarities[0] - similarities[1]), 4)
     p_a = probability_a(parts["score"])
     leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
     winner = "tie" if abs(p_a - 0.5) <= tie_band else leaning
@@ -95,22 +97,6 @@ def _verdict(
     )
 
 
-def _utilities(
-    item: JudgeItem,
-    head: StateHead,
-    features: Sequence[np.ndarray],
-    similarities: np.ndarray | None,
-) -> list[float]:
-    weights = np.asarray(head.weights, dtype=np.float64)
-    values = []
-    for index, (answer, f) in enumerate(zip(item.answers, features)):
-        value = float(weights @ f) + head.length * math.log(max(len(answer), 1))
-        if similarities is not None:
-            value += head.relevance * float(similarities[index])
-        values.append(value)
-    return values
-
-
 def _ranking(
     base: Judgment,
     item: JudgeItem,
@@ -118,7 +104,7 @@ def _ranking(
     features: Sequence[np.ndarray],
     similarities: np.ndarray | None,
 ) -> Judgment:
-    utilities = _utilities(item, head, features, similarities)
+    utilities = [sum(p.values()) for p in _answer_parts(item, head, features, similarities)]
     order = sorted(range(len(utilities)), key=lambda i: -utilities[i])
     first, second = (utilities[i] for i in order[:2])
     return base.model_copy(

@@ -124,10 +124,10 @@ def source_of(item: JudgeItem) -> str:
     return origin + ("-counterexample" if item.metadata.get("counterexample") else "")
 
 
-def design(
-    cache: FeatureCache, pairs: list[JudgeItem], signals: tuple[str, ...]
+def signals_of(
+    cache: FeatureCache, pairs: list[JudgeItem]
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Per pair: the state difference with the chosen extra signals as last columns."""
+    """Per pair: the state difference, and each explicit signal (read once for all variants)."""
     from app.relevance import relevance_differences
 
     first, second = cache.pair_features(pairs)
@@ -135,8 +135,14 @@ def design(
         "relevance": relevance_differences(pairs),
         "length": np.array([length_log_ratio(*p.answers[:2]) for p in pairs]),
     }
-    columns = [first - second] + [extra[name][:, None] for name in signals]
-    return np.concatenate(columns, axis=1), extra
+    return first - second, extra
+
+
+def design(
+    states: np.ndarray, extra: dict[str, np.ndarray], signals: tuple[str, ...]
+) -> np.ndarray:
+    """A variant's columns: the state difference, then its explicit signals."""
+    return np.concatenate([states] + [extra[name][:, None] for name in signals], axis=1)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, explicit: int = 0) -> np.ndarray:
@@ -201,9 +207,10 @@ def fit(args: argparse.Namespace) -> int:
     report: dict = {"gguf": args.gguf.name, "pairs": len(pairs), "variants": {}}
     longer = [longer_answer((len(p.answers[0]), len(p.answers[1]))) for p in pairs]
     report["longer answer wins"] = agreement_by_source(longer, pairs)
+    states, extra = signals_of(cache, pairs)
     best = None
     for name, signals in VARIANTS.items():
-        x, extra = design(cache, pairs, signals)
+        x = design(states, extra, signals)
         tried = {c: out_of_fold(x, winners, groups, c, len(signals)) for c in CS}
         c = min(tried, key=lambda c: log_loss(tried[c], winners))
         loss = log_loss(tried[c], winners)
@@ -232,7 +239,7 @@ def fit(args: argparse.Namespace) -> int:
         "agreement with the tie band": agreement_by_source(chosen, pairs),
     }
     weights = fit_logistic(x[decisive], y[decisive], c, len(signals))
-    hidden = cache.pair_features(pairs[:1])[0].shape[1]
+    hidden = states.shape[1]
     extra_weights = dict(zip(signals, weights[hidden:]))
     grade_weights, grade_intercept, report["grades"] = fit_grades(cache)
     head = StateHead(

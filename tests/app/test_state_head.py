@@ -15,7 +15,7 @@ from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from app.state_head import (
     StateHead,
-    length_log_ratio,
+    answer_parts,
     load_state_head,
     pooled,
     probability_a,
@@ -67,7 +67,9 @@ def test_a_missing_or_broken_head_file_says_so(tmp_path):
 def test_the_score_is_the_sum_of_its_parts():
     head = StateHead(base_file="m.gguf", weights=(1.0, -2.0), relevance=3.0, length=0.5)
     first, second = np.array([1.0, 1.0]), np.array([0.0, 2.0])
-    parts = verdict_parts(head, first, second, 0.1, length_log_ratio("aaaa", "aa"))
+    parts = verdict_parts(
+        answer_parts(head, first, 0.1, len("aaaa")), answer_parts(head, second, 0.0, len("aa"))
+    )
     assert parts["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
     assert parts["relevance"] == pytest.approx(0.3)
     assert parts["length"] == pytest.approx(0.5 * math.log(2), abs=1e-4)
@@ -78,7 +80,7 @@ def test_the_score_is_the_sum_of_its_parts():
 def test_features_of_another_size_name_the_model_the_head_was_fitted_on():
     head = StateHead(base_file="fitted-on.gguf", weights=(1.0, 1.0))
     with pytest.raises(ValueError, match=r"fitted-on\.gguf"):
-        verdict_parts(head, np.ones(4), np.ones(4), None, 0.0)
+        answer_parts(head, np.ones(4), None, 1)
 
 
 def test_the_text_read_is_the_request_and_the_answer_cut():
@@ -130,8 +132,8 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     # the parts come from the model's states of each answer, read through llama.cpp
     features = [backend.state_features(state_text(PAIR.question, a)) for a in PAIR.answers]
     expected = verdict_parts(
-        head, *features, None, length_log_ratio(*PAIR.answers)
-    )  # fmt: skip
+        *(answer_parts(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
+    )
     assert judged.verdict_parts == pytest.approx(expected, abs=1e-3)
     assert judged.verdict_probs["A"] == pytest.approx(probability_a(expected["score"]), abs=1e-3)
 
