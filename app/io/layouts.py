@@ -269,8 +269,10 @@ def _ours_answers(fields: _Fields) -> tuple[str, ...]:
     what = f"a list of 1 to {MAX_ANSWERS} answer strings"
     if value is None:
         raise fields.error("answers", f"add an 'answers' field: {what}")
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # one text is not taken as one answer: that would switch protocol
+        raise fields.error(
+            "answers", f'expected {what}, got a string; write ["..."] for one answer'
+        )
     if not isinstance(value, (list, tuple)):
         raise fields.error("answers", f"expected {what}, got {type_name(value)}")
     if not 1 <= len(value) <= MAX_ANSWERS:

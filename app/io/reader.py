@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from app.errors import InputError
-from app.io.layouts import to_item, type_name
+from app.io.layouts import ID_KEYS, to_item, type_name
 from app.records import JudgeItem
 
 Source = str | os.PathLike[str] | bytes | bytearray | BinaryIO
@@ -100,10 +100,32 @@ def count_rows(source: Source, *, name: str | None = None) -> int:
 def _iter_rows(source: Source, suffix: str) -> Iterator[InputRow]:
     with _binary(source) as stream:
         kind, content = _plan(stream, suffix)
-        if kind == "jsonl":
-            yield from _jsonl_rows(content)
-        else:
-            yield from _document_rows(content)
+        rows = _jsonl_rows(content) if kind == "jsonl" else _document_rows(content)
+        yield from _unique_ids(rows)
+
+
+def _unique_ids(rows: Iterable[InputRow]) -> Iterator[InputRow]:
+    """A row whose id an earlier row already has becomes an error row naming both lines.
+
+    Output rows are matched to input rows (and runs to runs) by id, so two rows
+    with one id would make two results indistinguishable; renaming one silently
+    would change the user's data. The first row with the id is judged as usual.
+    """
+    first_line: dict[str, int] = {}
+    for row in rows:
+        if row.item is None:
+            yield row
+            continue
+        seen = first_line.setdefault(row.item.id, row.line)
+        if seen == row.line:
+            yield row
+            continue
+        field = next((key for key in ID_KEYS if row.raw and row.raw.get(key) is not None), "id")
+        message = (
+            f"id '{row.item.id}' is also the id of line {seen}; give every row its own id "
+            "(results are matched to rows by id)"
+        )
+        yield _error_row(row.line, field, message, row.raw)
 
 
 # --- opening and sniffing ---

@@ -225,3 +225,38 @@ def test_count_rows_rewinds_a_seekable_stream() -> None:
     assert count_rows(stream) == 2
     assert stream.tell() == 0
     assert [r.item.id for r in read_rows(stream)] == ["a", "b"]
+
+
+def test_a_repeated_id_is_an_error_row_naming_the_first_line_and_the_other_rows_are_kept():
+    data = b"\n".join(
+        [
+            good("dup"),
+            good("other"),
+            good("dup"),
+            json.dumps({"question_id": 7, "question": "Q", "answers": ["a"]}).encode(),
+            json.dumps({"question_id": 7.0, "question": "Q", "answers": ["a"]}).encode(),
+        ]
+    )
+    rows = list(read_rows(data))
+    assert [r.line for r in rows] == [1, 2, 3, 4, 5]
+    assert [r.ok for r in rows] == [True, True, False, True, False]
+    assert rows[2].error is not None and rows[2].error.field == "id"
+    assert "also the id of line 1" in str(rows[2].error)
+    assert rows[4].error is not None and rows[4].error.field == "question_id"
+    assert "line 4" in str(rows[4].error)
+
+
+def test_rows_without_ids_are_numbered_and_never_clash():
+    data = b"\n".join(json.dumps({"question": "Q", "answers": ["a"]}).encode() for _ in range(3))
+    assert [r.item.id for r in read_rows(data) if r.item] == ["row-1", "row-2", "row-3"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_answers_given_as_one_string_is_an_error_not_a_single_answer(tmp_path: Path, suffix: str):
+    row = {"id": "s", "question": "Q", "answers": "notalist"}
+    path = tmp_path / f"rows{suffix}"
+    path.write_text(json.dumps([row]) if suffix == ".json" else json.dumps(row))
+    (only,) = read_rows(path)
+    assert only.item is None and only.error is not None
+    assert only.error.field == "answers"
+    assert "got a string" in str(only.error)
