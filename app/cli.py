@@ -1,20 +1,27 @@
 """Command line: `python -m app judge|scenarios|criteria|models|templates`.
 
 The CLI only parses arguments, calls the core, and turns the core's typed
-errors into one-line messages with a non-zero exit code.
+errors into one-line messages with a non-zero exit code (`app.batch_run.ExitCode`:
+0 all rows ok, 1 some rows error or unparsed, 2 bad usage or input, 3 the
+backend failed, 4 the results could not be written, 130 interrupted).
+
+`judge` writes each row to `<out>.<key>.partial` as it finishes; the same
+command run again after a kill goes on from there (`app.io.resumable`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from app.batch_run import ExitCode, exit_code
 from app.criteria_resolution import AUTO, CriteriaChoice
-from app.errors import PocketJudgeError
+from app.errors import BackendError, PocketJudgeError
 from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import model_judge_settings, sampling_of
 from app.prompts import template_names
@@ -31,13 +38,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        return int(args.handler(args))
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.BACKEND
     except PocketJudgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,6 +82,19 @@ def _parser() -> argparse.ArgumentParser:
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="openai backend: environment variable holding the key",
+    )
+    judge.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="openai backend: seconds one request may take (default 120)",
+    )
+    judge.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        help="openai backend: retries of a request that got no connection, timed out or a "
+        "429/5xx, waiting 1, 2, 4... s between them (default 3)",
     )
     judge.add_argument(
         "--schema-form",
@@ -114,6 +137,18 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--int8", action="store_true", help="transformers: bitsandbytes INT8 (GPU)")
     judge.add_argument("--limit", type=int, help="judge only the first N rows")
     judge.add_argument("--quiet", action="store_true", help="no progress bar")
+    judge.add_argument(
+        "--restart",
+        action="store_true",
+        help="judge every row again, dropping the rows an interrupted run of this command kept",
+    )
+    judge.add_argument(
+        "--window",
+        type=int,
+        default=1,
+        help="score mode: rows scored together in one batch (a kill loses at most these; "
+        "more may be faster when rows share instructions). Default 1",
+    )
     judge.set_defaults(handler=_judge)
 
     scenarios = commands.add_parser("scenarios", help="list scenarios by group")
@@ -133,15 +168,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from app.io.reader import count_rows, read_rows
-    from app.io.writer import to_csv, write_jsonl
-    from app.progress import ProgressBar
-    from app.service import JudgeConfig, JudgeService
-    from models.loader import open_judge
+    from app.io.reader import count_rows
 
     if not args.input.exists():
         print(f"error: {args.input}: file not found", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     choice = CriteriaChoice(
         scenario=args.scenario,
         criteria=tuple(c.strip() for c in args.criteria.split(",") if c.strip())
@@ -150,6 +181,21 @@ def _judge(args: argparse.Namespace) -> int:
         rubric=load_rubric(args.rubric) if args.rubric else None,
     )
     _check_choice(choice)
+    total = count_rows(args.input)
+    if args.limit is not None:
+        total = min(total, args.limit)
+    started = time.perf_counter()
+    judge = _open(args)
+    load_s = time.perf_counter() - started
+    try:
+        return _run_batch(args, judge, choice, total, started, load_s)
+    finally:
+        judge.close()
+
+
+def _open(args: argparse.Namespace):
+    from models.loader import open_judge
+
     options = BackendOptions(
         n_ctx=args.n_ctx,
         n_threads=args.threads,
@@ -159,14 +205,20 @@ def _judge(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         parallel=args.parallel,
         prefix_cache=not args.no_prefix_cache,
+        timeout_s=args.timeout,
+        max_retries=args.retries,
         extra={"schema_form": args.schema_form},
     )
-    total = count_rows(args.input)
-    if args.limit is not None:
-        total = min(total, args.limit)
-    started = time.perf_counter()
-    judge = open_judge(args.model, options, backend=args.backend)
-    load_s = time.perf_counter() - started
+    return open_judge(args.model, options, backend=args.backend)
+
+
+def _run_batch(args, judge, choice: CriteriaChoice, total: int, started: float, load_s: float):
+    from app.batch_run import write_batch
+    from app.io.reader import read_rows
+    from app.io.resumable import ResumableOutput, run_key
+    from app.progress import ProgressBar
+    from app.service import JudgeConfig, JudgeService
+
     entry = judge.entry
     config = JudgeConfig(
         protocol=None if args.protocol == "auto" else Protocol(args.protocol),
@@ -181,23 +233,148 @@ def _judge(args: argparse.Namespace) -> int:
         ).config_fields(),
         sampling=sampling_of(args),
     )
-    if judge.entry is not None and not judge.entry.trained_for_judging:
+    if entry is not None and not entry.trained_for_judging:
         from models.cards import untrained_note
 
-        print(f"note: '{judge.name}' is {untrained_note(judge.entry)}", file=sys.stderr)
-    service = JudgeService(judge.backend, judge.name)
+        print(f"note: '{judge.name}' is {untrained_note(entry)}", file=sys.stderr)
+    output = ResumableOutput(args.out, run_key(args.input, _settings(args, judge)))
+    if args.restart:
+        output.discard()
+    for other in output.others():
+        print(
+            f"note: {other} is an unfinished run with another input or other settings; "
+            "it is left as it is (delete it if you don't need it)",
+            file=sys.stderr,
+        )
+    done = output.load()
     rows = read_rows(args.input)
     if args.limit is not None:
         rows = (row for row, _ in zip(rows, range(args.limit)))
-    judgments = []
-    with ProgressBar(total=total, disable=args.quiet) as bar:
-        stream = service.judge_rows(rows, config, total=total, on_judgment=bar.update)
-        write_jsonl(_collect(stream, judgments), args.out)
-    judge.close()
-    if args.csv:
-        to_csv(judgments, args.csv)
-    _summary(judgments, time.perf_counter() - started, load_s, args.out)
-    return 0
+    rows = _after(rows, done, output)
+    if done:
+        print(
+            f"resuming: {len(done)} of {total} rows were judged by an earlier run of this "
+            f"command ({output.partial}); --restart judges them again",
+            file=sys.stderr,
+        )
+    service = JudgeService(judge.backend, judge.name)
+    window = args.window if args.mode == "score" else 1
+    try:
+        with ProgressBar(total=total, initial=len(done), disable=args.quiet) as bar:
+            stream = service.judge_rows(
+                rows, config, total=total, on_judgment=bar.update, window=window
+            )
+            written = write_batch(stream, output)
+    except OSError as exc:
+        output.close()
+        kept = len(output.load())
+        print(
+            f"error: could not write the results to {output.partial}: {exc}. The {kept} rows "
+            "written are kept; free some space and run the same command again to go on.",
+            file=sys.stderr,
+        )
+        return ExitCode.WRITE
+    except KeyboardInterrupt:
+        output.close()
+        kept = len(output.load())
+        print(
+            f"interrupted: {kept} rows are kept in {output.partial}; run the same command "
+            "again to go on from there",
+            file=sys.stderr,
+        )
+        return ExitCode.INTERRUPTED
+    judgments = done + written.judgments
+    if written.stopped is not None:
+        output.close()
+        print(
+            f"error: stopped: {written.stopped}. The {len(judgments)} rows judged are kept in "
+            f"{output.partial}; fix the backend (is the server up? --base-url?) and run the "
+            "same command again to go on.",
+            file=sys.stderr,
+        )
+        return ExitCode.BACKEND
+    final = _finish(output, judgments, args.csv)
+    if final is not None:
+        return final
+    _summary(judgments, time.perf_counter() - started, load_s, args.out, resumed=len(done))
+    return exit_code(judgments, written)
+
+
+def _after(rows, done: list, output) -> Iterator:
+    """The input rows after the ones an earlier run judged, checking they line up."""
+    iterator = iter(rows)
+    for judgment in done:
+        row = next(iterator, None)
+        if row is None or row.line != judgment.line:
+            raise PocketJudgeError(
+                f"{output.partial} does not match the input (row for line {judgment.line}); "
+                "run with --restart to judge every row again"
+            )
+    return iterator
+
+
+def _finish(output, judgments: list, csv_path: Path | None) -> int | None:
+    """Write the CSV (atomically) and move the JSONL into place; an exit code on failure."""
+    from app.io.writer import to_csv
+
+    try:
+        if csv_path is not None:
+            partial_csv = csv_path.with_name(f"{csv_path.name}.{output.key}.partial")
+            csv_path.parent.mkdir(parents=True, exist_ok=True)
+            to_csv(judgments, partial_csv)
+            os.replace(partial_csv, csv_path)
+        output.finish()
+    except OSError as exc:
+        print(
+            f"error: could not write the results: {exc}. All {len(judgments)} rows are kept "
+            f"in {output.partial}; free some space and run the same command again.",
+            file=sys.stderr,
+        )
+        return ExitCode.WRITE
+    return None
+
+
+# Arguments that change how fast a run goes or where it writes, not what it judges: a run
+# resumed with other values of these goes on with the rows already judged.
+_NOT_SETTINGS = frozenset(
+    {
+        "handler",
+        "command",
+        "input",
+        "out",
+        "csv",
+        "quiet",
+        "threads",
+        "parallel",
+        "window",
+        "no_prefix_cache",
+        "gpu_layers",
+        "restart",
+        "api_key_env",
+        "timeout",
+        "retries",
+    }
+)
+
+
+def _settings(args: argparse.Namespace, judge) -> dict:
+    """What a run's results depend on besides the input: a resumed run must match it."""
+    from app.io.resumable import file_digest
+
+    settings = {k: v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+    if args.rubric is not None:
+        settings["rubric"] = file_digest(args.rubric)
+    settings["model"] = judge.name
+    entry = judge.entry
+    path = entry.path() if entry is not None else Path(args.model) if args.model else None
+    if path is not None and path.exists():
+        stat = path.stat()
+        settings["model_file"] = [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+    if entry is not None and entry.state_head:
+        from models.registry import MODELS_DIR
+
+        settings["state_head"] = file_digest(MODELS_DIR / entry.state_head)
+    return settings
 
 
 def _check_choice(choice: CriteriaChoice) -> None:
@@ -215,12 +392,13 @@ def _collect(stream, sink: list):
         yield judgment
 
 
-def _summary(judgments: list, elapsed: float, load_s: float, out: Path) -> None:
+def _summary(judgments: list, elapsed: float, load_s: float, out: Path, resumed: int) -> None:
     counts = {status: sum(j.status is status for j in judgments) for status in Status}
     judged = elapsed - load_s
-    rate = len(judgments) / judged if judged > 0 else 0.0
+    rate = (len(judgments) - resumed) / judged if judged > 0 else 0.0
+    earlier = f" ({resumed} from the earlier run)" if resumed else ""
     print(
-        f"{len(judgments)} rows -> {out}: {counts[Status.OK]} ok, "
+        f"{len(judgments)} rows{earlier} -> {out}: {counts[Status.OK]} ok, "
         f"{counts[Status.UNPARSED]} unparsed, {counts[Status.ERROR]} error; "
         f"model load {load_s:.1f}s, judging {judged:.1f}s ({rate:.2f} rows/s)",
         file=sys.stderr,

@@ -12,9 +12,10 @@ from app.service import Progress
 
 
 class ProgressBar:
-    def __init__(self, total: int | None, disable: bool = False) -> None:
+    def __init__(self, total: int | None, disable: bool = False, initial: int = 0) -> None:
         self._bar = tqdm(
             total=total,
+            initial=initial,  # rows an earlier run of the same command already judged
             unit="row",
             desc="judging",
             file=sys.stderr,

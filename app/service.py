@@ -42,6 +42,7 @@ PAIR_LABELS = ("A", "B")
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
 FIT_ROUNDS = 3
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
+BACKEND_FAILED = "backend failed: "  # how an error row caused by the backend begins
 
 
 _DEFAULTS = ModelJudgeSettings()  # the built-in judging settings (app/model_settings.py)
@@ -163,7 +164,7 @@ class JudgeService:
             chunk = list(islice(iterator, window))
             if not chunk:
                 return
-            for judgment in self.judge_many(chunk, config):
+            for judgment in self._judged(self._entries(chunk), config):
                 progress.add(judgment)
                 if on_judgment is not None:
                     on_judgment(judgment, progress)
@@ -171,16 +172,26 @@ class JudgeService:
 
     def judge_many(self, rows: Sequence[InputRow], config: JudgeConfig) -> list[Judgment]:
         """Judgments of `rows`, in order; score mode sends all their calls in one batch."""
-        entries = [(row.item, row.line) if row.item is not None else row for row in rows]
-        return self._judge_entries(entries, config)
+        return list(self._judged(self._entries(rows), config))
 
     # -- one item --------------------------------------------------------------
     def judge(self, item: JudgeItem, config: JudgeConfig, line: int | None = None) -> Judgment:
-        return self._judge_entries([(item, line)], config)[0]
+        return next(self._judged([(item, line)], config))
 
-    def _judge_entries(
+    @staticmethod
+    def _entries(rows: Sequence[InputRow]) -> list[tuple[JudgeItem, int | None] | InputRow]:
+        return [(row.item, row.line) if row.item is not None else row for row in rows]
+
+    def _judged(
         self, entries: Sequence[tuple[JudgeItem, int | None] | InputRow], config: JudgeConfig
-    ) -> list[Judgment]:
+    ) -> Iterator[Judgment]:
+        """Each entry's judgment, in order, as soon as it is finished.
+
+        Score mode scores every entry's calls in one batch first; then each
+        judgment is finished (state head, critique) and given out before the next
+        starts, so a caller that writes each one as it comes loses at most the
+        row in progress when the run is killed (or the window's batch, in score mode).
+        """
         plans: list[_Plan | Judgment] = []
         for entry in entries:
             if isinstance(entry, InputRow):
@@ -191,14 +202,16 @@ class JudgeService:
                 )
             else:
                 plans.append(self._plan(entry[0], config, entry[1]))
-        self._run([plan for plan in plans if isinstance(plan, _Plan)], config)
-        judgments = [plan if isinstance(plan, Judgment) else self._finish(plan) for plan in plans]
-        return [
-            self.explain(plan.item, judgment, config)
-            if isinstance(plan, _Plan) and plan.wants_critique
-            else judgment
-            for plan, judgment in zip(plans, judgments)
-        ]
+        if config.mode == "score":
+            self._run([plan for plan in plans if isinstance(plan, _Plan)], config)
+        for plan in plans:
+            if isinstance(plan, Judgment):
+                yield plan
+                continue
+            if config.mode != "score":
+                self._run([plan], config)
+            judgment = self._finish(plan)
+            yield self.explain(plan.item, judgment, config) if plan.wants_critique else judgment
 
     def explain(self, item: JudgeItem, judgment: Judgment, config: JudgeConfig) -> Judgment:
         """A critique of a judgment already made: the reply generated again with its
@@ -222,7 +235,7 @@ class JudgeService:
                 generation = self.backend.generate(call.messages, config.sampling, call.output)
                 parsed = self._parse(plan, call, generation)[0]
             except BackendError as exc:
-                return judgment.model_copy(update={"feedback_note": f"backend failed: {exc}"})
+                return judgment.model_copy(update={"feedback_note": f"{BACKEND_FAILED}{exc}"})
             raw.append(generation.text)
             if parsed is not None and parsed.feedback:
                 texts.append(parsed.feedback)
@@ -258,9 +271,7 @@ class JudgeService:
             metadata=dict(item.metadata),
         )
         try:
-            _check_answers(item, config)
-            template = get_template(config.template)
-            resolved = resolve(config.choice, item, self.catalog)
+            template, resolved = _checked(item, config, self.catalog)
         except (PocketJudgeError, ValueError) as exc:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
@@ -390,13 +401,13 @@ class JudgeService:
                 plan.base, plan.item, head, source.state_features, plan.config.tie_margin
             )
         except (BackendError, ValueError) as exc:
-            return plan.base.model_copy(update={"error": f"backend failed: {exc}"})
+            return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
         return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
         if failed is not None:
-            return plan.base.model_copy(update={"error": f"backend failed: {failed}"})
+            return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{failed}"})
         attempts = []
         for call, generation in zip(plan.calls, plan.generations):
             parsed, failure = self._parse(plan, call, generation)
@@ -426,6 +437,34 @@ class JudgeService:
                     f"the judgment was complete; raise max_tokens ({exc})"
                 )
             return None, failure
+
+
+def row_problem(item: JudgeItem, config: JudgeConfig, catalog: Catalog) -> str | None:
+    """Why `item` would be an error row under `config` before any model call, or None.
+
+    The same checks as judging makes (answer count for the protocol, template,
+    criteria), so a batch preview can flag rows against the settings that will be used.
+    """
+    if config.protocol is None:
+        config = replace(config, protocol=infer_protocol(item))
+    try:
+        _checked(item, config, catalog)
+    except (PocketJudgeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def _checked(
+    item: JudgeItem, config: JudgeConfig, catalog: Catalog
+) -> tuple[PromptTemplate, ResolvedCriteria]:
+    """The template and criteria for `item`; raises when the item cannot be judged so."""
+    _check_answers(item, config)
+    return get_template(config.template), resolve(config.choice, item, catalog)
+
+
+def backend_failed(judgment: Judgment) -> bool:
+    """Whether a row failed because the backend did (not because of the row itself)."""
+    return judgment.status is Status.ERROR and (judgment.error or "").startswith(BACKEND_FAILED)
 
 
 def _reply_tokens(config: JudgeConfig, output: OutputSpec, backend: Backend) -> int:

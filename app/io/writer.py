@@ -61,13 +61,13 @@ def write_jsonl(judgments: Iterable[Judgment], out: Output, *, append: bool = Fa
     count = 0
     with _text_output(out, append=append, newline="\n") as stream:
         for judgment in judgments:
-            stream.write(_jsonl_line(judgment))
+            stream.write(jsonl_line(judgment))
             stream.flush()
             count += 1
     return count
 
 
-def _jsonl_line(judgment: Judgment) -> str:
+def jsonl_line(judgment: Judgment) -> str:
     data = judgment.model_dump(mode="json")
     line = json.dumps(data, ensure_ascii=False)
     try:

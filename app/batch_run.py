@@ -1,0 +1,81 @@
+"""A file batch judged into a resumable output, and the exit code it ends with.
+
+The CLI's `judge` command is a thin caller of `write_batch`: judgments stream in
+row order from `JudgeService.judge_rows`, each is written to the partial file
+(`app.io.resumable`) as it comes, and how the run ended decides the exit code.
+
+When the backend fails (a server down, a model crashed), the rows it failed on
+are held back. If it recovers, they are written as error rows and the run goes
+on; after `BACKEND_STREAK` failures in a row the run stops without writing them,
+so the same command, run again once the backend is back, judges them then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from app.io.resumable import ResumableOutput
+from app.records import Judgment, Status
+from app.service import backend_failed
+
+BACKEND_STREAK = 3  # rows in a row the backend failed on before a run gives up
+
+
+class ExitCode(IntEnum):
+    """What `python -m app judge` exits with (the README's "Reliability" lists them)."""
+
+    OK = 0  # every row ok
+    ROWS_FAILED = 1  # the output is complete; some rows are error or unparsed
+    USAGE = 2  # bad arguments, input file or model: nothing was judged
+    BACKEND = 3  # the backend failed on some rows (the run may have stopped: resume it)
+    WRITE = 4  # the results could not be written (a full disk): the rows written are kept
+    INTERRUPTED = 130  # Ctrl-C: the rows written are kept; the same command resumes
+
+
+@dataclass
+class BatchWrite:
+    """What a run wrote: `judgments` are the rows now in the partial file from this run."""
+
+    judgments: list[Judgment] = field(default_factory=list)
+    backend_failures: int = 0  # rows the backend failed on (written or held back)
+    stopped: str | None = None  # why the run stopped before the last row, if it did
+
+
+def write_batch(stream: Iterable[Judgment], output: ResumableOutput) -> BatchWrite:
+    """Append each judgment of `stream` to `output`; stop after a backend failure streak.
+
+    An OSError from writing (a full disk) goes up to the caller once the partial
+    file has been cut back to whole rows.
+    """
+    result = BatchWrite()
+    held: list[Judgment] = []
+    for judgment in stream:
+        if backend_failed(judgment):
+            result.backend_failures += 1
+            held.append(judgment)
+            if len(held) >= BACKEND_STREAK:
+                result.stopped = (
+                    f"the backend failed on {len(held)} rows in a row (line {held[0].line} "
+                    f"on): {judgment.error}"
+                )
+                return result
+            continue
+        for row in [*held, judgment]:
+            output.append(row)
+            result.judgments.append(row)
+        held.clear()
+    for row in held:  # the last rows failed, too few to call the backend down: keep them
+        output.append(row)
+        result.judgments.append(row)
+    return result
+
+
+def exit_code(judgments: Iterable[Judgment], write: BatchWrite) -> ExitCode:
+    """The exit code of a run whose output holds `judgments` (earlier runs' rows included)."""
+    if write.stopped is not None or write.backend_failures:
+        return ExitCode.BACKEND
+    if any(j.status is not Status.OK for j in judgments):
+        return ExitCode.ROWS_FAILED
+    return ExitCode.OK
