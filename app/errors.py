@@ -64,3 +64,18 @@ class BackendUnavailable(PocketJudgeError):
 
 class BackendError(PocketJudgeError):
     """A backend failed while generating."""
+
+
+class ModelFileError(BackendUnavailable):
+    """A model file is missing, damaged, or too large for this machine's memory.
+
+    `kind` is "missing", "corrupt" or "too_large"; `remedy` says what to do, so a
+    caller that knows more (the registry entry the file belongs to) can say it better.
+    """
+
+    def __init__(self, path: object, kind: str, problem: str, remedy: str) -> None:
+        self.path = str(path)
+        self.kind = kind
+        self.problem = problem
+        self.remedy = remedy
+        super().__init__(f"{self.path}: {problem}; {remedy}")

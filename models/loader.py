@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.errors import BackendUnavailable
+from app.errors import BackendUnavailable, ModelFileError
+from models import model_file
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions
 from models.registry import ModelEntry, load_registry
@@ -48,7 +49,7 @@ def open_judge(
     if model and (Path(model).suffix.lower() == ".gguf" or Path(model).exists()):
         path = Path(model).expanduser()
         if not path.exists():
-            raise BackendUnavailable(f"{path}: file not found")
+            raise ModelFileError(path, "missing", "file not found", model_file.MISSING_REMEDY)
         chosen = backend or backend_for_path(path)
         return LoadedJudge(create_backend(chosen, str(path), options), path.name, None)
     entry = load_registry().get(model)
@@ -69,4 +70,17 @@ def open_judge(
         raise BackendUnavailable(
             f"model '{entry.name}' is not built yet ({path} is missing): {how}"
         )
-    return LoadedJudge(create_backend(entry.backend, str(path), options), entry.name, entry)
+    try:
+        backend = create_backend(entry.backend, str(path), options)
+    except ModelFileError as exc:
+        if exc.kind != "corrupt":
+            raise
+        raise ModelFileError(exc.path, exc.kind, exc.problem, _rebuild_hint(entry)) from exc
+    return LoadedJudge(backend, entry.name, entry)
+
+
+def _rebuild_hint(entry: ModelEntry) -> str:
+    """What to do about a registry model's damaged file (`make models` keeps a present one)."""
+    if entry.build:
+        return f"delete it and run `make models` to build model '{entry.name}' again"
+    return f"delete it and make model '{entry.name}' again as its model card says"

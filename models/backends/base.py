@@ -127,6 +127,13 @@ class BackendOptions:
     remote_model: str | None = None
     parallel: int = 1  # score mode: replies decoded side by side (llama.cpp sequences)
     prefix_cache: bool = True  # score mode: keep the shared instructions evaluated across calls
+    # Server backends (openai): seconds one request may take, and retries of a request that
+    # failed in a way worth retrying (no connection, a timeout, HTTP 408/429/5xx), waiting
+    # retry_backoff_s * 2**n before retry n, never more than retry_max_wait_s.
+    timeout_s: float = 120.0
+    max_retries: int = 3
+    retry_backoff_s: float = 1.0
+    retry_max_wait_s: float = 30.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError, BackendUnavailable
+from models import model_file
 from models.backends.base import (
     BackendOptions,
     Capabilities,
@@ -102,8 +103,10 @@ class LlamaCppBackend:
         path = Path(model_path)
         if path.suffix.lower() != ".gguf":
             raise BackendUnavailable(f"{path}: the llama-cpp backend loads .gguf files only")
-        if not path.is_file():
-            raise BackendUnavailable(f"{path}: model file not found; run `make models`")
+        model_file.check_gguf_header(path)
+        offloads = options.n_gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload()
+        if not offloads:  # weights on a GPU do not need this machine's memory
+            model_file.check_fits_in_memory(path)
         self._llama_cpp = llama_cpp
         try:
             self.llama = llama_cpp.Llama(
@@ -115,9 +118,19 @@ class LlamaCppBackend:
                 seed=0,
                 verbose=False,
             )
+        except ValueError as exc:
+            if str(exc).startswith("Failed to load model from file"):
+                raise model_file.load_failure(path, exc) from exc
+            raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
+        except RuntimeError as exc:
+            raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
+        try:
             self._allow_sequences(options.parallel + 1)
         except (ValueError, RuntimeError) as exc:
-            raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
+            raise BackendUnavailable(
+                f"{path}: llama.cpp could not make a context of {options.n_ctx} tokens for "
+                f"{options.parallel + 1} sequences ({exc}); lower --n-ctx or --parallel"
+            ) from exc
         self.model_path = path
         self.n_ctx = options.n_ctx
         self.parallel = max(1, options.parallel)

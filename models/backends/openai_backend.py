@@ -10,6 +10,11 @@ how they accept a JSON schema, so the request form is an option:
   llama-cpp-python's server honours (it silently ignores `json_schema` in 0.3.36);
 - `none`: no constraint; the parser checks the text.
 
+A request that fails in a way worth retrying (no connection, a timeout, HTTP
+408/429/5xx) is retried with exponential backoff (models/backends/retry.py); one
+the server refuses (400, 401, 404, ...) fails at once, saying what to fix. The
+openai client's own retries are off, so the counts and waits are ours alone.
+
 This backend cannot read score distributions, so its judgments carry no
 expected scores or confidence.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any
 
 from app.errors import BackendError, BackendUnavailable
@@ -32,8 +38,10 @@ from models.backends.base import (
     ScoreRequest,
     score_by_generation,
 )
+from models.backends.retry import RetryPolicy, parse_retry_after, retryable_status
 
 SCHEMA_FORMS = ("json_schema", "json_object", "none")
+DETAIL_CHARS = 200  # of a server's error body, in a message
 
 
 def create(model: str, options: BackendOptions) -> OpenAIBackend:
@@ -57,13 +65,26 @@ class OpenAIBackend:
             raise BackendUnavailable(
                 f"schema_form '{self.schema_form}' is not one of {', '.join(SCHEMA_FORMS)}"
             )
+        if options.timeout_s <= 0:
+            raise BackendUnavailable(
+                f"timeout_s must be more than 0 seconds, not {options.timeout_s}"
+            )
+        try:
+            self.retry = RetryPolicy(
+                options.max_retries, options.retry_backoff_s, options.retry_max_wait_s
+            )
+        except ValueError as exc:
+            raise BackendUnavailable(f"the openai backend's retry settings: {exc}") from exc
+        self.base_url = options.base_url
+        self.timeout_s = float(options.timeout_s)
+        self.api_key_env = options.api_key_env
         api_key = os.environ.get(options.api_key_env) or "not-needed"
         self._openai = openai
         self._client = openai.OpenAI(
             base_url=options.base_url,
             api_key=api_key,
-            timeout=float(options.extra.get("timeout_s", 600)),
-            max_retries=int(options.extra.get("max_retries", 1)),
+            timeout=self.timeout_s,
+            max_retries=0,  # retried here, by self.retry
         )
         self.model = options.remote_model or model
         self.capabilities = Capabilities(
@@ -93,14 +114,7 @@ class OpenAIBackend:
         if response_format is not None:
             request["response_format"] = response_format
         started = time.perf_counter()
-        try:
-            response = self._client.chat.completions.create(**request)
-        except self._openai.APIConnectionError as exc:
-            raise BackendError(
-                f"cannot reach {self._client.base_url}: is the server running? ({exc})"
-            ) from exc
-        except self._openai.APIError as exc:
-            raise BackendError(f"the server refused the request: {exc}") from exc
+        response = self._create(request)
         latency = time.perf_counter() - started
         choice = response.choices[0]
         usage = response.usage
@@ -110,6 +124,68 @@ class OpenAIBackend:
             completion_tokens=usage.completion_tokens if usage else None,
             latency_s=latency,
             finish_reason=choice.finish_reason,
+        )
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        """One chat completion, retried by the policy; BackendError once it gives up."""
+        openai = self._openai
+        retry_after: float | None = None
+        for attempt in range(self.retry.attempts):
+            if attempt:
+                time.sleep(self.retry.wait_s(attempt - 1, retry_after))
+            retry_after = None
+            try:
+                return self._client.chat.completions.create(**request)
+            except openai.APITimeoutError as exc:
+                failure, cause = exc, f"no answer within the {self.timeout_s:g} s timeout"
+            except openai.APIConnectionError as exc:
+                failure, cause = exc, _connection_cause(exc)
+            except openai.APIStatusError as exc:
+                if not retryable_status(exc.status_code):
+                    raise BackendError(self._refusal(exc)) from exc
+                failure, cause = exc, _status_text(exc)
+                retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
+            except openai.APIError as exc:  # an answer that is not the API's JSON
+                raise BackendError(
+                    f"{self.base_url} did not answer like an OpenAI-compatible server ({exc}): "
+                    "check --base-url (it usually ends in /v1)"
+                ) from exc
+        raise BackendError(self._gave_up(failure, cause)) from failure
+
+    def _gave_up(self, failure: Exception, cause: str) -> str:
+        attempts = self.retry.attempts
+        tried = f"after {attempts} attempt{'s' if attempts > 1 else ''} (last cause: {cause})"
+        if isinstance(failure, self._openai.APITimeoutError):
+            return (
+                f"cannot get an answer from {self.base_url} {tried}: is the server running "
+                "and not overloaded? Check --base-url, or allow more time (timeout_s)"
+            )
+        if isinstance(failure, self._openai.APIConnectionError):
+            return (
+                f"cannot reach {self.base_url} {tried}: is the server running? "
+                "Start it, or check --base-url"
+            )
+        return (
+            f"the server at {self.base_url} kept failing {tried}: it is up but cannot "
+            "answer; check its log (is the model still loading?) and try again later"
+        )
+
+    def _refusal(self, exc: Any) -> str:
+        """The message of a status not worth retrying: what the server said and what to fix."""
+        said = f"the server refused the request: {_status_text(exc)} from {self.base_url}"
+        if exc.status_code == 401:
+            state = "set" if os.environ.get(self.api_key_env) else "not set"
+            return f"{said}: check the API key in ${self.api_key_env} (it is {state})"
+        if exc.status_code == 403:
+            return f"{said}: the API key in {self.api_key_env} may not be allowed this model"
+        if exc.status_code == 404:
+            return (
+                f"{said}: check --base-url (it usually ends in /v1) and that the server "
+                f"serves the model '{self.model}'"
+            )
+        return (
+            f"{said}: if the server does not accept the JSON schema form "
+            f"'{self.schema_form}', try another --schema-form ({', '.join(SCHEMA_FORMS)})"
         )
 
     def _response_format(self, output: OutputSpec | None) -> dict[str, Any] | None:
@@ -134,3 +210,35 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _status_text(exc: Any) -> str:
+    """`HTTP 503 Service Unavailable (detail)`, the detail cut to DETAIL_CHARS."""
+    try:
+        phrase = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        phrase = ""
+    text = f"HTTP {exc.status_code} {phrase}".rstrip()
+    detail = _body_detail(exc.body) or (exc.response.text if exc.response is not None else "")
+    detail = " ".join(str(detail).split())
+    if len(detail) > DETAIL_CHARS:
+        detail = detail[: DETAIL_CHARS - 3] + "..."
+    return f"{text} ({detail})" if detail else text
+
+
+def _body_detail(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("detail") or body)
+        return str(error)
+    return str(body) if body else None
+
+
+def _connection_cause(exc: BaseException) -> str:
+    """The innermost reason of a connection error ("[Errno 111] Connection refused")."""
+    reason: BaseException = exc
+    while reason.__cause__ is not None or reason.__context__ is not None:
+        reason = reason.__cause__ or reason.__context__  # type: ignore[assignment]
+    text = str(reason) or type(reason).__name__
+    return text if reason is not exc else f"{text} ({type(exc).__name__})"

@@ -408,7 +408,7 @@ def test_missing_gguf_is_unavailable(tmp_path: Path) -> None:
 def test_corrupt_gguf_is_unavailable(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x01" * 60)
-    with pytest.raises(BackendUnavailable, match="could not load"):
+    with pytest.raises(BackendUnavailable, match="not a complete GGUF model: GGUF version"):
         create_backend("llama-cpp", str(broken), BackendOptions())
 
 

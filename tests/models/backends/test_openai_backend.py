@@ -105,9 +105,9 @@ def server(tiny_gguf_model: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             process.wait(timeout=10)
 
 
-def _options(base_url: str, **extra: object) -> BackendOptions:
-    return BackendOptions(
-        base_url=base_url, api_key_env=KEY_ENV, extra={"schema_form": "json_object", **extra}
+def _options(base_url: str, **fields: object) -> BackendOptions:
+    return BackendOptions(  # type: ignore[arg-type]
+        base_url=base_url, api_key_env=KEY_ENV, extra={"schema_form": "json_object"}, **fields
     )
 
 
