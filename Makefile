@@ -35,9 +35,10 @@ $(CONVERTER): | $(STAMP)
 models: setup
 	$(BIN)/python -m models.build
 
+# The other Streamlit settings (upload limit, no usage statistics, no Deploy button, ...) are
+# in app/ui/.streamlit/config.toml; HOST=0.0.0.0 serves the network.
 run: setup models
-	PYTHONPATH=$(CURDIR) $(BIN)/python -m streamlit run app/ui/main.py --server.address $(HOST) --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m streamlit run app/ui/main.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (tests/app/ui/test_browser.py), when it is missing.
 SUDO := $(shell [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)

@@ -1,8 +1,9 @@
 """A leaderboard of the models that wrote the answers (rows that name them in `answer_models`).
 
-Per model: the mean grade its answers got, with a t confidence interval; wins,
-ties and losses in pairwise and multi-answer judgments; and a Bradley-Terry
-strength fitted on all those comparisons.
+Per model: the mean grade its answers got, with a t confidence interval kept
+inside the grade scale (see `mean_interval`); wins, ties and losses in pairwise
+and multi-answer judgments; and a Bradley-Terry strength fitted on all those
+comparisons.
 
 Bradley-Terry says model i beats model j with probability p_i / (p_i + p_j).
 The strengths are fitted by maximum likelihood with Hunter's MM (Zermelo)
@@ -24,9 +25,14 @@ from statistics import fmean, stdev
 import numpy as np
 from scipy import stats
 
+from app.criteria_types import LIBRARY_SCALE
 from app.records import JudgeItem, Judgment, Protocol, Status
+from app.rubrics import Rubric
+from app.scoring import ScoringRule
 
 Comparison = tuple[str, str, float]  # (first, second, score of the first: 1 win, 0.5 tie, 0 loss)
+Scale = tuple[float, float]  # the lowest and the highest grade possible
+RUBRIC_SCENARIO = "rubric:"  # a judgment made with a rubric records "rubric:<id>" as its scenario
 WINNER_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
 
@@ -36,7 +42,7 @@ class ModelStanding:
     answers: int  # answers the model wrote, in rows of any status
     graded: int  # of those, answers with a score (ok rows): the n of the mean
     mean_grade: float | None
-    ci_low: float | None  # confidence interval of the mean (None when graded < 2)
+    ci_low: float | None  # confidence interval of the mean, inside the scale (None: graded < 2)
     ci_high: float | None
     wins: int
     ties: int
@@ -53,10 +59,16 @@ def leaderboard(
     items: Sequence[JudgeItem | None],
     judgments: Sequence[Judgment],
     *,
+    scale: Scale | None = None,
     confidence: float = 0.95,
     prior_ties: float = 1.0,
 ) -> list[ModelStanding]:
     """Standings of every model named in `items[i].answer_models`, best first.
+
+    `scale` is the lowest and highest grade possible, which bound the confidence
+    intervals; without it, `grade_scale(judgments)`: 1-10 unless a rubric
+    graded the answers (pass `grade_scale(judgments, rubric)` then), else no
+    bounds.
 
     `items[i]` is the input item of `judgments[i]` (None for an unreadable
     row); extra items are ignored (a batch still running). A model named None
@@ -91,11 +103,13 @@ def leaderboard(
                 grades[model].append(scores.overall)
         comparisons += _comparisons(judgment, models)
 
+    if scale is None:
+        scale = grade_scale(judgments)
     tallies = _tallies(comparisons)
     strengths = bradley_terry(comparisons, prior_ties=prior_ties)
     standings = []
     for name, count in answers.items():
-        low, high = mean_interval(grades[name], confidence)
+        low, high = mean_interval(grades[name], confidence, scale=scale)
         wins, ties, losses = tallies.get(name, (0, 0, 0))
         played = wins + ties + losses
         standings.append(
@@ -158,16 +172,66 @@ def _tallies(comparisons: Sequence[Comparison]) -> dict[str, tuple[int, int, int
     return {name: (w, t, lost) for name, (w, t, lost) in counts.items()}
 
 
+def grade_scale(judgments: Sequence[Judgment], rubric: Rubric | None = None) -> Scale | None:
+    """The lowest and highest overall grade the judgments can hold; None when not known.
+
+    Judgments made with library criteria (a scenario's, or ones picked) grade on
+    1-10. One made with a rubric (scenario "rubric:<id>") grades on the rubric's
+    overall range, which only `rubric` can tell (a sum rubric adds its criteria's
+    scales): when such a judgment has no matching `rubric`, the scale is not known.
+    """
+    low: float | None = None
+    high: float | None = None
+    for judgment in judgments:
+        if judgment.status is not Status.OK or not judgment.answers:
+            continue
+        scenario = judgment.scenario or ""
+        if not scenario.startswith(RUBRIC_SCENARIO):
+            bounds = LIBRARY_SCALE
+        elif rubric is not None and scenario == f"{RUBRIC_SCENARIO}{rubric.id}":
+            bounds = ScoringRule(rubric.specs(), rubric.aggregate).overall_range()
+        else:
+            return None
+        low = bounds[0] if low is None else min(low, bounds[0])
+        high = bounds[1] if high is None else max(high, bounds[1])
+    return None if low is None or high is None else (low, high)
+
+
 def mean_interval(
-    values: Sequence[float], confidence: float = 0.95
+    values: Sequence[float], confidence: float = 0.95, *, scale: Scale | None = None
 ) -> tuple[float | None, float | None]:
-    """Student-t confidence interval of the mean of `values`; (None, None) when n < 2."""
+    """Student-t confidence interval of the mean of `values`, cut to `scale` (lowest,
+    highest grade possible); (None, None) when n < 2.
+
+    Why the t interval cut to the scale: grades are bounded, so the true mean lies
+    in the scale, and cutting an interval to a set known to hold the parameter
+    never loses coverage (P(mean in CI and in scale) = P(mean in CI)), while where
+    the t interval fits in the scale (most models with more than a handful of
+    grades) nothing changes. With few grades the t interval is wide, and honestly
+    so (t = 12.7 for n = 2): two grades of 1 and 10 say little about the mean, and
+    their interval is the whole scale, 1-10, where the uncut one ran from -51.7 to
+    62.7. A percentile bootstrap would stay in the scale too, but it only
+    resamples the grades seen: for n = 2 its 95% interval is the span of the two
+    grades (5 and 6 give 5-6), far below its nominal coverage; it needs tens of
+    grades to be trusted, and there the t interval is seldom cut anyway.
+
+    Raises ValueError for a value outside `scale` (grades and scale do not match).
+    """
     n = len(values)
+    if scale is not None:
+        low, high = scale
+        if not low < high:
+            raise ValueError(f"scale {scale}: the lowest grade must be below the highest")
+        outside = [v for v in values if not low <= v <= high]
+        if outside:
+            raise ValueError(f"grade {outside[0]} is outside the scale {low:g}-{high:g}")
     if n < 2:
         return None, None
     mean = fmean(values)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * stdev(values) / math.sqrt(n)
-    return mean - float(half), mean + float(half)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * stdev(values) / math.sqrt(n))
+    if scale is None:
+        return mean - half, mean + half
+    return float(max(scale[0], mean - half)), float(min(scale[1], mean + half))
 
 
 def bradley_terry(

@@ -16,7 +16,7 @@ import streamlit as st
 
 from app.batch_job import BatchJob, BatchSnapshot
 from app.dashboard import Dashboard, summarize
-from app.leaderboard import leaderboard
+from app.leaderboard import grade_scale, leaderboard
 from app.records import Judgment
 from app.rubrics import Rubric
 from app.scenarios import Catalog, load_catalog
@@ -227,7 +227,8 @@ def _criterion_name(key: str, catalog: Catalog, rubric: Rubric | None) -> str:
 
 
 def render_leaderboard(run: BatchRun, snap: BatchSnapshot) -> None:
-    standings = leaderboard(run.job.items, snap.judgments)
+    scale = grade_scale(snap.judgments, run.rubric)
+    standings = leaderboard(run.job.items, snap.judgments, scale=scale)
     st.header("Model leaderboard")
     if not standings:
         st.caption(

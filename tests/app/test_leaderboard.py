@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from app.leaderboard import bradley_terry, leaderboard, mean_interval
+from app.leaderboard import bradley_terry, grade_scale, leaderboard, mean_interval
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
+from app.rubrics import RUBRICS_DIR, load_rubric
 
 # --------------------------------------------------------------------------- Bradley-Terry
 
@@ -111,6 +112,34 @@ def test_mean_interval_by_hand() -> None:
     assert mean_interval([4.0, 4.0, 4.0]) == (4.0, 4.0)
 
 
+def test_two_grades_far_apart_give_the_whole_scale_not_an_interval_beyond_it() -> None:
+    """The probe's case: n = 2, t(0.975, 1) = 12.7, so the t interval of 1 and 10 is
+    5.5 +- 57.2; cut to the 1-10 scale it is the whole scale."""
+    low, high = mean_interval([1, 10])
+    assert (low, high) == pytest.approx((-51.678, 62.678), abs=1e-3)
+    assert mean_interval([1, 10], scale=(1, 10)) == (1.0, 10.0)
+    assert mean_interval([1.5, 8.0], scale=(1, 10)) == (1.0, 10.0)
+
+
+def test_an_interval_inside_the_scale_is_unchanged_and_one_past_an_edge_is_cut_there() -> None:
+    assert mean_interval([6, 8, 7, 9], scale=(1, 10)) == mean_interval([6, 8, 7, 9])
+    grades = [9, 10, 10, 10, 9, 10]  # mean 9.67, t interval about 9.12 to 10.21
+    low, high = mean_interval(grades)
+    assert low > 9 and high > 10
+    assert mean_interval(grades, scale=(1, 10)) == (low, 10.0)
+    # a sum rubric's wider scale: the same grades are not cut
+    assert mean_interval(grades, scale=(0, 15)) == (low, high)
+
+
+def test_the_interval_with_a_scale_still_needs_two_grades_and_grades_inside_it() -> None:
+    assert mean_interval([5.0], scale=(1, 10)) == (None, None)
+    assert mean_interval([], scale=(1, 10)) == (None, None)
+    with pytest.raises(ValueError, match="outside the scale 1-5"):
+        mean_interval([3, 7], scale=(1, 5))
+    with pytest.raises(ValueError, match="below the highest"):
+        mean_interval([3, 4], scale=(5, 5))
+
+
 # --------------------------------------------------------------------------- leaderboard
 
 
@@ -166,7 +195,8 @@ def test_leaderboard_counts_grades_and_comparisons() -> None:
     assert (gamma.answers, gamma.graded) == (3, 2)
     assert gamma.mean_grade == 4.5
     half = stats.t.ppf(0.975, 1) * math.sqrt(0.5) / math.sqrt(2)  # s of (4, 5) is sqrt(1/2)
-    assert (gamma.ci_low, gamma.ci_high) == pytest.approx((4.5 - half, 4.5 + half))
+    assert 4.5 - half < 1 and 4.5 + half > 10  # n = 2: the t interval spans more than 1-10
+    assert (gamma.ci_low, gamma.ci_high) == (1.0, 10.0)  # cut to the library's 1-10 scale
     assert (gamma.wins, gamma.ties, gamma.losses) == (0, 1, 2)
     assert gamma.win_rate == pytest.approx(0.5 / 3)
     assert gamma.comparisons == 3
@@ -211,3 +241,51 @@ def test_empty_and_partial_inputs() -> None:
 def test_misaligned_items_and_judgments_are_refused() -> None:
     with pytest.raises(ValueError, match="same order"):
         leaderboard(ITEMS[1:], JUDGMENTS)
+
+
+def rubric_judgment(row: int, rubric_id: str, *overall: float) -> Judgment:
+    """A judgment graded with a rubric (no verdict: grades only)."""
+    answers = tuple(AnswerScores(criteria={}, overall=v) for v in overall)
+    return Judgment(
+        id=f"r{row}",
+        protocol=PAIR if len(overall) == 2 else SINGLE,
+        status=Status.OK,
+        answers=answers,
+        scenario=f"rubric:{rubric_id}",
+    )
+
+
+def test_the_grade_scale_is_the_librarys_or_the_rubrics_overall_range() -> None:
+    points = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")  # a sum: 0-15
+    library = [judgment(1, SINGLE, 7, scenario="default"), judgment(2, SINGLE, 3)]
+    graded = [rubric_judgment(1, points.id, 12), rubric_judgment(2, points.id, 3)]
+    assert grade_scale(library) == (1, 10)
+    assert grade_scale(graded, points) == (0, 15)
+    assert grade_scale(library + graded, points) == (0, 15)
+    assert grade_scale(graded) is None  # a rubric's judgments without the rubric
+    helpful = load_rubric(RUBRICS_DIR / "helpfulness_1to5.yaml")
+    assert grade_scale(graded, helpful) is None  # another rubric than the one they used
+    assert grade_scale([rubric_judgment(1, helpful.id, 4)], helpful) == (1, 5)
+    assert grade_scale([]) is None
+    assert grade_scale([judgment(1, PAIR, error="no JSON")]) is None  # nothing graded
+
+
+def test_leaderboard_intervals_stay_inside_the_scale() -> None:
+    """Two far-apart grades per model: the intervals are cut to 1-10 by default, to the
+    scale passed, and not cut when a rubric's scale is unknown."""
+    items = [item(1, "far", "near"), item(2, "far", "near")]
+    judgments = [judgment(1, PAIR, 1, 6, winner="B"), judgment(2, PAIR, 10, 7, winner="A")]
+    far, near = sorted(leaderboard(items, judgments), key=lambda s: s.name)
+    assert (far.name, far.graded, far.mean_grade) == ("far", 2, 5.5)
+    assert (far.ci_low, far.ci_high) == (1.0, 10.0)
+    assert (near.ci_low, near.ci_high) == (1.0, 10.0)  # 6.5 +- 6.35, past both ends
+
+    points = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")  # a sum: 0-15
+    graded = [rubric_judgment(1, points.id, 1, 6), rubric_judgment(2, points.id, 14, 7)]
+    board = leaderboard(items, graded, scale=grade_scale(graded, points))
+    far, near = sorted(board, key=lambda s: s.name)
+    assert (far.ci_low, far.ci_high) == (0.0, 15.0)  # 7.5 +- 82.6, cut to 0-15
+    assert (near.ci_low, near.ci_high) == mean_interval([6, 7])  # 6.5 +- 6.35 fits in 0-15
+    assert near.ci_low > 0 and near.ci_high > 10  # not cut to 1-10: the rubric's scale counts
+    far, _ = sorted(leaderboard(items, graded), key=lambda s: s.name)  # the rubric not known
+    assert (far.ci_low, far.ci_high) == mean_interval([1, 14])

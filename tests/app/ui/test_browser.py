@@ -109,26 +109,24 @@ def healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def app_server(model: str, folder: Path) -> Iterator[str]:
-    """`streamlit run` on 127.0.0.1 with `model` (registry name or GGUF file) as the default;
-    yields its URL and stops it at the end."""
+def streamlit_server(
+    flags: list[str], env: dict[str, str], folder: Path, cwd: Path = REPO_ROOT
+) -> Iterator[str]:
+    """`streamlit run <repo>/app/ui/main.py --server.port <free port> *flags` started in `cwd`,
+    with `env`; yields its URL once it answers its health check and stops it at the end. The
+    server's output goes to `folder`/server.log."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), MODEL_ENV: model}
-    env[RUBRICS_ENV] = str(folder / "rubrics")
-    env.pop(MAX_UPLOAD_ENV, None)
+    script = str(REPO_ROOT / "app" / "ui" / "main.py")
     command = [
-        sys.executable, "-m", "streamlit", "run", "app/ui/main.py",
-        "--server.address", "127.0.0.1", "--server.port", str(port),
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",  # no polling of the repository
-        "--client.toolbarMode", "minimal",  # no Deploy button in the screenshots
+        sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), *flags,
     ]  # fmt: skip
     log_path = folder / "server.log"
     with log_path.open("wb") as log:
         server = subprocess.Popen(
             command,
-            cwd=REPO_ROOT,
+            cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, killed as a whole below
@@ -149,6 +147,23 @@ def app_server(model: str, folder: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+
+
+@contextlib.contextmanager
+def app_server(model: str, folder: Path) -> Iterator[str]:
+    """`streamlit run` on 127.0.0.1 with `model` (registry name or GGUF file) as the default;
+    yields its URL and stops it at the end."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), MODEL_ENV: model}
+    env[RUBRICS_ENV] = str(folder / "rubrics")
+    env.pop(MAX_UPLOAD_ENV, None)
+    flags = [
+        "--server.address", "127.0.0.1",
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",  # no polling of the repository
+        "--client.toolbarMode", "minimal",  # no Deploy button in the screenshots
+    ]  # fmt: skip
+    with streamlit_server(flags, env, folder) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

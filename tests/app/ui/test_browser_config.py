@@ -1,0 +1,108 @@
+"""The running app gets its Streamlit settings from app/ui/.streamlit/config.toml alone.
+
+The app is started the plainest way, `streamlit run <repo>/app/ui/main.py --server.port N` from
+another folder with no other flag (and no STREAMLIT_* variable), and checked from outside:
+over HTTP (where it listens, XSRF protection) and in headless Chromium (no Deploy button or
+developer menu, the upload limit the uploader states, no usage statistics sent). Without the
+file these checks fail, XSRF's aside (on by default, so it guards against the file turning it
+off): Streamlit listens on every interface, shows Deploy and its menu on localhost, says
+200MB per file and posts to data.streamlit.io.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.ui.settings import DEFAULT_MAX_UPLOAD_MB, MAX_UPLOAD_ENV
+from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
+    IDLE,
+    REPO_ROOT,
+    VIEWPORT,
+    chromium,  # noqa: F401 - a fixture
+    go_to,
+    settle,
+    streamlit_server,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+XSRF_COOKIE = "_streamlit_xsrf"
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
+    """The app as `streamlit run` starts it with nothing but a port, from another folder than
+    the repository (the settings must come with the app, not with the folder it is started in)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("STREAMLIT_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1")
+    env.pop(MAX_UPLOAD_ENV, None)
+    folder = tmp_path_factory.mktemp("server")
+    with streamlit_server([], env, folder, cwd=folder) as url:
+        yield url
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_the_server_listens_on_this_machine_only(app_url: str) -> None:
+    """Bound to 127.0.0.1, not 0.0.0.0: another loopback address (all of 127/8 reaches this
+    machine) is refused, as a network interface would be."""
+    with socket.create_connection(("127.0.0.1", port_of(app_url)), timeout=5):
+        pass
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.2", port_of(app_url)), timeout=5).close()
+
+
+def test_xsrf_protection_is_on(app_url: str) -> None:
+    """The server hands out an XSRF cookie, and refuses an upload without the token (with
+    protection off, the same request gets as far as the unknown session: 400)."""
+    with urllib.request.urlopen(f"{app_url}/_stcore/health", timeout=10) as response:
+        cookies = response.headers.get_all("Set-Cookie") or []
+    assert any(cookie.startswith(f"{XSRF_COOKIE}=") for cookie in cookies), cookies
+    upload = urllib.request.Request(
+        f"{app_url}/_stcore/upload_file/no-session/no-file", data=b"x", method="PUT"
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(upload, timeout=10)
+    assert refused.value.code == 403
+
+
+def test_the_page_has_no_deploy_button_states_the_apps_upload_limit_and_sends_no_stats(
+    chromium: Path,  # noqa: F811
+    app_url: str,
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(chromium), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(30_000)
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(app_url)
+            page.wait_for_selector(IDLE)
+            settle(page)
+            page.get_by_role("heading", name="Judge one item").wait_for()
+            assert page.get_by_role("button", name="Deploy").count() == 0
+            assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
+            assert page.locator('[data-testid="stMainMenu"]').count() == 0  # developer menu
+
+            go_to(page, "Batch")
+            uploader = page.locator('[data-testid="stFileUploader"]').inner_text()
+            assert f"up to {DEFAULT_MAX_UPLOAD_MB:g} MB" in uploader  # the app's own label
+            assert f"{DEFAULT_MAX_UPLOAD_MB:g}MB per file" in uploader  # Streamlit's, the same
+            page.wait_for_timeout(1_000)  # usage statistics go out soon after a page view
+            assert [url for url in requested if not url.startswith(app_url)] == []
+        finally:
+            browser.close()
