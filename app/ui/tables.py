@@ -34,21 +34,31 @@ RESULT_COLUMNS = (
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 
 
-def preview_frame(rows: Sequence[InputRow], text_chars: int = 80) -> pd.DataFrame:
-    """One row per input row, with the error that will make it an `error` row."""
+def preview_frame(
+    rows: Sequence[InputRow],
+    text_chars: int = 80,
+    problems: Mapping[int, str] | None = None,
+) -> pd.DataFrame:
+    """One row per input row, with the error that will make it an `error` row.
+
+    `problems` maps a line to why its readable row cannot be judged with the chosen
+    settings (`app.service.row_problem`: the protocol's answer count, the criteria).
+    """
+    problems = problems or {}
     records = []
     for row in rows:
         item = row.item
+        problem = str(row.error) if row.error else problems.get(row.line)
         records.append(
             {
                 "line": row.line,
                 "id": item.id if item else row_id(row.raw, row.line),
-                "status": "ok" if row.ok else "error",
+                "status": "error" if problem else "ok",
                 "layout": item.metadata.get("layout") if item else None,
                 "answers": len(item.answers) if item else None,
                 "reference": bool(item.reference) if item else None,
                 "question": _short(item.question, text_chars) if item else None,
-                "error": str(row.error) if row.error else None,
+                "error": problem,
             }
         )
     return pd.DataFrame(records, columns=list(PREVIEW_COLUMNS))

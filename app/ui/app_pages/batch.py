@@ -8,6 +8,8 @@ from app.batch_job import BatchJob
 from app.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
+from app.scenarios import load_catalog
+from app.service import row_problem
 from app.ui import state
 from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome
 from app.ui.run_setup import prepare_run
@@ -31,16 +33,28 @@ def parse_upload(upload) -> tuple[list[InputRow] | None, str | None]:
     return rows, error
 
 
-def render_preview(rows: list[InputRow]) -> None:
-    frame = preview_frame(rows)
+def settings_problems(rows: list[InputRow], settings: Settings) -> dict[int, str]:
+    """line -> why a readable row cannot be judged with these settings (answers, criteria)."""
+    config = settings.judge_config()
+    catalog = load_catalog()
+    found = {}
+    for row in rows:
+        if row.item is not None and (problem := row_problem(row.item, config, catalog)):
+            found[row.line] = problem
+    return found
+
+
+def render_preview(rows: list[InputRow], settings: Settings) -> None:
+    frame = preview_frame(rows, problems=settings_problems(rows, settings))
     bad = int((frame["status"] == "error").sum())
     columns = st.columns(3)
     columns[0].metric("Rows", len(rows))
-    columns[1].metric("Readable", len(rows) - bad)
+    columns[1].metric("Readable", sum(row.ok for row in rows))
     columns[2].metric("With problems", bad)
     if bad:
         st.warning(
-            f"{bad} of {len(rows)} rows have problems (the error column says what to fix). "
+            f"{bad} of {len(rows)} rows have problems with the file or with the settings "
+            "chosen (protocol, criteria): the error column says what to fix. "
             "They stay in the results as error rows, so the output has one row per input row."
         )
     only_bad = st.toggle("Show only rows with problems", value=bool(bad), key="preview_errors")
@@ -87,7 +101,7 @@ def page() -> None:
         if error:
             st.error(error)
         else:
-            render_preview(rows)
+            render_preview(rows, settings)
     busy = run is not None and run.running
     clicked = st.button(
         "Run batch",

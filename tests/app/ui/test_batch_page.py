@@ -76,6 +76,29 @@ def test_preview_shows_row_errors_before_running(make_app: Callable[..., AppTest
     assert not at.button(key="run_batch").disabled
 
 
+def test_the_preview_checks_rows_against_the_chosen_protocol_and_criteria(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """A 3-answer row is fine for "auto" (ranked) but an error row for pairwise: the preview
+    says so before the run, with the message the run would give."""
+    data = "".join(
+        json.dumps(row) + "\n"
+        for row in (
+            {"id": "two", "question": "Q?", "answers": ["a", "b"]},
+            {"id": "three", "question": "Q?", "answers": ["a", "b", "c"]},
+        )
+    ).encode()
+    at = make_app(PAGE)
+    upload(at, data)
+    assert [m.value for m in at.metric] == ["2", "2", "0"]
+    at.sidebar.radio(key="protocol").set_value("pairwise").run()
+    assert [m.value for m in at.metric] == ["2", "2", "1"]
+    shown = at.dataframe[0].value
+    flagged = shown[shown["status"] == "error"]
+    assert list(flagged["id"]) == ["three"]
+    assert "pairwise judging needs exactly 2 answers" in flagged.iloc[0]["error"]
+
+
 def test_every_example_layout_previews_clean(make_app: Callable[..., AppTest]) -> None:
     at = make_app(PAGE)
     for path in sorted(EXAMPLES.glob("*.json*")):
@@ -118,6 +141,10 @@ def test_batch_runs_to_done_with_dashboard_leaderboard_and_downloads(
     }
     board = table_with(at, "Bradley-Terry strength")
     assert set(board["model"]) == set(MODELS)
+    intervals = board[["95% CI low", "mean grade", "95% CI high"]].dropna()
+    assert len(intervals) == len(MODELS)  # every model has two or more grades
+    for low, mean, high in intervals.itertuples(index=False):
+        assert 1 <= low <= mean <= high <= 10  # inside the 1-10 scale, however few grades
     dashboard = {metric.label: metric.value for metric in at.metric}
     assert dashboard["Rows judged"] == "5" and dashboard["error"] == "1"
     assert "Position consistency" in dashboard  # swap is on by default
@@ -165,3 +192,47 @@ def test_two_tabs_judge_at_once_on_one_model(make_app: Callable[..., AppTest]) -
     run = current_run(batch_tab)
     assert run.job.snapshot().state == "done"
     assert run.handle is model_cache.shared_judge(settings_from(single_tab.session_state))
+
+
+def other_rows(count: int) -> bytes:
+    """Pairwise rows unlike `rows`: other questions, other ids, the better answer second."""
+    lines = [
+        {"id": f"s{n}", "question": f"What is {n} times two?", "answers": ["Nine.", str(2 * n)]}
+        for n in range(count)
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
+
+
+def verdicts(judgments) -> list[tuple[str, str | None, float | None]]:
+    return [(j.id, j.winner, j.confidence) for j in judgments]
+
+
+def test_two_sessions_judging_at_once_share_the_model_and_each_gets_its_own_results(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """Two sessions run batches side by side on one loaded model; each gets exactly its
+    own rows, with the verdicts the same rows get when judged alone."""
+    first, second = make_app(PAGE), make_app(PAGE)
+    upload(first, rows(5))
+    upload(second, other_rows(5))
+    first.button(key="run_batch").click().run()
+    second.button(key="run_batch").click().run()
+    assert current_run(first).running and current_run(second).running  # at once
+    finish(first)
+    finish(second)
+    together = [current_run(tab).job.snapshot().judgments for tab in (first, second)]
+    assert current_run(first).handle is current_run(second).handle  # one loaded model
+    assert [j.id for j in together[0]] == [f"r{n}" for n in range(5)] + ["bad"]
+    assert [j.id for j in together[1]] == [f"s{n}" for n in range(5)]
+
+    for data, mixed in ((rows(5), together[0]), (other_rows(5), together[1])):
+        alone = make_app(PAGE)
+        upload(alone, data)
+        alone.button(key="run_batch").click().run()
+        finish(alone)
+        solo = current_run(alone).job.snapshot().judgments
+        for (ident, winner, confidence), (solo_id, solo_winner, solo_confidence) in zip(
+            verdicts(mixed), verdicts(solo), strict=True
+        ):
+            assert (ident, winner) == (solo_id, solo_winner)
+            assert confidence == pytest.approx(solo_confidence, abs=1e-4)
