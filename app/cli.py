@@ -55,7 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     judge = commands.add_parser(
-        "judge", help="judge a JSONL/JSON file, one output row per input row"
+        "judge",
+        help="judge a JSONL/JSON file, one output row per input row",
+        description="Judge a JSONL/JSON file, one output row per input row. Each row is "
+        "written as it finishes; if the run is killed, the same command goes on from there.",
+        epilog="exit codes: 0 every row ok; 1 some rows error or unparsed; 2 bad arguments, "
+        "input or model; 3 the backend failed (run again to resume); 4 the results could not "
+        "be written (run again to resume); 130 interrupted (run again to resume)",
     )
     judge.add_argument("input", type=Path, help=".jsonl or .json file (any supported layout)")
     judge.add_argument("--out", type=Path, required=True, help="output .jsonl file")

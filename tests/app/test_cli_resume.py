@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,17 @@ def read(path: Path) -> list[Judgment]:
     return [Judgment.model_validate(json.loads(line)) for line in path.read_text().splitlines()]
 
 
-def kill_after(args: list[str], out: Path, rows: int) -> list[bytes]:
-    """Start the CLI, SIGKILL it once its partial file holds `rows` whole rows; the rows."""
+@dataclass
+class Stopped:
+    lines: list[bytes]  # the partial file's lines after the signal
+    returncode: int
+    stderr: str
+
+
+def kill_after(
+    args: list[str], out: Path, rows: int, sig: signal.Signals = signal.SIGKILL
+) -> Stopped:
+    """Start the CLI and send `sig` once its partial file holds `rows` whole rows."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(args, cwd=ROOT, env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
@@ -70,14 +80,15 @@ def kill_after(args: list[str], out: Path, rows: int) -> list[bytes]:
                 break
             assert process.poll() is None, process.stderr.read().decode()
             time.sleep(0.01)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        process.send_signal(sig)
+        process.wait(timeout=60)
+        stderr = process.stderr.read().decode()
     finally:
         if process.poll() is None:
             process.kill()
         process.stderr.close()
     (partial,) = partials(out)
-    return partial.read_bytes().splitlines(keepends=True)
+    return Stopped(partial.read_bytes().splitlines(keepends=True), process.returncode, stderr)
 
 
 def test_a_killed_batch_resumes_after_its_last_whole_row(
@@ -85,7 +96,9 @@ def test_a_killed_batch_resumes_after_its_last_whole_row(
 ) -> None:
     source, out = rows_file(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
     args = command(tiny_gguf_model, source, out)
-    kept = kill_after(args, out, rows=4)
+    killed = kill_after(args, out, rows=4)
+    assert killed.returncode == -signal.SIGKILL
+    kept = killed.lines
     assert not out.exists()  # the output appears only when the run is finished
     whole = [line for line in kept if line.endswith(b"\n")]
     assert 4 <= len(whole) < ROWS
@@ -99,6 +112,22 @@ def test_a_killed_batch_resumes_after_its_last_whole_row(
     assert [j.id for j in judged] == [f"r{n}" for n in range(1, ROWS + 1)]
     assert out.read_bytes().splitlines(keepends=True)[: len(whole)] == whole  # not judged again
     assert partials(out) == []
+
+
+def test_ctrl_c_exits_130_keeps_the_rows_and_the_same_command_goes_on(
+    tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    source, out = rows_file(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
+    args = command(tiny_gguf_model, source, out)
+    stopped = kill_after(args, out, rows=3, sig=signal.SIGINT)
+    assert stopped.returncode == 130
+    assert "run the same command again" in stopped.stderr
+    kept = stopped.lines
+    assert all(line.endswith(b"\n") for line in kept) and len(kept) >= 3
+    again = run(args)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming: {len(kept)} of {ROWS} rows" in again.stderr
+    assert [j.line for j in read(out)] == list(range(1, ROWS + 1))
 
 
 def test_a_row_cut_off_mid_write_is_judged_again_and_never_twice(
