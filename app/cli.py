@@ -16,8 +16,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.batch_run import ExitCode, exit_code
 from app.criteria_resolution import AUTO, CriteriaChoice
@@ -25,11 +26,16 @@ from app.errors import BackendError, PocketJudgeError
 from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import model_judge_settings, sampling_of
 from app.prompts import template_names
-from app.records import Protocol, Status
+from app.records import Judgment, Protocol, Status
 from app.rubrics import load_rubric
 from app.scenarios import load_catalog
 from models.backends import backend_names
 from models.backends.base import BackendOptions
+
+if TYPE_CHECKING:
+    from app.io.reader import InputRow
+    from app.io.resumable import ResumableOutput
+    from models.loader import LoadedJudge
 
 PROTOCOLS = ("auto", *(p.value for p in Protocol))
 
@@ -199,7 +205,7 @@ def _judge(args: argparse.Namespace) -> int:
         judge.close()
 
 
-def _open(args: argparse.Namespace):
+def _open(args: argparse.Namespace) -> LoadedJudge:
     from models.loader import open_judge
 
     options = BackendOptions(
@@ -218,7 +224,14 @@ def _open(args: argparse.Namespace):
     return open_judge(args.model, options, backend=args.backend)
 
 
-def _run_batch(args, judge, choice: CriteriaChoice, total: int, started: float, load_s: float):
+def _run_batch(
+    args: argparse.Namespace,
+    judge: LoadedJudge,
+    choice: CriteriaChoice,
+    total: int,
+    started: float,
+    load_s: float,
+) -> int:
     from app.batch_run import write_batch
     from app.io.reader import read_rows
     from app.io.resumable import ResumableOutput, run_key
@@ -272,23 +285,19 @@ def _run_batch(args, judge, choice: CriteriaChoice, total: int, started: float, 
             )
             written = write_batch(stream, output)
     except OSError as exc:
-        output.close()
-        kept = len(output.load())
-        print(
-            f"error: could not write the results to {output.partial}: {exc}. The {kept} rows "
+        return _kept(
+            output,
+            ExitCode.WRITE,
+            f"error: could not write the results to {output.partial}: {exc}. The {{kept}} rows "
             "written are kept; free some space and run the same command again to go on.",
-            file=sys.stderr,
         )
-        return ExitCode.WRITE
     except KeyboardInterrupt:
-        output.close()
-        kept = len(output.load())
-        print(
-            f"interrupted: {kept} rows are kept in {output.partial}; run the same command "
+        return _kept(
+            output,
+            ExitCode.INTERRUPTED,
+            f"interrupted: {{kept}} rows are kept in {output.partial}; run the same command "
             "again to go on from there",
-            file=sys.stderr,
         )
-        return ExitCode.INTERRUPTED
     judgments = done + written.judgments
     if written.stopped is not None:
         output.close()
@@ -306,7 +315,16 @@ def _run_batch(args, judge, choice: CriteriaChoice, total: int, started: float, 
     return exit_code(judgments, written)
 
 
-def _after(rows, done: list, output) -> Iterator:
+def _kept(output: ResumableOutput, code: ExitCode, message: str) -> ExitCode:
+    """Close the partial file, say how many whole rows it keeps (`{kept}`), return `code`."""
+    output.close()
+    print(message.format(kept=len(output.load())), file=sys.stderr)
+    return code
+
+
+def _after(
+    rows: Iterable[InputRow], done: list[Judgment], output: ResumableOutput
+) -> Iterator[InputRow]:
     """The input rows after the ones an earlier run judged, checking they line up."""
     iterator = iter(rows)
     for judgment in done:
@@ -319,7 +337,9 @@ def _after(rows, done: list, output) -> Iterator:
     return iterator
 
 
-def _finish(output, judgments: list, csv_path: Path | None) -> int | None:
+def _finish(
+    output: ResumableOutput, judgments: list[Judgment], csv_path: Path | None
+) -> int | None:
     """Write the CSV (atomically) and move the JSONL into place; an exit code on failure."""
     from app.io.writer import to_csv
 
@@ -363,7 +383,7 @@ _NOT_SETTINGS = frozenset(
 )
 
 
-def _settings(args: argparse.Namespace, judge) -> dict:
+def _settings(args: argparse.Namespace, judge: LoadedJudge) -> dict[str, Any]:
     """What a run's results depend on besides the input: a resumed run must match it."""
     from app.io.resumable import file_digest
 

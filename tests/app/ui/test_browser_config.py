@@ -11,6 +11,7 @@ off): Streamlit listens on every interface, shows Deploy and its menu on localho
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import urllib.error
@@ -27,7 +28,9 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     VIEWPORT,
     chromium,  # noqa: F401 - a fixture
     go_to,
+    screenshot,
     settle,
+    shots,  # noqa: F401 - a fixture
     streamlit_server,
 )
 
@@ -104,5 +107,50 @@ def test_the_page_has_no_deploy_button_states_the_apps_upload_limit_and_sends_no
             assert f"{DEFAULT_MAX_UPLOAD_MB:g}MB per file" in uploader  # Streamlit's, the same
             page.wait_for_timeout(1_000)  # usage statistics go out soon after a page view
             assert [url for url in requested if not url.startswith(app_url)] == []
+        finally:
+            browser.close()
+
+
+def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
+    chromium: Path,  # noqa: F811
+    app_url: str,
+    shots: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Pairwise chosen, then a file with a 3-answer row, a repeated id and a one-string
+    `answers`: the preview counts all three before the run (batch_preview.png)."""
+    from playwright.sync_api import sync_playwright
+
+    rows = [
+        {"id": "q1", "question": "Capital of France?", "answers": ["Paris.", "Lyon."]},
+        {"id": "q2", "question": "Largest planet?", "answers": ["Jupiter.", "Saturn.", "Mars."]},
+        {"id": "q1", "question": "Capital of Italy?", "answers": ["Rome.", "Milan."]},
+        {"id": "q4", "question": "2 + 2?", "answers": "4"},
+        {"id": "q5", "question": "Boiling point of water?", "answers": ["100 °C.", "90 °C."]},
+    ]
+    upload = tmp_path / "mixed.jsonl"
+    upload.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(chromium), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(30_000)
+            page.goto(app_url)
+            page.wait_for_selector(IDLE)
+            settle(page)
+            page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
+            go_to(page, "Batch")
+            page.locator(".st-key-upload input[type=file]").set_input_files(upload)
+            page.get_by_text("3 of 5 rows have problems").wait_for()
+            settle(page)
+            preview = page.locator('[data-testid="stDataFrame"]').first
+            preview.locator('table[aria-rowcount="4"]').wait_for(state="attached")  # 3 rows
+            shown = preview.text_content()
+            assert "pairwise judging needs exactly 2 answers" in shown
+            assert "also the id of line 1" in shown
+            assert "got a string" in shown
+            screenshot(page, shots / "batch_preview.png", main_only=True)
         finally:
             browser.close()
