@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -43,6 +44,9 @@ PROTOCOLS = ("auto", *(p.value for p in Protocol))
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    # bitsandbytes warns on every load that an optional CPU kernel package is missing:
+    # nothing for a user to do, and it reads like a failure.
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     try:
         return int(args.handler(args))
     except BackendError as exc:
@@ -301,10 +305,14 @@ def _run_batch(
     judgments = done + written.judgments
     if written.stopped is not None:
         output.close()
+        kept = (
+            f"The {len(judgments)} rows judged are kept in {output.partial}"
+            if judgments
+            else "No row was judged"
+        )
         print(
-            f"error: stopped: {written.stopped}. The {len(judgments)} rows judged are kept in "
-            f"{output.partial}; fix the backend (is the server up? --base-url?) and run the "
-            "same command again to go on.",
+            f"error: stopped: {written.stopped}. {kept}; fix the backend (is the server up? "
+            "--base-url?) and run the same command again to go on.",
             file=sys.stderr,
         )
         return ExitCode.BACKEND
