@@ -147,6 +147,9 @@ class Judgment(_Frozen):
     raw_output: str | None = None
     raw_output_swapped: str | None = None
     scenario: str | None = None
+    # scenario "auto" on a row naming none: the classifier's top guesses, best first
+    # (app/scenario_detection.py); `scenario` is the first, or default when it is unsure
+    scenario_guesses: dict[str, float] | None = None
     criteria: tuple[str, ...] = ()
     model: str | None = None
     template: str | None = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import cast
 
-from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
+from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
@@ -23,6 +23,7 @@ from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
+from app.scenario_detection import ScenarioGuess, chosen_scenario, detect_scenarios
 from app.scenarios import Catalog, load_catalog
 from app.state_head import StateHead
 from app.state_judging import decides, head_judgment
@@ -71,6 +72,8 @@ class JudgeConfig:
     relevance_join: RelevanceJoin | None = None  # pairwise: joined with request relevance
     # verdicts, rankings (and grades, with a grade head) read from the model's states
     state_head: StateHead | None = None
+    # scenario "auto" and a row without one: the scenario classifier picks it (else default)
+    detect_scenario: bool = True
 
 
 @dataclass
@@ -270,6 +273,12 @@ class JudgeService:
             line=line,
             metadata=dict(item.metadata),
         )
+        guesses = self._scenario_guesses(item, config)
+        if guesses:
+            item = item.model_copy(update={"scenario": chosen_scenario(guesses)})
+            base = base.model_copy(
+                update={"scenario_guesses": {g.scenario: round(g.probability, 4) for g in guesses}}
+            )
         try:
             template, resolved = _checked(item, config, self.catalog)
         except (PocketJudgeError, ValueError) as exc:
@@ -303,6 +312,16 @@ class JudgeService:
             calls.append(_Call(order, messages, output, layout))
         base = base.model_copy(update={"truncated": truncated})
         return _Plan(item, config, resolved, base, calls)
+
+    def _scenario_guesses(self, item: JudgeItem, config: JudgeConfig) -> list[ScenarioGuess]:
+        """The classifier's guesses when the scenario is left to it, else none."""
+        choice = config.choice
+        if not config.detect_scenario or choice.rubric is not None or item.scenario:
+            return []
+        if choice.scenario not in (None, AUTO):
+            return []
+        found = detect_scenarios([item.question], list(self.catalog.scenarios))
+        return found[0] if found else []
 
     def _fitted_messages(
         self,

@@ -269,7 +269,10 @@ def test_our_layout_in_every_protocol(
         assert judgment.swapped is (judgment.protocol is Protocol.PAIRWISE)  # swap is on
         assert judgment.confidence is not None and 0.0 <= judgment.confidence <= 1.0
     assert judgments[1].scenario == "open_question"
-    assert judgments[0].scenario == "default"
+    # no scenario in the row: the classifier's pick, with its guesses kept
+    assert judgments[0].scenario == "open_question"
+    assert next(iter(judgments[0].scenario_guesses)) == "open_question"
+    assert judgments[1].scenario_guesses is None  # the row names its own
 
 
 # -- bad rows ----------------------------------------------------------------------

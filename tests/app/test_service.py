@@ -29,7 +29,8 @@ TWO_RULE = ScoringRule(CATALOG.specs_for(None, list(TWO)))
 DEFAULT_RULE = ScoringRule(CATALOG.specs_for("default"))
 # The full-reply path (mode "generate"), where the fake backend's replies are whole
 # judgments with feedback; score mode has its own tests (test_score_mode.py).
-GenConfig = partial(JudgeConfig, mode="generate")
+# The scenario classifier is tested on its own below; here "auto" falls back to default.
+GenConfig = partial(JudgeConfig, mode="generate", detect_scenario=False)
 TWO_CONFIG = GenConfig(choice=CriteriaChoice(criteria=TWO))
 
 
@@ -437,6 +438,35 @@ def test_default_scenario_when_none_given() -> None:
     assert judgment.criteria == DEFAULT_RULE.keys
     assert judgment.answers[0].overall == 7.5
     assert "Task type: General:" in backend.instructions[0]
+
+
+def test_auto_scenario_is_detected_when_the_row_names_none() -> None:
+    """The classifier picks the scenario of a request that names none; its top guesses are
+    kept with their probabilities, and its pick sets the criteria and the task type."""
+    rule = ScoringRule(CATALOG.specs_for("code_generation"))
+    svc, backend = service(single_json(rule, 7))
+    request = "Write a Python function that returns the n-th Fibonacci number."
+    config = JudgeConfig(mode="generate")  # detection is on by default
+    judgment = svc.judge(item("def fib(n): ...", question=request), config)
+    assert judgment.status is Status.OK, judgment.error
+    assert judgment.scenario == "code_generation"
+    guesses = judgment.scenario_guesses
+    assert next(iter(guesses)) == "code_generation" and len(guesses) == 3
+    assert list(guesses.values()) == sorted(guesses.values(), reverse=True)
+    assert judgment.criteria == rule.keys
+    assert f"Task type: {CATALOG.scenarios['code_generation'].name}:" in backend.instructions[0]
+
+
+def test_detection_leaves_a_rows_own_scenario_and_a_chosen_one_alone() -> None:
+    rule = ScoringRule(CATALOG.specs_for("math_reasoning"))
+    svc, _ = service(single_json(rule, 6), single_json(rule, 6))
+    request = "Write a Python function that returns the n-th Fibonacci number."
+    own = svc.judge(item("x", question=request, scenario="math_reasoning"), JudgeConfig(
+        mode="generate"))  # fmt: skip
+    chosen = svc.judge(item("x", question=request), JudgeConfig(
+        mode="generate", choice=CriteriaChoice(scenario="math_reasoning")))  # fmt: skip
+    for judgment in (own, chosen):
+        assert judgment.scenario == "math_reasoning" and judgment.scenario_guesses is None
 
 
 def test_item_scenario_is_used() -> None:
