@@ -32,8 +32,13 @@ endif
 $(CONVERTER): | $(STAMP)
 	$(BIN)/python -m models.converter fetch
 
+# The scenario classifier is committed (models/scenario_classifier.npz); fitted again when
+# missing, from Auto-J's data in ../shared (about 2 minutes).
 models: setup
 	$(BIN)/python -m models.build
+	@test -f models/scenario_classifier.npz || OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 \
+		$(BIN)/python -m training.scenario_classifier || \
+		echo "note: no scenario classifier: scenario 'auto' falls back to default"
 
 # The other Streamlit settings (upload limit, no usage statistics, no Deploy button, ...) are
 # in app/ui/.streamlit/config.toml; HOST=0.0.0.0 serves the network.

@@ -85,7 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument(
         "--scenario",
         default=AUTO,
-        help="scenario name for every row; 'auto' uses each row's own, else default",
+        help="scenario name for every row; 'auto' uses each row's own, else the scenario "
+        "classifier's pick (default when it is unsure)",
+    )
+    judge.add_argument(
+        "--no-scenario-detection",
+        action="store_true",
+        help="with --scenario auto: a row without a scenario gets 'default' instead of the "
+        "classifier's pick",
     )
     judge.add_argument("--criteria", help="comma-separated criterion ids (replace the scenario's)")
     judge.add_argument("--rubric", type=Path, help="rubric YAML file (replaces criteria)")
@@ -251,6 +258,7 @@ def _run_batch(
         reference_metrics=args.reference_metrics,
         mode=args.mode,
         feedback=args.feedback,
+        detect_scenario=not args.no_scenario_detection,
         **model_judge_settings(
             entry, judging_overrides(args), context_tokens=args.n_ctx
         ).config_fields(),

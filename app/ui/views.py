@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import streamlit as st
 
 from app.records import Judgment, Protocol, Status
+from app.scenarios import load_catalog
 from app.ui import charts
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
@@ -47,6 +48,9 @@ def show_judgment(
         return
     _headline(judgment, top)
     _confidence(judgment)
+    if judgment.scenario_guesses:
+        scenarios = {s.id: s.name for s in load_catalog().scenarios.values()}
+        st.caption(scenario_note(judgment.scenario or "", judgment.scenario_guesses, scenarios))
     if judgment.truncated:
         st.caption(
             "Some text was cut from the middle to fit the model's context (marked in the "
@@ -125,6 +129,26 @@ def relevance_note(relevance: dict) -> str:
         f"closer to the request (cosine difference {relevance.get('relevance_difference', 0):+.2f}"
         "). Relevance rewards an answer on the request's topic, not a correct one."
     )
+
+
+def scenario_note(chosen: str, guesses: Mapping[str, float], names: Mapping[str, str]) -> str:
+    """What the scenario classifier picked and what else it considered (an override hint).
+
+    `names` maps scenario ids to names (ids are shown where a name is missing)."""
+
+    def shown(scenario: str) -> str:
+        return f"{names.get(scenario, scenario)} ({guesses[scenario]:.0%})"
+
+    best, *others = guesses
+    also = f"; also possible: {', '.join(shown(s) for s in others)}" if others else ""
+    if chosen == best:
+        head = f"Scenario detected: **{shown(best)}**{also}."
+    else:
+        head = (
+            f"Scenario: not sure (best guess {shown(best)}{also}), so the general "
+            f"criteria of **{names.get(chosen, chosen)}** were used."
+        )
+    return f"{head} Pick a scenario on the Scenario and criteria page to override."
 
 
 def head_note(parts: dict[str, float]) -> str:

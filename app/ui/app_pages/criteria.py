@@ -19,8 +19,11 @@ def render_scenario(catalog: Catalog) -> None:
     st.header("Scenario")
     st.caption(
         "The scenario says what kind of request an item is and which criteria fit it. "
-        "There is no automatic scenario detector yet: **auto** uses each row's own "
-        "`scenario` field and falls back to **default** (general criteria)."
+        "**auto** uses each row's own `scenario` field; a row without one gets the scenario "
+        "classifier's pick (a MiniLM-based classifier: right 42 % of the time on Auto-J's "
+        "test requests, the right one among its top 3 67 % of the time), or **default** "
+        "(general criteria) when it is unsure. The result shows its top 3; choose a scenario "
+        "here to override it."
     )
     search = st.text_input(
         "Search scenarios",

@@ -172,3 +172,19 @@ def test_an_uncertain_verdict_is_shown_as_uncertain_with_its_leaning(
     assert headline.startswith("Verdict: Uncertain (leans to ")
     assert "is better" not in headline
     assert any("not a decision" in caption.value for caption in at.caption)
+
+
+def test_a_detected_scenario_is_shown_with_its_top_guesses(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """Scenario "auto" and no scenario in the item: the classifier's pick and two more
+    guesses, with probabilities, and where to override it."""
+    at = make_app()
+    at.text_area(key="question").input("Write a Python function that reverses a linked list.")
+    at.text_area(key="answer_1").input("def reverse(head): ...")
+    judgment = judge(at.run())
+    assert judgment.scenario == "code_generation"
+    assert len(judgment.scenario_guesses) == 3
+    note = next(c.value for c in at.caption if c.value.startswith("Scenario detected:"))
+    assert "**Code generation (" in note and "also possible:" in note
+    assert "Scenario and criteria page to override" in note

@@ -54,3 +54,16 @@ def test_feedback_is_plain_text_or_markdown_without_html() -> None:
     feedback = next(m for m in at.markdown if "fine" in m.value)
     assert not feedback.allow_html
     assert "[image: t]" in feedback.value and "http://example.com" not in feedback.value
+
+
+def test_scenario_note_names_the_pick_or_says_it_is_unsure() -> None:
+    from app.ui.views import scenario_note
+
+    names = {"code_generation": "Code generation", "default": "General"}
+    guesses = {"code_generation": 0.62, "code_correction": 0.2, "math_reasoning": 0.05}
+    sure = scenario_note("code_generation", guesses, names)
+    assert sure.startswith("Scenario detected: **Code generation (62%)**; also possible: ")
+    assert "code_correction (20%)" in sure  # an id without a name is shown as the id
+    unsure = scenario_note("default", {"code_generation": 0.15, "math_reasoning": 0.1}, names)
+    assert unsure.startswith("Scenario: not sure (best guess Code generation (15%)")
+    assert "criteria of **General** were used" in unsure
