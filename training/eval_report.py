@@ -82,6 +82,27 @@ def _pairwise(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"| {verbosity} | {_num(judge['verbosity_bias'])} | {DASH} |")
     lines.append(f"| verdicts A / B / tie / not ok | {_shares(judge['verdicts'])} | {DASH} |")
     lines.append(f"| labels A / B / tie | {_shares(judge['labels'])} | {DASH} |")
+    return lines + _confidence(judge)
+
+
+def _confidence(judge: Mapping[str, Any]) -> list[str]:
+    """Agreement by confidence bucket (least confident fifth first) and the ECE."""
+    buckets = judge.get("confidence_buckets") or []
+    if not buckets:
+        return ["", "No verdict carried a confidence: no calibration table."]
+    lines = [
+        "",
+        f"Confidence: agreement by fifth of the rows, least confident first; expected "
+        f"calibration error {_num(judge.get('ece'))} % (10 bins).",
+        "",
+        "| bucket | rows | confidence range | mean confidence | agreement |",
+        "|---:|---:|---|---:|---:|",
+    ]
+    for b in buckets:
+        lines.append(
+            f"| {b['bucket']} | {b['n']} | {b['low']:.3f}-{b['high']:.3f} | "
+            f"{b['mean_confidence']:.3f} | {_num(b['agreement'])} |"
+        )
     return lines
 
 

@@ -41,6 +41,8 @@ from app.records import Status, Winner
 from app.scenarios import Catalog
 
 CLASSES: tuple[Winner, ...] = ("A", "B", "tie")
+CONFIDENCE_BUCKETS = 5  # equal-count buckets of rows, least confident first
+ECE_BINS = 10  # equal-width bins of confidence over 0-1 for the expected calibration error
 OTHER_GROUP = "other"
 JUDGE_SCALE = (1.0, 10.0)  # the overall of the library criteria
 
@@ -56,6 +58,7 @@ class PairRow:
     lengths: tuple[int, int] = (0, 0)  # characters of answer A and answer B
     status: Status = Status.OK
     group: str = OTHER_GROUP
+    confidence: float | None = None  # the judge's probability of its verdict (leaning)
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,86 @@ def label_distribution(rows: Sequence[PairRow]) -> dict[str, float | None]:
     return {name: percent(labels.count(name), len(rows)) for name in CLASSES}
 
 
+def confidence_buckets(rows: Sequence[PairRow]) -> list[dict[str, Any]]:
+    """Agreement (combined verdict) per bucket of equally many rows, least confident first.
+
+    Only ok rows with a confidence count; each bucket gives its confidence range, its
+    mean confidence and how often the verdict matched the label (%). A judge whose
+    confidence means something is right more often in the later buckets.
+    """
+    scored = sorted((r for r in rows if _ok(r) and r.confidence is not None), key=_confidence)
+    buckets = []
+    for number in range(CONFIDENCE_BUCKETS):
+        start = number * len(scored) // CONFIDENCE_BUCKETS
+        end = (number + 1) * len(scored) // CONFIDENCE_BUCKETS
+        members = scored[start:end]
+        if not members:
+            continue
+        confidences = [_confidence(r) for r in members]
+        buckets.append(
+            {
+                "bucket": number + 1,
+                "n": len(members),
+                "low": round(confidences[0], 4),
+                "high": round(confidences[-1], 4),
+                "mean_confidence": round(sum(confidences) / len(members), 4),
+                "agreement": percent(sum(r.verdict == r.label for r in members), len(members)),
+            }
+        )
+    return buckets
+
+
+def expected_calibration_error(rows: Sequence[PairRow]) -> float | None:
+    """ECE in %: the row-weighted mean |agreement - mean confidence| over ten equal-width
+    confidence bins (ok rows with a confidence; None when there are none)."""
+    scored = [r for r in rows if _ok(r) and r.confidence is not None]
+    if not scored:
+        return None
+    bins: dict[int, list[PairRow]] = {}
+    for row in scored:
+        bins.setdefault(min(int(_confidence(row) * ECE_BINS), ECE_BINS - 1), []).append(row)
+    gap = 0.0
+    for members in bins.values():
+        right = sum(r.verdict == r.label for r in members) / len(members)
+        mean = sum(_confidence(r) for r in members) / len(members)
+        gap += len(members) * abs(right - mean)
+    return round(100 * gap / len(scored), 1)
+
+
+def cascade_curve(
+    rows: Sequence[PairRow],
+    second: Sequence[Winner | None],
+    shares: Sequence[float] = (0.0, 0.1, 0.3, 0.5, 1.0),
+) -> list[dict[str, Any]]:
+    """Agreement when the least confident share of rows goes to a second judge.
+
+    `second[i]` is the second judge's verdict on `rows[i]` (None: it failed). Rows the
+    first judge could not judge, or judged without a confidence, go to the second judge
+    first. Each point gives the share asked for, the rows sent and the agreement (%).
+    """
+    if len(second) != len(rows):
+        raise ValueError(f"{len(second)} second-judge verdicts for {len(rows)} rows")
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (
+            _confidence(rows[i]) if _ok(rows[i]) and rows[i].confidence is not None else -1.0
+        ),
+    )
+    points = []
+    for share in shares:
+        sent = set(order[: round(share * len(rows))])
+        right = sum(
+            (second[i] if i in sent else rows[i].verdict if _ok(rows[i]) else None) == rows[i].label
+            for i in range(len(rows))
+        )
+        points.append({"share": share, "sent": len(sent), "agreement": percent(right, len(rows))})
+    return points
+
+
+def _confidence(row: PairRow) -> float:
+    return row.confidence if row.confidence is not None else 0.0
+
+
 def heuristic_rows(rows: Sequence[PairRow]) -> list[PairRow]:
     """The same rows judged by 'the longer answer wins' (always ok, no swap data)."""
     return [
@@ -230,6 +313,8 @@ def pairwise_metrics(rows: Sequence[PairRow]) -> dict[str, Any]:
         **verbosity_bias(rows),
         "verdicts": verdict_distribution(rows),
         "labels": label_distribution(rows),
+        "confidence_buckets": confidence_buckets(rows),
+        "ece": expected_calibration_error(rows),
         "heuristic": heuristic_metrics(rows),
     }
 

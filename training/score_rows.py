@@ -30,6 +30,7 @@ def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
         lengths=(len(item.answers[0]), len(item.answers[1])),
         status=judgment.status,
         group=scenario_group(item.scenario, catalog),
+        confidence=judgment.confidence if ok else None,
     )
 
 

@@ -201,6 +201,10 @@ def test_autoj_and_llmbar_end_to_end(inputs: dict[str, Path], tmp_path: Path) ->
     assert "| agreement, both orders | 100.0 | 50.0 |" in markdown
     assert "| General Communication | 1 | 0.0 | 0.0 |" in markdown
     assert "| autoj_pairs.jsonl | 4 | 3 | 1 | 0 | 0 | 0 | 0 |" in markdown
+    # every ok verdict has a confidence: a bucket table per pairwise file, and the ECE
+    assert markdown.count("| bucket | rows | confidence range | mean confidence |") == 2
+    assert sum(b["n"] for b in report["files"]["autoj_pairs.jsonl"]["judge"][
+        "confidence_buckets"]) == 3  # fmt: skip
 
     saved = [
         Judgment.model_validate_json(line)

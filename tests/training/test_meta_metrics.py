@@ -318,3 +318,48 @@ def test_tie_margin_tuning_picks_the_best_split() -> None:
     assert verdict_at(0.5, 0.5) == "tie" and verdict_at(-0.6, 0.5) == "B"
     with pytest.raises(ValueError, match="no judged pairs"):
         tune_tie_margin([])
+
+
+def confident_rows() -> list[PairRow]:
+    """Ten rows: the five least confident half right, the five most confident all right."""
+    rows = []
+    for n in range(10):
+        confidence = 0.5 + n * 0.05
+        right = n >= 5 or n % 2 == 0
+        rows.append(PairRow(label="A", verdict="A" if right else "B", confidence=confidence))
+    return rows
+
+
+def test_confidence_buckets_split_the_rows_into_fifths_least_confident_first() -> None:
+    from training.meta_metrics import confidence_buckets
+
+    rows = [*confident_rows(), PairRow(label="A", status=Status.UNPARSED)]  # left out
+    buckets = confidence_buckets(rows)
+    assert [b["n"] for b in buckets] == [2] * 5
+    assert buckets[0]["low"] == 0.5 and buckets[-1]["high"] == 0.95
+    assert [b["agreement"] for b in buckets] == [50.0, 50.0, 100.0, 100.0, 100.0]
+    assert buckets[2]["mean_confidence"] == pytest.approx(0.725)
+
+
+def test_expected_calibration_error_is_the_weighted_gap_per_bin() -> None:
+    from training.meta_metrics import expected_calibration_error
+
+    perfectly = [PairRow(label="A", verdict="A", confidence=1.0)] * 4
+    assert expected_calibration_error(perfectly) == 0.0
+    # 0.9 sure, right half the time: a gap of 40 points
+    half = [PairRow(label="A", verdict=v, confidence=0.9) for v in ("A", "B", "A", "B")]
+    assert expected_calibration_error(half) == 40.0
+    assert expected_calibration_error([PairRow(label="A", verdict="A")]) is None
+
+
+def test_cascade_sends_the_least_confident_rows_to_the_second_judge() -> None:
+    from training.meta_metrics import cascade_curve
+
+    rows = confident_rows()
+    second = ["A"] * 10  # a second judge that is always right here
+    points = cascade_curve(rows, second, shares=(0.0, 0.3, 0.5, 1.0))
+    assert [p["sent"] for p in points] == [0, 3, 5, 10]
+    # the wrong rows are n = 1 and 3 (least confident half): 0.3 fixes one, 0.5 both
+    assert [p["agreement"] for p in points] == [80.0, 90.0, 100.0, 100.0]
+    with pytest.raises(ValueError):
+        cascade_curve(rows, second[:3])
