@@ -82,7 +82,24 @@ def _pairwise(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"| {verbosity} | {_num(judge['verbosity_bias'])} | {DASH} |")
     lines.append(f"| verdicts A / B / tie / not ok | {_shares(judge['verdicts'])} | {DASH} |")
     lines.append(f"| labels A / B / tie | {_shares(judge['labels'])} | {DASH} |")
-    return lines + _confidence(judge)
+    return lines + _confidence(judge) + _cascade(entry)
+
+
+def _cascade(entry: Mapping[str, Any]) -> list[str]:
+    points = entry.get("cascade")
+    if not points:
+        return []
+    lines = [
+        "",
+        f"Cascade: the least confident rows go to `{entry.get('cascade_model')}` "
+        "(its saved verdicts); agreement of the combined verdicts.",
+        "",
+        "| share sent | rows sent | agreement |",
+        "|---:|---:|---:|",
+    ]
+    for point in points:
+        lines.append(f"| {point['share']:.0%} | {point['sent']} | {_num(point['agreement'])} |")
+    return lines
 
 
 def _confidence(judge: Mapping[str, Any]) -> list[str]:

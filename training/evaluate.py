@@ -47,8 +47,8 @@ from training.labelled_files import (
     file_names,
     load_labelled,
 )
-from training.meta_metrics import PairRow, group_table
-from training.rescore import attach_judgments, judgment_margin, recombine
+from training.meta_metrics import PairRow, cascade_curve, group_table
+from training.rescore import attach_judgments, judgment_margin, recombine, second_verdicts
 from training.score_rows import score_file
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
@@ -178,8 +178,12 @@ def evaluate_files(
     overrides: Overrides = Overrides(),
     fresh: bool = False,
     skip: int = 0,
+    second_judgments: str | Path | None = None,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
+
+    `second_judgments`: a saved run of another judge on the same files (the second tier
+    of a cascade); each pairwise file then gets the cascade curve (`cascade`).
 
     `model` is a registry name or a model path (None: the registry default);
     `backend` forces a backend by name; `overrides` replace the entry's template,
@@ -216,19 +220,27 @@ def evaluate_files(
         run = _judge_files(
             files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides, fresh
         )
-    report = build_report(files, run, limit, skip)
+    second = read_judgments(Path(second_judgments)) if second_judgments is not None else None
+    report = build_report(files, run, limit, skip, second)
     write_report(report, out)
     return report
 
 
 def build_report(
-    files: Sequence[LabelledFile], run: dict[str, Any], limit: int | None, skip: int = 0
+    files: Sequence[LabelledFile],
+    run: dict[str, Any],
+    limit: int | None,
+    skip: int = 0,
+    second: Sequence[Judgment] | None = None,
 ) -> dict[str, Any]:
     catalog = load_catalog()
     entries: dict[str, Any] = {}
     pairs: list[PairRow] = []
     for file in files:
         entries[file.name], rows = score_file(file, catalog)
+        if second is not None and rows:
+            entries[file.name]["cascade"] = cascade_curve(rows, second_verdicts(file, second))
+            entries[file.name]["cascade_model"] = next((j.model for j in second), None)
         pairs += rows
     return {
         **run,
@@ -282,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             quiet=args.quiet,
             fresh=args.fresh,
             overrides=Overrides(judging_overrides(args), args.mode),
+            second_judgments=args.second_judgments,
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -322,6 +335,12 @@ def _parser() -> argparse.ArgumentParser:
         "--fresh",
         action="store_true",
         help="judge every row again (default: go on from the judgments already in --out)",
+    )
+    parser.add_argument(
+        "--second-judgments",
+        type=Path,
+        help="a saved judgments.jsonl of a second judge on the same files: adds the cascade "
+        "curve (agreement when the least confident 0/10/30/50/100 %% go to it)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

@@ -10,7 +10,7 @@ from app import verdicts
 from app.errors import PocketJudgeError
 from app.io.reader import InputRow
 from app.prompts import get_template
-from app.records import Judgment, Status
+from app.records import Judgment, Status, Winner
 from training.labelled_files import FILE_KEY, EvaluationError, LabelledFile
 
 
@@ -57,6 +57,18 @@ def attach_judgments(files: Sequence[LabelledFile], judgments: Sequence[Judgment
                 f"the judgments hold no row of {file.name} (they cover: {', '.join(known)}); "
                 "pass the same input files as the run that wrote them"
             )
+
+
+def second_verdicts(file: LabelledFile, second: Sequence[Judgment]) -> list[Winner | None]:
+    """A second judge's verdict (its leaning) on each of `file`'s judged rows, in their
+    order; None where it has no ok judgment of the row."""
+    by_key = {(j.metadata.get(FILE_KEY), j.line): j for j in second}
+    verdicts_found: list[Winner | None] = []
+    for row in file.rows:
+        judgment = by_key.get((file.name, row.line))
+        ok = judgment is not None and judgment.status is Status.OK
+        verdicts_found.append((judgment.leaning or judgment.winner) if ok else None)  # type: ignore[union-attr]
+    return verdicts_found
 
 
 def _saved(

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from app.io.judgments import read_judgments
 from app.io.reader import read_rows
+from app.io.writer import write_jsonl
 from app.model_settings import SettingsLayer
 from app.records import Judgment, Status
 from app.scenarios import load_catalog
@@ -435,3 +437,38 @@ def test_two_parts_judged_apart_rescore_to_the_whole(
     again = evaluate_files([inputs["autoj"]], judgments=both, out_dir=tmp_path / "c")
     name = "autoj_pairs.jsonl"
     assert again["files"][name]["judge"] == whole["files"][name]["judge"]
+
+
+def test_a_second_judges_saved_run_gives_the_cascade_curve(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A second judge that always says the label: sending it every row gives 100 %."""
+    first = _evaluate(inputs, tmp_path / "run", "autoj")
+    saved = read_judgments(tmp_path / "run" / "judgments.jsonl")
+    labels = {
+        row.line: row.item.label.winner
+        for row in read_rows(inputs["autoj"])
+        if row.item is not None and row.item.label is not None
+    }
+    oracle = [
+        j.model_copy(update={"status": Status.OK, "winner": labels[j.line],
+                             "leaning": labels[j.line], "model": "oracle", "error": None})
+        for j in saved
+        if j.line in labels
+    ]  # fmt: skip
+    second = tmp_path / "oracle.jsonl"
+    write_jsonl(oracle, second)
+    report = evaluate_files(
+        [inputs["autoj"]],
+        judgments=tmp_path / "run" / "judgments.jsonl",
+        out_dir=tmp_path / "cascade",
+        second_judgments=second,
+    )
+    entry = report["files"]["autoj_pairs.jsonl"]
+    points = entry["cascade"]
+    assert [p["share"] for p in points] == [0.0, 0.1, 0.3, 0.5, 1.0]
+    assert points[0]["agreement"] == first["files"]["autoj_pairs.jsonl"]["judge"][
+        "agreement_combined"]  # fmt: skip
+    assert points[-1] == {"share": 1.0, "sent": 4, "agreement": 100.0}
+    assert entry["cascade_model"] == "oracle"
+    assert "| 100% | 4 | 100.0 |" in (tmp_path / "cascade" / "report.md").read_text()
