@@ -6,6 +6,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app.errors import PocketJudgeError, validation_message
+from app.followup import ask
 from app.records import JudgeItem, Judgment, Protocol
 from app.scenarios import load_catalog
 from app.ui import state
@@ -14,8 +15,10 @@ from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, measured_rows, model_label
 from app.ui.tables import criterion_names, overall_top, rubric_scale
 from app.ui.views import show_judgment, show_measured
+from models.backends.base import Message
 
 RESULT = "single.result"
+CHAT = "single.chat"  # the follow-up conversation about the shown judgment
 
 
 def form(settings: Settings) -> tuple[str, list[str], str]:
@@ -84,6 +87,7 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
         st.error(str(exc))
         return
     st.session_state[RESULT] = (judgment, settings.rubric, item)
+    st.session_state[CHAT] = []  # a new judgment, a new conversation
 
 
 def explain(settings: Settings) -> None:
@@ -115,6 +119,38 @@ def show_result(result: tuple[Judgment, object, JudgeItem], settings: Settings) 
     )
 
 
+def followup(settings: Settings) -> None:
+    """Questions about the shown judgment, answered by the same loaded model."""
+    judgment, _, item = st.session_state[RESULT]
+    st.subheader("Ask about this judgment")
+    st.caption(
+        "Ask why it decided so, or for an example. The judge's reply is its own free text "
+        "(plain text here): it may be wrong, and it does not change the verdict."
+    )
+    history: list[Message] = st.session_state.setdefault(CHAT, [])
+    for message in history:
+        with st.chat_message(message.role):
+            st.text(message.content)
+    question = st.chat_input("Why did it decide so? Give an example...", key="followup")
+    if not question:
+        return
+    prepared = prepare_run(settings, False, "follow-up")
+    if prepared is None:
+        return
+    shared, _, _ = prepared
+    with st.chat_message("user"):
+        st.text(question)
+    try:
+        with st.spinner("The judge is answering..."), shared.use():
+            reply = ask(shared.judge.backend, item, judgment, history, question)
+    except (PocketJudgeError, ValueError) as exc:
+        st.error(str(exc))
+        return
+    history += [Message("user", question), Message("assistant", reply)]
+    with st.chat_message("assistant"):
+        st.text(reply or "(the judge wrote nothing)")
+
+
 def page() -> None:
     settings = state.current_settings()
     st.title("Judge one item")
@@ -133,6 +169,7 @@ def page() -> None:
     result = st.session_state.get(RESULT)
     if result is not None and len(result) == 3:
         show_result(result, settings)
+        followup(settings)
 
 
 page()

@@ -188,3 +188,24 @@ def test_a_detected_scenario_is_shown_with_its_top_guesses(
     note = next(c.value for c in at.caption if c.value.startswith("Scenario detected:"))
     assert "**Code generation (" in note and "also possible:" in note
     assert "Scenario and criteria page to override" in note
+
+
+def test_a_follow_up_question_is_answered_by_the_same_model(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """After a judgment, a question in the chat box gets the loaded model's reply, shown as
+    plain text; the conversation starts again with the next judgment."""
+    at = make_app()
+    fill(at, ["Paris."])
+    judge(at)
+    assert at.subheader[-1].value == "Ask about this judgment"
+    at.chat_input(key="followup").set_value("Why this grade?").run()
+    assert not at.exception, at.exception
+    history = at.session_state["single.chat"]
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[0].content == "Why this grade?"
+    assert [m.name for m in at.chat_message] == ["user", "assistant"]
+    at.chat_input(key="followup").set_value("Give an example.").run()
+    assert len(at.session_state["single.chat"]) == 4
+    judge(at)
+    assert at.session_state["single.chat"] == []
