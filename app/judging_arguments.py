@@ -20,7 +20,9 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--template",
         choices=template_names(),
-        help=f"prompt template (default: the model's own, else {DEFAULT_TEMPLATE})",
+        help=f"prompt template (default: the model's own, else {DEFAULT_TEMPLATE}); judgelm, "
+        "pandalm, autoj, prometheus and easyjudge are those judges' native formats (free text, "
+        "judged in generate mode)",
     )
     parser.add_argument(
         "--combine",
@@ -69,7 +71,8 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("score", "generate"),
         default="score",
         help="score (default): the verdict, grade or ranking and the criterion scores read from "
-        "the model's probabilities, no free text; generate: the whole reply, critique included",
+        "the model's probabilities, no free text; generate: the whole reply, critique included "
+        "(native templates always generate)",
     )
     parser.add_argument(
         "--n-ctx", type=int, default=4096, help="context length in tokens (default: 4096)"

@@ -4,6 +4,11 @@ A template renders role messages for one protocol. Quoted material (the
 request, the answers, the reference) is fenced between markers that carry a
 nonce derived from the whole item, so an answer cannot close its own fence and
 speak as the instructions: it would have to contain a hash of itself.
+
+A template also names its reply format (app/native_formats.py): PocketJudge's
+JSON, or the native free-text format of another judge model (JudgeLM, PandaLM,
+Auto-J, Prometheus, EasyJudge). Native templates keep the section markers that
+model was fine-tuned on, exactly, and cannot use nonce fences.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from app.criteria_types import CriterionSpec
-from app.datafiles import read_mapping, validate
+from app.datafiles import FieldError, read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
+from app.native_formats import JSON_FORMAT, ReplyFormat, native_format
 from app.records import Protocol
 from app.scenarios import Scenario
 from app.scoring import ScoringRule
@@ -38,9 +44,27 @@ class TemplateFile(BaseModel):
     # decision_first: the reply starts with the verdict, grade or ranking (score mode reads
     # it from one forward pass); decision_last: the scores first, the decision from them.
     layout: Literal["decision_last", "decision_first"] = "decision_last"
-    system: str
+    # pocketjudge: a JSON reply (grammar-constrained); else a judge model's native free text
+    reply_format: ReplyFormat = JSON_FORMAT
+    stop: tuple[str, ...] = ()  # generation stops at these (e.g. where a native reply goes on)
+    system: str  # may be empty: no system message (models trained without one)
     protocols: dict[Protocol, str]
     partials: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _native_format_reads_every_protocol(self) -> TemplateFile:
+        if self.reply_format == JSON_FORMAT:
+            return self
+        readable = native_format(self.reply_format).parsers
+        for protocol in self.protocols:
+            if protocol not in readable:
+                valid = ", ".join(p.value for p in readable)
+                raise FieldError(
+                    f"protocols.{protocol.value}",
+                    f"the {self.reply_format} reply format has no parser for "
+                    f"{protocol.value}; it reads: {valid}",
+                )
+        return self
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,8 @@ class PromptTemplate:
         self.name = spec.name
         self.description = spec.description
         self.decision_first = spec.layout == "decision_first"
+        self.reply_format = spec.reply_format
+        self.stop = spec.stop
         self.path = path
         self.protocols = tuple(spec.protocols)
         environment = jinja2.Environment(
@@ -84,18 +110,28 @@ class PromptTemplate:
         except jinja2.TemplateSyntaxError as exc:
             raise ConfigError(path, f"line {exc.lineno}", f"template syntax error: {exc}") from exc
 
-    def render(self, data: PromptInput) -> list[Message]:
-        if data.protocol not in self._user:
+    @property
+    def native(self) -> bool:
+        """True when the reply is another judge model's free text, not PocketJudge's JSON."""
+        return self.reply_format != JSON_FORMAT
+
+    def check_protocol(self, protocol: Protocol) -> None:
+        """Raise UnknownNameError (listing the valid ones) unless this template has `protocol`."""
+        if protocol not in self._user:
             raise UnknownNameError(
-                f"protocol of template '{self.name}'", data.protocol.value, self._valid()
+                f"protocol of template '{self.name}'", protocol.value, self._valid()
             )
+
+    def render(self, data: PromptInput) -> list[Message]:
+        self.check_protocol(data.protocol)
         context = _context(data)
         try:
             system = _squeeze_blank_lines(self._system.render(context).strip())
             user = self._user[data.protocol].render(context).strip()
         except jinja2.TemplateError as exc:
             raise ConfigError(self.path, data.protocol.value, f"template failed: {exc}") from exc
-        return [Message("system", system), Message("user", _squeeze_blank_lines(user))]
+        messages = [Message("system", system)] if system else []
+        return [*messages, Message("user", _squeeze_blank_lines(user))]
 
     def _valid(self) -> list[str]:
         return [p.value for p in self.protocols]
@@ -132,7 +168,22 @@ def _criterion_context(spec: CriterionSpec) -> dict[str, Any]:
         "scale_min": spec.scale_min,
         "scale_max": spec.scale_max,
         "levels": dict(spec.levels),
+        "score_levels": _levels_by_score(spec),
     }
+
+
+def _levels_by_score(spec: CriterionSpec) -> dict[int, str]:
+    """The level description of each score on the criterion's scale that has one (level
+    keys are scores like '5' or ranges like '3-4'), for prompts that list every score."""
+    by_score: dict[int, str] = {}
+    for key, text in spec.levels.items():
+        low, _, high = str(key).partition("-")
+        try:
+            scores = range(int(low), int(high or low) + 1)
+        except ValueError:
+            continue
+        by_score.update(dict.fromkeys(scores, text))
+    return by_score
 
 
 def _nonce(texts: Sequence[str]) -> str:

@@ -405,3 +405,99 @@ def test_both_orders_of_a_pair_share_the_nonce_and_the_request() -> None:
     assert nonces(first) == nonces(second)
     shared = first[: first.index("[[ANSWER A")]
     assert second.startswith(shared) and QUESTION in shared
+
+
+# --------------------------------------------------------------------------- native templates
+
+NATIVE_TEMPLATES = [name for name in template_names() if get_template(name).native]
+NATIVE_CASES = [
+    (name, protocol, with_reference)
+    for name in NATIVE_TEMPLATES
+    for protocol in get_template(name).protocols
+    for with_reference in (False, True)
+    if with_reference or protocol is not Protocol.ANCHORED  # anchored needs its reference
+]
+# The markers each family was fine-tuned on, which must reach the model unchanged.
+NATIVE_MARKERS = {
+    "judgelm": ("[Question]\n", "[The Start of Assistant 1's Answer]\n",
+                "\n[The End of Assistant 2's Answer]\n", "\n[System]\n", "\n\n### Response:"),
+    "pandalm": ("### Instruction:\n", "\n\n### Response 1:\n", "\n\n### Response 2:\n",
+                "\n\n### Evaluation:"),
+    "autoj": ("[BEGIN DATA]\n***\n[Query]: ", "\n***\n[END DATA]"),
+    "prometheus": ("###Task Description:\n", "[RESULT]", "\n\n###Feedback:"),
+    "easyjudge": ("[BEGIN DATA]\n***\n[Query]: ", "\n***\n[END DATA]", "@@@", "&&&"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "protocol", "with_reference"),
+    NATIVE_CASES,
+    ids=[f"{n}_{p.value}{'_ref' if ref else ''}" for n, p, ref in NATIVE_CASES],
+)
+def test_golden_native(name: str, protocol: Protocol, with_reference: bool) -> None:
+    data = prompt_input(protocol, reference=REFERENCE if with_reference else None)
+    messages = get_template(name).render(data)
+    text = as_text(messages)
+    for marker in NATIVE_MARKERS[name]:
+        assert marker in text, marker
+    assert not nonces(text)  # the trained markers, never nonce fences
+    for slot in data.answers:
+        assert slot.text in text
+    check_golden(f"{name}_{protocol.value}{'_ref' if with_reference else ''}.txt", text)
+
+
+def test_golden_prometheus_with_a_one_to_five_rubric() -> None:
+    """A Prometheus-style rubric's levels become the score descriptions."""
+    rubric = load_rubric(RUBRICS_DIR / "helpfulness_1to5.yaml")
+    rule = ScoringRule(rubric.specs(), rubric.aggregate)
+    text = as_text(get_template("prometheus").render(prompt_input(Protocol.SINGLE, rule=rule)))
+    assert "Score 5: Helpfulness: Meets the need completely" in text
+    check_golden("prometheus_single_ref_helpfulness.txt", text)
+
+
+def test_native_templates_without_a_system_prompt_send_only_the_user_message() -> None:
+    for name in ("judgelm", "pandalm", "autoj"):
+        protocol = get_template(name).protocols[0]
+        (message,) = get_template(name).render(prompt_input(protocol))
+        assert message.role == "user"
+
+
+NATIVE_TEMPLATE = """\
+name: tiny-native
+description: A test template in PandaLM's format.
+reply_format: pandalm
+system: ""
+protocols:
+  pairwise: "{{ answers[0].text }} or {{ answers[1].text }}?"
+"""
+
+
+def test_a_native_template_names_its_format_and_stop_strings(tmp_path: Path) -> None:
+    path = write(tmp_path, NATIVE_TEMPLATE + "stop: ['### Reference']\n")
+    template = load_template_file(path)
+    assert template.native and template.reply_format == "pandalm"
+    assert template.stop == ("### Reference",)
+    assert not get_template().native and get_template().stop == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        (
+            NATIVE_TEMPLATE + "  single: '{{ question }}'\n",
+            "protocols.single",
+            "the pandalm reply format has no parser for single; it reads: pairwise",
+        ),
+        (NATIVE_TEMPLATE.replace("pandalm", "vicuna"), "reply_format", "'judgelm'"),
+    ],
+    ids=["protocol_without_parser", "unknown_format"],
+)
+def test_bad_native_template_names_file_and_field(
+    tmp_path: Path, text: str, field: str, message: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_template_file(path)
+    assert caught.value.path == str(path)
+    assert caught.value.field == field
+    assert message in caught.value.message
