@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from app.criteria_resolution import AUTO, CriteriaChoice
 from app.errors import BackendError, PocketJudgeError
 from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import model_judge_settings, sampling_of
-from app.prompts import template_names
+from app.prompts import get_template, template_names
 from app.records import Judgment, Protocol, Status
 from app.rubrics import load_rubric
 from app.scenarios import load_catalog
@@ -36,9 +37,12 @@ from models.backends.base import BackendOptions
 if TYPE_CHECKING:
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
+    from app.service import JudgeConfig
     from models.loader import LoadedJudge
+    from models.registry import ModelEntry
 
 PROTOCOLS = ("auto", *(p.value for p in Protocol))
+CASCADE_BELOW = 0.6  # the default threshold of a second judge named on the command line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,6 +162,26 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
     judge.add_argument("--gpu-layers", type=int, default=0, help="layers offloaded to the GPU")
     judge.add_argument("--int8", action="store_true", help="transformers: bitsandbytes INT8 (GPU)")
+    judge.add_argument(
+        "--cascade-to",
+        help="a second judge (registry name or .gguf; with --cascade-base-url, the server's "
+        "model) for the judgments this one is unsure of",
+    )
+    judge.add_argument(
+        "--cascade-base-url",
+        help="the second judge is an OpenAI-compatible server at this URL",
+    )
+    judge.add_argument(
+        "--cascade-below",
+        type=float,
+        help=f"with a second judge: a confidence below this goes to it (default: the "
+        f"registry entry's, else {CASCADE_BELOW})",
+    )
+    judge.add_argument(
+        "--no-cascade",
+        action="store_true",
+        help="no second judge, even when the model's registry entry names one",
+    )
     judge.add_argument("--limit", type=int, help="judge only the first N rows")
     judge.add_argument("--quiet", action="store_true", help="no progress bar")
     judge.add_argument(
@@ -209,11 +233,18 @@ def _judge(args: argparse.Namespace) -> int:
         total = min(total, args.limit)
     started = time.perf_counter()
     judge = _open(args)
+    try:
+        second = _open_second(args, judge)
+    except BaseException:
+        judge.close()
+        raise
     load_s = time.perf_counter() - started
     try:
-        return _run_batch(args, judge, choice, total, started, load_s)
+        return _run_batch(args, judge, choice, total, started, load_s, second)
     finally:
         judge.close()
+        if second is not None:
+            second.close()
 
 
 def _open(args: argparse.Namespace) -> LoadedJudge:
@@ -235,22 +266,19 @@ def _open(args: argparse.Namespace) -> LoadedJudge:
     return open_judge(args.model, options, backend=args.backend)
 
 
-def _run_batch(
+def _judge_config(
     args: argparse.Namespace,
-    judge: LoadedJudge,
     choice: CriteriaChoice,
-    total: int,
-    started: float,
-    load_s: float,
-) -> int:
-    from app.batch_run import write_batch
-    from app.io.reader import read_rows
-    from app.io.resumable import ResumableOutput, run_key
-    from app.progress import ProgressBar
-    from app.service import JudgeConfig, JudgeService
+    entry: ModelEntry | None,
+    *,
+    own_settings: bool = False,
+) -> JudgeConfig:
+    """The run's configuration for a judge; `own_settings`: its registry settings alone
+    (a cascade's second judge keeps its own template, threshold...)."""
+    from app.service import JudgeConfig
 
-    entry = judge.entry
-    config = JudgeConfig(
+    overrides = None if own_settings else judging_overrides(args)
+    return JudgeConfig(
         protocol=None if args.protocol == "auto" else Protocol(args.protocol),
         choice=choice,
         use_reference=not args.no_reference,
@@ -259,15 +287,75 @@ def _run_batch(
         mode=args.mode,
         feedback=args.feedback,
         detect_scenario=not args.no_scenario_detection,
-        **model_judge_settings(
-            entry, judging_overrides(args), context_tokens=args.n_ctx
-        ).config_fields(),
+        **model_judge_settings(entry, overrides, context_tokens=args.n_ctx).config_fields(),
         sampling=sampling_of(args),
     )
+
+
+def _open_second(args: argparse.Namespace, first: LoadedJudge) -> LoadedJudge | None:
+    """The cascade's second judge (`--cascade-to`, else the registry entry's `cascade_to`),
+    or None (`--no-cascade`, or none named)."""
+    if args.no_cascade:
+        return None
+    if not args.cascade_to and not args.cascade_base_url:
+        entry = first.entry
+        if entry is None or entry.cascade_to is None:
+            return None
+        args.cascade_to = entry.cascade_to
+        if args.cascade_below is None:
+            args.cascade_below = entry.cascade_below
+    if args.cascade_below is None:
+        args.cascade_below = CASCADE_BELOW
+    from models.loader import open_judge
+
+    options = BackendOptions(
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        base_url=args.cascade_base_url,
+        api_key_env=args.api_key_env,
+        timeout_s=args.timeout,
+        max_retries=args.retries,
+        extra={"schema_form": args.schema_form},
+    )
+    backend = "openai" if args.cascade_base_url else None
+    return open_judge(args.cascade_to, options, backend=backend)
+
+
+def _run_batch(
+    args: argparse.Namespace,
+    judge: LoadedJudge,
+    choice: CriteriaChoice,
+    total: int,
+    started: float,
+    load_s: float,
+    second: LoadedJudge | None = None,
+) -> int:
+    from app.batch_run import write_batch
+    from app.io.reader import read_rows
+    from app.io.resumable import ResumableOutput, run_key
+    from app.progress import ProgressBar
+    from app.service import JudgeService
+
+    entry = judge.entry
+    config = _judge_config(args, choice, entry)
+    if second is not None:
+        from app.cascade import Cascade
+
+        second_config = _judge_config(args, choice, second.entry, own_settings=True)
+        cascade = Cascade(
+            JudgeService(second.backend, second.name), second_config, args.cascade_below
+        )
+        config = replace(config, cascade=cascade)
     if entry is not None and not entry.trained_for_judging:
         from models.cards import untrained_note
 
         print(f"note: '{judge.name}' is {untrained_note(entry)}", file=sys.stderr)
+    if args.mode == "score" and get_template(config.template).native:
+        print(
+            f"note: template '{config.template}' writes free text (the native format of "
+            "another judge model), which score mode cannot read: judging in generate mode",
+            file=sys.stderr,
+        )
     output = ResumableOutput(args.out, run_key(args.input, _settings(args, judge)))
     if args.restart:
         output.discard()
@@ -445,6 +533,14 @@ def _summary(judgments: list, elapsed: float, load_s: float, out: Path, resumed:
         f"model load {load_s:.1f}s, judging {judged:.1f}s ({rate:.2f} rows/s)",
         file=sys.stderr,
     )
+    cascaded = [j for j in judgments if j.cascade is not None]
+    if cascaded:
+        second = sum(j.cascade["decided_by"] == "second" for j in cascaded)  # type: ignore[index]
+        print(
+            f"  cascade: the second judge decided {second} of {len(cascaded)} rows "
+            f"({second / len(cascaded):.0%}; confidence below {cascaded[0].cascade['below']})",
+            file=sys.stderr,
+        )
     uncertain = sum(bool(j.uncertain) for j in judgments)
     truncated = sum(j.truncated for j in judgments)
     if uncertain or truncated:
@@ -507,10 +603,9 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _templates(args: argparse.Namespace) -> int:
-    from app.prompts import get_template
-
     for name in template_names():
         template = get_template(name)
         protocols = ", ".join(p.value for p in template.protocols)
-        print(json.dumps({"name": name, "protocols": protocols, "about": template.description}))
+        about = {"name": name, "protocols": protocols, "reply": template.reply_format}
+        print(json.dumps({**about, "about": template.description}))
     return 0

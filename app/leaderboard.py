@@ -176,9 +176,11 @@ def grade_scale(judgments: Sequence[Judgment], rubric: Rubric | None = None) -> 
     """The lowest and highest overall grade the judgments can hold; None when not known.
 
     Judgments made with library criteria (a scenario's, or ones picked) grade on
-    1-10. One made with a rubric (scenario "rubric:<id>") grades on the rubric's
-    overall range, which only `rubric` can tell (a sum rubric adds its criteria's
-    scales): when such a judgment has no matching `rubric`, the scale is not known.
+    1-10; one made with a native template, on the scale it records (`overall_scale`,
+    e.g. Prometheus 1-5). One made with a rubric (scenario "rubric:<id>") grades on
+    the rubric's overall range, which only `rubric` can tell (a sum rubric adds its
+    criteria's scales): when such a judgment has no matching `rubric`, the scale is
+    not known.
     """
     low: float | None = None
     high: float | None = None
@@ -186,7 +188,9 @@ def grade_scale(judgments: Sequence[Judgment], rubric: Rubric | None = None) -> 
         if judgment.status is not Status.OK or not judgment.answers:
             continue
         scenario = judgment.scenario or ""
-        if not scenario.startswith(RUBRIC_SCENARIO):
+        if judgment.overall_scale is not None:  # a native format's own scale
+            bounds = judgment.overall_scale
+        elif not scenario.startswith(RUBRIC_SCENARIO):
             bounds = LIBRARY_SCALE
         elif rubric is not None and scenario == f"{RUBRIC_SCENARIO}{rubric.id}":
             bounds = ScoringRule(rubric.specs(), rubric.aggregate).overall_range()

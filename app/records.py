@@ -141,6 +141,12 @@ class Judgment(_Frozen):
     # state head (app/state_judging.py): each signal's share of the score (states, relevance,
     # length, their sum), or each answer's utility for a ranking
     verdict_parts: dict[str, float] | None = None
+    # a cascaded run (app/cascade.py): which judge decided, and what the first one said
+    cascade: dict[str, Any] | None = None
+    # the answers' overall grades are on this scale (lowest, highest) when the template grades
+    # on its own (native formats: Prometheus 1-5, JudgeLM / Auto-J / EasyJudge 1-10); None: the
+    # scale of the criteria or rubric the judgment names (app.leaderboard.grade_scale)
+    overall_scale: tuple[int, int] | None = None
     truncated: bool = False  # a text was cut from the middle to fit the model's context
     mode: Mode | None = None  # score: decision read from probabilities; generate: full reply
     swapped: bool = False

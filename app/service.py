@@ -11,14 +11,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
-from app.errors import BackendError, PocketJudgeError
+from app.errors import BackendError, PocketJudgeError, UnknownNameError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.model_settings import ModelJudgeSettings
+from app.native_formats import parse_native
+from app.native_judgment import NativeAttempt, native_judgment
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
@@ -29,6 +31,9 @@ from app.state_head import StateHead
 from app.state_judging import decides, head_judgment
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
 from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
+
+if TYPE_CHECKING:
+    from app.cascade import Cascade
 from models.backends.base import (
     Backend,
     Generation,
@@ -74,6 +79,8 @@ class JudgeConfig:
     state_head: StateHead | None = None
     # scenario "auto" and a row without one: the scenario classifier picks it (else default)
     detect_scenario: bool = True
+    # a second judge for the judgments this one is unsure of (app/cascade.py)
+    cascade: Cascade | None = None
 
 
 @dataclass
@@ -195,6 +202,7 @@ class JudgeService:
         starts, so a caller that writes each one as it comes loses at most the
         row in progress when the run is killed (or the window's batch, in score mode).
         """
+        config = _native_generate(config)
         plans: list[_Plan | Judgment] = []
         for entry in entries:
             if isinstance(entry, InputRow):
@@ -214,6 +222,11 @@ class JudgeService:
             if config.mode != "score":
                 self._run([plan], config)
             judgment = self._finish(plan)
+            if config.cascade is not None:
+                judgment = config.cascade.decide(plan.item, judgment)
+                if judgment.cascade and judgment.cascade["decided_by"] == "second":
+                    yield judgment
+                    continue
             yield self.explain(plan.item, judgment, config) if plan.wants_critique else judgment
 
     def explain(self, item: JudgeItem, judgment: Judgment, config: JudgeConfig) -> Judgment:
@@ -306,7 +319,11 @@ class JudgeService:
             forced = decision if layout.decision_first else None
             if isinstance(forced, str) and order == (1, 0):
                 forced = {"A": "B", "B": "A"}.get(forced, forced)
-            output = output_spec(protocol, resolved.rule, len(order), layout, forced)
+            output = (
+                OutputSpec()  # a native template's reply is free text: no grammar
+                if template.native
+                else output_spec(protocol, resolved.rule, len(order), layout, forced)
+            )
             messages, cut = self._fitted_messages(item, config, resolved, template, order, output)
             truncated = truncated or cut
             calls.append(_Call(order, messages, output, layout))
@@ -427,6 +444,13 @@ class JudgeService:
         failed = next((g.error for g in plan.generations if g.error), None)
         if failed is not None:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{failed}"})
+        template = get_template(plan.config.template)
+        if template.native:
+            native = [
+                NativeAttempt(call.order, generation, *self._parse(plan, call, generation))
+                for call, generation in zip(plan.calls, plan.generations)
+            ]
+            return native_judgment(plan.base, native, template.reply_format, plan.resolved.rule)
         attempts = []
         for call, generation in zip(plan.calls, plan.generations):
             parsed, failure = self._parse(plan, call, generation)
@@ -446,6 +470,12 @@ class JudgeService:
         assert protocol is not None
         try:
             rule = plan.resolved.rule
+            template = get_template(plan.config.template)
+            if template.native:
+                reply = parse_native(
+                    template.reply_format, generation.text, protocol, len(call.order)
+                )
+                return reply, None
             parsed = parse_output(generation.text, protocol, rule, len(call.order), call.layout)
             return parsed, None
         except ParseFailure as exc:
@@ -478,7 +508,24 @@ def _checked(
 ) -> tuple[PromptTemplate, ResolvedCriteria]:
     """The template and criteria for `item`; raises when the item cannot be judged so."""
     _check_answers(item, config)
-    return get_template(config.template), resolve(config.choice, item, catalog)
+    template = get_template(config.template)
+    assert config.protocol is not None
+    template.check_protocol(config.protocol)  # native templates have only some protocols
+    return template, resolve(config.choice, item, catalog)
+
+
+def _native_generate(config: JudgeConfig) -> JudgeConfig:
+    """`config` as a native template judges: in generate mode, whatever mode was asked
+    for, since score mode reads values from a JSON reply and a native reply is free text
+    (each judgment records mode "generate"); the template's stop strings added."""
+    try:
+        template = get_template(config.template)
+    except UnknownNameError:
+        return config  # every row's plan reports the unknown template
+    if not template.native:
+        return config
+    stop = config.sampling.stop + tuple(s for s in template.stop if s not in config.sampling.stop)
+    return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))
 
 
 def backend_failed(judgment: Judgment) -> bool:

@@ -44,6 +44,10 @@ class ModelEntry(BaseModel):
     # hidden states by a fitted linear head: a JSON file under models/ (app/state_head.py,
     # fitted by training.state_head); None: decided from the generated or scored reply.
     state_head: str | None = None
+    # A second judge (a registry name) for the judgments this one is unsure of: those with a
+    # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
+    cascade_to: str | None = None
+    cascade_below: float = Field(default=0.6, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)
@@ -105,4 +109,11 @@ def load_registry(path: Path = REGISTRY_FILE) -> Registry:
         raise ConfigError(path, "models", f"duplicate model names: {', '.join(duplicates)}")
     if registry.default not in names:
         raise ConfigError(path, "default", f"'{registry.default}' is not one of {names}")
+    for index, entry in enumerate(registry.models):
+        if entry.cascade_to is not None and entry.cascade_to not in set(names) - {entry.name}:
+            raise ConfigError(
+                path,
+                f"models.{index}.cascade_to",
+                f"'{entry.cascade_to}' is not another model of the registry ({names})",
+            )
     return registry

@@ -91,6 +91,8 @@ def judgment_to_row(judgment: Judgment) -> dict[str, Any]:
         "uncertain": judgment.uncertain,
         "ranking": ",".join(str(n) for n in judgment.ranking) if judgment.ranking else None,
     }
+    if judgment.overall_scale is not None:  # a native template's own scale, e.g. 1-5
+        row["overall_scale"] = "{}-{}".format(*judgment.overall_scale)
     for number, scores in enumerate(judgment.answers, start=1):
         row[f"overall_{number}"] = scores.overall
         if scores.expected_overall is not None:
@@ -120,7 +122,8 @@ def criterion_column(criterion: str, number: int) -> str:
 
 
 def csv_columns(judgments: Sequence[Judgment]) -> list[str]:
-    """Columns for a CSV of these judgments: fixed head, per-answer scores, fixed tail.
+    """Columns for a CSV of these judgments: fixed head, per-answer scores, fixed tail
+    (`overall_scale` before the scores when a native template graded on its own scale).
 
     Criterion columns are grouped by criterion (`accuracy_1, accuracy_2, ...`)
     in the order the criteria first appear.
@@ -137,6 +140,8 @@ def csv_columns(judgments: Sequence[Judgment]) -> list[str]:
             if scores.expected_overall is not None:
                 expected.add(number)
     columns = list(HEAD_COLUMNS)
+    if any(j.overall_scale is not None for j in judgments):
+        columns.append("overall_scale")
     columns += [f"overall_{n}" for n in range(1, most + 1)]
     columns += [f"expected_overall_{n}" for n in sorted(expected)]
     columns += [criterion_column(c, n) for c in criteria for n in range(1, most + 1)]

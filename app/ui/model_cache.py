@@ -167,6 +167,20 @@ def shared_judge(settings: Settings) -> SharedJudge:
     return _load_shared(*model_key(settings))
 
 
+@st.cache_resource(max_entries=1, on_release=lambda shared: shared.retire(), show_spinner=False)
+def _load_second(model: str, n_ctx: int, n_threads: int | None, n_gpu_layers: int) -> SharedJudge:
+    options = BackendOptions(n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers)
+    return SharedJudge(load_judge(model, options), (model, n_ctx, n_threads, n_gpu_layers))
+
+
+def shared_second_judge(settings: Settings) -> SharedJudge | None:
+    """The cascade's second judge (`settings.cascade_model`), loaded once for all tabs in a
+    slot of its own, so it never unloads the first judge; None when there is none."""
+    if not settings.cascade_model:
+        return None
+    return _load_second(settings.cascade_model, *model_key(settings)[1:])
+
+
 def clear_models() -> None:
     """Release every cached model (tests, or a user asking to free memory)."""
     _load_shared.clear()

@@ -7,11 +7,12 @@ from dataclasses import replace
 import streamlit as st
 
 from app import metrics
+from app.cascade import Cascade
 from app.errors import PocketJudgeError
 from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
-from app.ui.model_cache import SharedJudge, shared_judge
-from app.ui.settings import Settings
+from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
+from app.ui.settings import Settings, model_defaults
 
 
 def prepare_run(
@@ -36,5 +37,36 @@ def prepare_run(
         except metrics.MetricsUnavailable as exc:
             st.warning(f"Reference metrics are off for this {what}: {exc}")
             config = replace(config, reference_metrics=False)
+    try:
+        config = with_cascade(settings, config)
+    except PocketJudgeError as exc:
+        st.error(f"The second judge could not be loaded: {exc}")
+        return None
     service = JudgeService(shared.judge.backend, shared.name, load_catalog())
     return shared, service, config
+
+
+def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
+    """`config` with the sidebar's second judge for unsure verdicts, if one is chosen."""
+    if not settings.cascade_model:
+        return config
+    with st.spinner("Loading the second judge..."):
+        second = shared_second_judge(settings)
+    assert second is not None
+    own = model_defaults(settings.cascade_model)  # the second judge keeps its own settings
+    second_settings = replace(
+        settings,
+        model=settings.cascade_model,
+        template=own.template,
+        pair_combine=own.pair_combine,
+        tie_margin=own.tie_margin,
+        uncertain_below=own.uncertain_below,
+        cascade_model="",
+    )
+    cascade = Cascade(
+        JudgeService(second.judge.backend, second.name, load_catalog()),
+        second_settings.judge_config(),
+        settings.cascade_below,
+        lock=second.lock,
+    )
+    return replace(config, cascade=cascade)

@@ -88,6 +88,8 @@ class Settings:
     criteria_mode: CriteriaMode = "scenario"
     criteria: tuple[str, ...] = ()
     rubric: Rubric | None = field(default=None, compare=False)
+    cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/cascade.py)
+    cascade_below: float = 0.6  # a confidence below this goes to the second judge
 
     @property
     def protocol_value(self) -> Protocol | None:
@@ -144,6 +146,8 @@ class ModelDefaults:
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
     card: str | None = None
+    cascade_model: str = ""  # the registry entry's second judge ("" none)
+    cascade_below: float = 0.6
 
     # the judging settings read as the session-state keys the sidebar keeps
     template = property(lambda self: self.judging.template)
@@ -178,6 +182,8 @@ def model_defaults(model: str) -> ModelDefaults:
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
         card=entry.card,
+        cascade_model=entry.cascade_to or "",
+        cascade_below=entry.cascade_below,
     )
 
 

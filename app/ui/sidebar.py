@@ -63,6 +63,27 @@ def _model() -> None:
         st.caption(defaults.description)
     loaded = loaded_key() == model_key(state.current_settings())
     st.caption("Loaded and ready." if loaded else "Loads when you first judge (a few seconds).")
+    with st.expander("Second judge for unsure verdicts"):
+        seconds = ["", *(c for c in choices if c != st.session_state["model"])]
+        if st.session_state.get("cascade_model") not in seconds:
+            seconds.append(st.session_state["cascade_model"])
+        st.selectbox(
+            "Second judge",
+            seconds,
+            key="cascade_model",
+            format_func=lambda m: model_label(m) if m else "None",
+            help="A verdict, grade or ranking whose confidence is below the threshold is "
+            "judged again by this model, and its judgment is the result; each result says "
+            "which judge decided it. Both models stay loaded.",
+        )
+        st.slider(
+            "Send verdicts with a confidence below",
+            min_value=0.0,
+            max_value=1.0,
+            step=0.05,
+            key="cascade_below",
+            disabled=not st.session_state.get("cascade_model"),
+        )
     with st.expander("Add a GGUF file"):
         st.text_input("Path of a .gguf file", key="gguf_path", placeholder="/path/to/judge.gguf")
         st.button("Add model file", key="add_gguf", on_click=_add_gguf)

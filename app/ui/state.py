@@ -36,6 +36,8 @@ SIDEBAR_DEFAULTS: dict[str, Any] = {
     "swap": Settings.swap,
     "mode": Settings.mode,
     "critiques": Settings.critiques,
+    "cascade_model": Settings.cascade_model,
+    "cascade_below": Settings.cascade_below,
 }
 # Values kept across pages: key -> default.
 STORED_DEFAULTS: dict[str, Any] = {
@@ -81,6 +83,9 @@ def apply_model_defaults() -> None:
     defaults = model_defaults(st.session_state["model"])
     for key in MODEL_KEYS:
         st.session_state[key] = getattr(defaults, key)
+    # the entry's second judge, if it names one (the sidebar can change or drop it)
+    st.session_state["cascade_model"] = defaults.cascade_model
+    st.session_state["cascade_below"] = defaults.cascade_below
 
 
 def stored(key: str, default: Any = None) -> Any:
@@ -130,6 +135,8 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         mode=state.get("mode", Settings.mode),
         uncertain_below=float(state.get("uncertain_below", Settings.uncertain_below)),
         critiques=bool(state.get("critiques", Settings.critiques)),
+        cascade_model=state.get("cascade_model") or "",
+        cascade_below=float(state.get("cascade_below", Settings.cascade_below)),
         reference_metrics=bool(state["reference_metrics"]),
         scenario=kept("scenario", AUTO),
         criteria_mode=kept("criteria_mode", "scenario"),

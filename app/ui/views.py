@@ -48,6 +48,8 @@ def show_judgment(
         return
     _headline(judgment, top)
     _confidence(judgment)
+    if judgment.cascade:
+        st.caption(cascade_note(judgment))
     if judgment.scenario_guesses:
         scenarios = {s.id: s.name for s in load_catalog().scenarios.values()}
         st.caption(scenario_note(judgment.scenario or "", judgment.scenario_guesses, scenarios))
@@ -128,6 +130,20 @@ def relevance_note(relevance: dict) -> str:
         f"(P(A) {own.get('A', 0.0):.0%}, P(B) {own.get('B', 0.0):.0%}); answer {closer} is "
         f"closer to the request (cosine difference {relevance.get('relevance_difference', 0):+.2f}"
         "). Relevance rewards an answer on the request's topic, not a correct one."
+    )
+
+
+def cascade_note(judgment: Judgment) -> str:
+    """Which judge of a cascade decided, and what the first one said when it was unsure."""
+    record = judgment.cascade or {}
+    if record.get("decided_by") != "second":
+        return f"Decided by the first judge (confidence at least {record.get('below')})."
+    first = record.get("first_confidence")
+    said = f"{record.get('first_verdict')} at {first:.0%}" if first is not None else "no verdict"
+    return (
+        f"Decided by the second judge, `{judgment.model}`: the first judge, "
+        f"`{record.get('first_model')}`, was unsure ({said}; the threshold is "
+        f"{record.get('below')})."
     )
 
 

@@ -28,7 +28,7 @@ def test_all_scenarios_in_groups_with_auto_first(make_app: Callable[..., AppTest
     assert len(scenario.options) == len(catalog.scenarios) + 1 == 59
     assert scenario.value == AUTO
     assert scenario.options[1] == "NLP Tasks · General"  # default comes right after auto
-    assert any("no automatic scenario detector" in c.value for c in at.caption)
+    assert any("scenario classifier" in c.value for c in at.caption)
     assert len(at.expander) >= len(catalog.groups)
 
 

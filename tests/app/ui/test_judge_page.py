@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -209,3 +210,28 @@ def test_a_follow_up_question_is_answered_by_the_same_model(
     assert len(at.session_state["single.chat"]) == 4
     judge(at)
     assert at.session_state["single.chat"] == []
+
+
+def test_a_second_judge_decides_the_unsure_verdicts_and_the_result_says_so(
+    make_app: Callable[..., AppTest], app_env: Path, tmp_path: Path
+) -> None:
+    """A second judge (another load of the tiny model) with a threshold above every
+    confidence: it decides, the first judge stays loaded, and the result names both."""
+    second = tmp_path / "second.gguf"
+    second.symlink_to(app_env)
+    at = make_app()
+    at.session_state["cfg.added_models"] = (str(second),)  # as "Add a GGUF file" does
+    at.run()
+    at.sidebar.selectbox(key="cascade_model").set_value(str(second)).run()
+    at.sidebar.slider(key="cascade_below").set_value(1.0).run()
+    at.sidebar.radio(key="protocol").set_value("pairwise").run()
+    fill(at, ["Paris.", "Lyon."])
+    judgment = judge(at)
+    assert judgment.cascade["decided_by"] == "second"
+    assert judgment.model == "second.gguf"
+    note = next(c.value for c in at.caption if c.value.startswith("Decided by the second judge"))
+    assert f"`{app_env.name}`, was unsure" in note
+    at.sidebar.slider(key="cascade_below").set_value(0.0).run()
+    kept = judge(at)
+    assert kept.cascade == {"decided_by": "first", "below": 0.0}
+    assert kept.model == app_env.name
