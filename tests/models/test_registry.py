@@ -1,0 +1,43 @@
+"""The model registry file: validated on load, errors name the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConfigError
+from models.registry import load_registry
+
+ENTRY = """
+  - name: {name}
+    backend: llama-cpp
+    file: {name}.gguf
+"""
+
+
+def registry(tmp_path: Path, *extra: str, cascade: str | None = None) -> Path:
+    text = "default: first\nmodels:\n" + ENTRY.format(name="first")
+    if cascade is not None:
+        text += f"    cascade_to: {cascade}\n    cascade_below: 0.7\n"
+    for name in extra:
+        text += ENTRY.format(name=name)
+    path = tmp_path / "registry.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_shipped_registry_loads() -> None:
+    assert load_registry().default in load_registry().names()
+
+
+def test_a_second_judge_must_be_another_model_of_the_registry(tmp_path: Path) -> None:
+    loaded = load_registry(registry(tmp_path, "second", cascade="second"))
+    first = loaded.get("first")
+    assert (first.cascade_to, first.cascade_below) == ("second", 0.7)
+    for wrong in ("nowhere", "first"):  # unknown, and itself
+        folder = tmp_path / wrong
+        folder.mkdir()
+        with pytest.raises(ConfigError) as error:
+            load_registry(registry(folder, "second", cascade=wrong))
+        assert "models.0.cascade_to" in str(error.value) and wrong in str(error.value)
