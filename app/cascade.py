@@ -41,9 +41,10 @@ class Cascade:
     def needs_second(self, judgment: Judgment) -> bool:
         if judgment.status is Status.ERROR:
             return backend_failed(judgment)  # a bad row would fail the second judge too
-        if judgment.status is Status.UNPARSED or judgment.confidence is None:
+        confidence = sure_of(judgment)
+        if judgment.status is Status.UNPARSED or confidence is None:
             return True
-        return judgment.confidence < self.below
+        return confidence < self.below
 
     def decide(self, item: JudgeItem, first: Judgment) -> Judgment:
         """`first` when it is sure enough, else the second judge's judgment of `item`."""
@@ -59,9 +60,17 @@ class Cascade:
             "first_model": first.model,
             "first_status": first.status.value,
             "first_verdict": _verdict(first),
-            "first_confidence": first.confidence,
+            "first_confidence": sure_of(first),
         }
         return second.model_copy(update={"cascade": record})
+
+
+def sure_of(judgment: Judgment) -> float | None:
+    """How sure a judgment is: its calibrated confidence where the judge has a calibration,
+    else its own confidence."""
+    if judgment.calibrated_confidence is not None:
+        return judgment.calibrated_confidence
+    return judgment.confidence
 
 
 def _verdict(judgment: Judgment) -> Any:

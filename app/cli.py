@@ -500,10 +500,11 @@ def _settings(args: argparse.Namespace, judge: LoadedJudge) -> dict[str, Any]:
     if path is not None and path.exists():
         stat = path.stat()
         settings["model_file"] = [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
-    if entry is not None and entry.state_head:
-        from models.registry import MODELS_DIR
+    from models.registry import MODELS_DIR
 
-        settings["state_head"] = file_digest(MODELS_DIR / entry.state_head)
+    for field in ("state_head", "calibration"):  # files whose content changes the results
+        if entry is not None and getattr(entry, field):
+            settings[field] = file_digest(MODELS_DIR / getattr(entry, field))
     return settings
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Literal, Protocol
 
+from app.calibration import ConfidenceCalibration, load_calibration
 from app.prompts import DEFAULT_TEMPLATE
 from app.state_head import StateHead, load_state_head
 from app.verdicts import PairCombine, RelevanceJoin
@@ -38,6 +39,7 @@ class SettingsLayer:
     context_tokens: int | None = None  # the context the model is loaded with
     relevance_join: RelevanceJoin | Literal[False] | None = None  # False: turned off
     state_head: StateHead | Literal[False] | None = None  # False: turned off
+    calibration: ConfidenceCalibration | None = None
 
     def merge(self, over: SettingsLayer) -> SettingsLayer:
         """This layer with every value `over` sets put over it."""
@@ -58,6 +60,9 @@ class SettingsLayer:
             context_tokens=entry.context,
             relevance_join=entry.relevance_join,
             state_head=load_state_head(MODELS_DIR / entry.state_head) if entry.state_head else None,
+            calibration=(
+                load_calibration(MODELS_DIR / entry.calibration) if entry.calibration else None
+            ),
         )
 
 
@@ -77,6 +82,7 @@ class ModelJudgeSettings:
     context_tokens: int = 4096
     relevance_join: RelevanceJoin | None = None  # pairwise verdicts joined with relevance
     state_head: StateHead | None = None  # verdicts read from the model's states by a head
+    calibration: ConfidenceCalibration | None = None  # confidence -> share of right verdicts
 
     def config_fields(self) -> dict:
         """Keyword arguments for JudgeConfig."""

@@ -131,6 +131,8 @@ class Judgment(_Frozen):
     feedback_note: str | None = None  # why there is no critique although one was asked for
     reference_metrics: tuple[dict[str, float], ...] | None = None  # per answer, vs the reference
     confidence: float | None = None  # probability of the reported decision (see app.verdicts)
+    # how often verdicts of this confidence were right on training pairs (app/calibration.py)
+    calibrated_confidence: float | None = None
     verdict_probs: dict[str, float] | None = None  # pairwise: P(A), P(B), P(tie) over both orders
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
     order_winners: tuple[Winner | None, Winner | None] | None = None  # swap: each order's verdict

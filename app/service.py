@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, cast
 
+from app.calibration import ConfidenceCalibration
 from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError, UnknownNameError
 from app.io.reader import InputRow
@@ -81,6 +82,8 @@ class JudgeConfig:
     detect_scenario: bool = True
     # a second judge for the judgments this one is unsure of (app/cascade.py)
     cascade: Cascade | None = None
+    # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
+    calibration: ConfidenceCalibration | None = None
 
 
 @dataclass
@@ -412,6 +415,10 @@ class JudgeService:
 
             judgment = join_relevance(judgment, plan.item, plan.config.relevance_join)
         judgment = mark_uncertain(judgment, plan.config.uncertain_below)
+        calibration = plan.config.calibration
+        if calibration is not None and judgment.confidence is not None:
+            calibrated = calibration(judgment.confidence)
+            judgment = judgment.model_copy(update={"calibrated_confidence": calibrated})
         item = plan.item
         if plan.config.reference_metrics and item.reference and judgment.status is not Status.ERROR:
             from app.metrics import reference_metrics

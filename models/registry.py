@@ -47,6 +47,9 @@ class ModelEntry(BaseModel):
     # A second judge (a registry name) for the judgments this one is unsure of: those with a
     # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
     cascade_to: str | None = None
+    # Its confidence mapped to how often such verdicts are right (app/calibration.py): a
+    # JSON file under models/, fitted by training.confidence_calibration; None: none.
+    calibration: str | None = None
     cascade_below: float = Field(default=0.6, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
@@ -77,6 +80,17 @@ class ModelEntry(BaseModel):
                 load_state_head(MODELS_DIR / self.state_head)
             except ConfigError as exc:  # reported under the registry's file and field too
                 raise ValueError(f"state_head: {exc}") from exc
+        return self
+
+    @model_validator(mode="after")
+    def _calibration_reads(self) -> ModelEntry:
+        if self.calibration is not None:
+            from app.calibration import load_calibration
+
+            try:
+                load_calibration(MODELS_DIR / self.calibration)
+            except ConfigError as exc:
+                raise ValueError(f"calibration: {exc}") from exc
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

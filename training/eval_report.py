@@ -110,7 +110,12 @@ def _confidence(judge: Mapping[str, Any]) -> list[str]:
     lines = [
         "",
         f"Confidence: agreement by fifth of the rows, least confident first; expected "
-        f"calibration error {_num(judge.get('ece'))} % (10 bins).",
+        f"calibration error {_num(judge.get('ece'))} % (10 bins)"
+        + (
+            f", {_num(judge['ece_calibrated'])} % for the calibrated confidence."
+            if judge.get("ece_calibrated") is not None
+            else "."
+        ),
         "",
         "| bucket | rows | confidence range | mean confidence | agreement |",
         "|---:|---:|---|---:|---:|",

@@ -59,6 +59,7 @@ class PairRow:
     status: Status = Status.OK
     group: str = OTHER_GROUP
     confidence: float | None = None  # the judge's probability of its verdict (leaning)
+    calibrated: float | None = None  # its calibrated confidence, where the judge has a map
 
 
 @dataclass(frozen=True)
@@ -237,19 +238,26 @@ def confidence_buckets(rows: Sequence[PairRow]) -> list[dict[str, Any]]:
     return buckets
 
 
-def expected_calibration_error(rows: Sequence[PairRow]) -> float | None:
+def expected_calibration_error(
+    rows: Sequence[PairRow], *, calibrated: bool = False
+) -> float | None:
     """ECE in %: the row-weighted mean |agreement - mean confidence| over ten equal-width
-    confidence bins (ok rows with a confidence; None when there are none)."""
-    scored = [r for r in rows if _ok(r) and r.confidence is not None]
+    confidence bins (ok rows with a confidence; None when there are none). `calibrated`:
+    of the calibrated confidence instead."""
+
+    def sure(row: PairRow) -> float | None:
+        return row.calibrated if calibrated else row.confidence
+
+    scored = [(r, c) for r in rows if _ok(r) and (c := sure(r)) is not None]
     if not scored:
         return None
-    bins: dict[int, list[PairRow]] = {}
-    for row in scored:
-        bins.setdefault(min(int(_confidence(row) * ECE_BINS), ECE_BINS - 1), []).append(row)
+    bins: dict[int, list[tuple[PairRow, float]]] = {}
+    for row, confidence in scored:
+        bins.setdefault(min(int(confidence * ECE_BINS), ECE_BINS - 1), []).append((row, confidence))
     gap = 0.0
     for members in bins.values():
-        right = sum(r.verdict == r.label for r in members) / len(members)
-        mean = sum(_confidence(r) for r in members) / len(members)
+        right = sum(r.verdict == r.label for r, _ in members) / len(members)
+        mean = sum(c for _, c in members) / len(members)
         gap += len(members) * abs(right - mean)
     return round(100 * gap / len(scored), 1)
 
@@ -315,6 +323,7 @@ def pairwise_metrics(rows: Sequence[PairRow]) -> dict[str, Any]:
         "labels": label_distribution(rows),
         "confidence_buckets": confidence_buckets(rows),
         "ece": expected_calibration_error(rows),
+        "ece_calibrated": expected_calibration_error(rows, calibrated=True),
         "heuristic": heuristic_metrics(rows),
     }
 

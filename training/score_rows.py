@@ -31,6 +31,7 @@ def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
         status=judgment.status,
         group=scenario_group(item.scenario, catalog),
         confidence=judgment.confidence if ok else None,
+        calibrated=judgment.calibrated_confidence if ok else None,
     )
 
 

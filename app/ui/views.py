@@ -243,6 +243,11 @@ def _confidence(judgment: Judgment) -> None:
     if judgment.verdict_probs:
         shown = ", ".join(f"{v} {p:.0%}" for v, p in judgment.verdict_probs.items())
         columns[0].caption(f"P(verdict): {shown}")
+    if judgment.calibrated_confidence is not None:
+        columns[0].caption(
+            f"Calibrated: verdicts this confident matched the label "
+            f"{judgment.calibrated_confidence:.0%} of the time on the judge's training pairs."
+        )
     if judgment.consistent is not None:
         agreed = "agreed" if judgment.consistent else "disagreed"
         columns[1].metric("Position consistency", agreed, help=CONSISTENCY_HELP)
