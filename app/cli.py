@@ -211,6 +211,20 @@ def _parser() -> argparse.ArgumentParser:
 
     templates = commands.add_parser("templates", help="list prompt templates")
     templates.set_defaults(handler=_templates)
+
+    ask = commands.add_parser(
+        "ask",
+        help="ask the judge about one of its judgments (why, an example)",
+        description="Ask a question about a judgment in a judged JSONL: the judge gets the "
+        "input row, its judgment and the question, and answers in free text.",
+    )
+    ask.add_argument("judged", type=Path, help="the JSONL `judge` wrote")
+    ask.add_argument("--input", type=Path, required=True, help="the input file it judged")
+    ask.add_argument("--id", required=True, help="the row's id")
+    ask.add_argument("question", help="what to ask, e.g. 'Why is B better?'")
+    ask.add_argument("--model", help="registry name or .gguf (default: the default judge)")
+    ask.add_argument("--threads", type=int, help="CPU threads")
+    ask.set_defaults(handler=_ask)
     return parser
 
 
@@ -601,6 +615,31 @@ def _models(args: argparse.Namespace) -> int:
         print(f"{entry.name}{marks}: {entry.backend}, {trained}, {state}")
         print(f"  {entry.description}")
     return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    """One follow-up question about one judged row (app/followup.py)."""
+    from app.followup import ask
+    from app.io.judgments import read_judgments
+    from app.io.reader import read_rows
+    from models.loader import open_judge
+
+    for path in (args.judged, args.input):
+        if not path.exists():
+            print(f"error: {path}: file not found", file=sys.stderr)
+            return ExitCode.USAGE
+    judgment = next((j for j in read_judgments(args.judged) if j.id == args.id), None)
+    item = next((r.item for r in read_rows(args.input) if r.item and r.item.id == args.id), None)
+    if judgment is None or item is None:
+        where = args.judged if judgment is None else args.input
+        print(f"error: no row with id '{args.id}' in {where}", file=sys.stderr)
+        return ExitCode.USAGE
+    judge = open_judge(args.model, BackendOptions(n_threads=args.threads))
+    try:
+        print(ask(judge.backend, item, judgment, [], args.question))
+    finally:
+        judge.close()
+    return ExitCode.OK
 
 
 def _templates(args: argparse.Namespace) -> int:

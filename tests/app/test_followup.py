@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +69,23 @@ def test_ask_returns_the_reply_and_reports_a_failed_backend() -> None:
 def test_a_failed_judgment_is_summarised_as_such() -> None:
     failed = Judgment(id="q", protocol=Protocol.PAIRWISE, status=Status.UNPARSED, error="x")
     assert judgment_summary(failed) == "No judgment: unparsed (x)."
+
+
+def test_the_cli_asks_about_one_judged_row(
+    tiny_gguf_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m app ask`: the judge's free-text reply about one row, on the tiny model."""
+    from app.cli import main
+    from app.io.writer import write_jsonl
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "q", "question": ITEM.question,
+                                  "answers": list(ITEM.answers)}) + "\n")  # fmt: skip
+    judged = tmp_path / "judged.jsonl"
+    write_jsonl([JUDGMENT], judged)
+    args = ["ask", str(judged), "--input", str(source), "--id", "q", "Why A?",
+            "--model", str(tiny_gguf_model), "--threads", "1"]  # fmt: skip
+    assert main(args) == 0
+    capsys.readouterr()  # the tiny model's reply is noise: only that one came back
+    assert main([*args[:5], "nope", *args[6:]]) == 2
+    assert "no row with id 'nope'" in capsys.readouterr().err
