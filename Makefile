@@ -69,9 +69,13 @@ EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 train-lora: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training run $(TRAIN_CONFIG)
 
+# SECOND_JUDGMENTS=run/judgments.jsonl: a second judge's saved run on the same files adds the
+# cascade curve (agreement when the least confident 0/10/30/50/100 % go to it).
+SECOND_JUDGMENTS ?=
 eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluate $(EVAL_FILES) \
-		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS)
+		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS) \
+		$(if $(SECOND_JUDGMENTS),--second-judgments $(SECOND_JUDGMENTS),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md);
 # cells are saved in bench/runs/ as they finish, so an interrupted run goes on. BENCH_ARGS=--fresh
