@@ -264,12 +264,17 @@ def _judge(args: argparse.Namespace) -> int:
 def _open(args: argparse.Namespace) -> LoadedJudge:
     from models.loader import open_judge
 
-    options = BackendOptions(
+    return open_judge(args.model, _options(args, args.base_url), backend=args.backend)
+
+
+def _options(args: argparse.Namespace, base_url: str | None) -> BackendOptions:
+    """The load and request options of a judge (the first, or a cascade's second)."""
+    return BackendOptions(
         n_ctx=args.n_ctx,
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         load_in_8bit=args.int8,
-        base_url=args.base_url,
+        base_url=base_url,
         api_key_env=args.api_key_env,
         parallel=args.parallel,
         prefix_cache=not args.no_prefix_cache,
@@ -277,7 +282,6 @@ def _open(args: argparse.Namespace) -> LoadedJudge:
         max_retries=args.retries,
         extra={"schema_form": args.schema_form},
     )
-    return open_judge(args.model, options, backend=args.backend)
 
 
 def _judge_config(
@@ -322,15 +326,7 @@ def _open_second(args: argparse.Namespace, first: LoadedJudge) -> LoadedJudge | 
         args.cascade_below = CASCADE_BELOW
     from models.loader import open_judge
 
-    options = BackendOptions(
-        n_ctx=args.n_ctx,
-        n_threads=args.threads,
-        base_url=args.cascade_base_url,
-        api_key_env=args.api_key_env,
-        timeout_s=args.timeout,
-        max_retries=args.retries,
-        extra={"schema_form": args.schema_form},
-    )
+    options = _options(args, args.cascade_base_url)
     backend = "openai" if args.cascade_base_url else None
     return open_judge(args.cascade_to, options, backend=backend)
 
