@@ -9,11 +9,10 @@ and never reads a verdict out of it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 from app.errors import BackendError
-from app.prompts import fence
+from app.prompts import fence, nonce_of
 from app.records import JudgeItem, Judgment, Status
 from app.text_fitting import fit_texts
 from models.backends.base import Backend, Message, SamplingParams
@@ -56,7 +55,7 @@ def followup_messages(
     """The prompt: the item and judgment as context, the last turns, the new question."""
     answers = list(item.answers)
     texts = fit_texts([item.question, item.reference or "", *answers], ITEM_CHARS)
-    nonce = judgment_nonce(item)
+    nonce = nonce_of([item.question, item.reference or "", *item.answers])
     labels = ("A", "B") if len(answers) == 2 else [str(n) for n in range(1, len(answers) + 1)]
     parts = [fence("REQUEST", texts[0], nonce)]
     if texts[1]:
@@ -71,12 +70,6 @@ def followup_messages(
         *turns,
         Message("user", question.strip()),
     ]
-
-
-def judgment_nonce(item: JudgeItem) -> str:
-    """A hash of the item: fences an answer cannot close (as in app/prompts.py)."""
-    text = "\x1f".join([item.question, item.reference or "", *item.answers])
-    return hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:8]
 
 
 def ask(

@@ -141,7 +141,7 @@ def _context(data: PromptInput) -> dict[str, Any]:
     low, high = data.rule.overall_range()
     # Sorted answers: both orders of a pair get the same nonce, so the request fenced with
     # it is the same text in both prompts and its evaluation is reused for the second.
-    nonce = _nonce([data.question, data.reference or "", *sorted(a.text for a in data.answers)])
+    nonce = nonce_of([data.question, data.reference or "", *sorted(a.text for a in data.answers)])
     return {
         "protocol": data.protocol.value,
         "question": data.question,
@@ -186,7 +186,8 @@ def _levels_by_score(spec: CriterionSpec) -> dict[int, str]:
     return by_score
 
 
-def _nonce(texts: Sequence[str]) -> str:
+def nonce_of(texts: Sequence[str]) -> str:
+    """The fences' nonce: a hash of the quoted texts, so an answer cannot close its fence."""
     digest = hashlib.sha256("\x1f".join(texts).encode("utf-8", errors="replace"))
     return digest.hexdigest()[:8]
 

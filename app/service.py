@@ -32,9 +32,6 @@ from app.state_head import StateHead
 from app.state_judging import decides, head_judgment
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
 from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
-
-if TYPE_CHECKING:
-    from app.cascade import Cascade
 from models.backends.base import (
     Backend,
     Generation,
@@ -44,6 +41,9 @@ from models.backends.base import (
     ScoreRequest,
     StateSource,
 )
+
+if TYPE_CHECKING:
+    from app.cascade import Cascade
 
 PAIR_LABELS = ("A", "B")
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)

@@ -35,10 +35,7 @@ _CHUNK = 1 << 20
 
 def run_key(input_path: Path, settings: Mapping[str, Any]) -> str:
     """A hash of the input file's bytes and of `settings` (JSON-serialisable)."""
-    digest = hashlib.sha256()
-    with open(input_path, "rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
+    digest = _hashed(input_path)
     digest.update(b"\0settings\0")
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:KEY_CHARS]
@@ -46,11 +43,16 @@ def run_key(input_path: Path, settings: Mapping[str, Any]) -> str:
 
 def file_digest(path: Path) -> str:
     """sha256 of a file's bytes (a rubric file, say, whose content is a setting)."""
+    return _hashed(path).hexdigest()
+
+
+def _hashed(path: Path) -> hashlib._Hash:
+    """A sha256 fed with the file's bytes, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+    return digest
 
 
 class ResumableOutput:
