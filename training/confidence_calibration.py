@@ -24,6 +24,7 @@ import numpy as np
 
 from app.calibration import ConfidenceCalibration
 from app.state_head import load_state_head
+from training.meta_metrics import calibration_error
 from training.state_head import (
     ALPACAEVAL_PAIRS,
     RUN_DIR,
@@ -44,15 +45,6 @@ def isotonic_points(confidence: np.ndarray, right: np.ndarray) -> tuple[list[flo
     model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(confidence, right)
     xs, ys = model.X_thresholds_, model.y_thresholds_
     return [round(float(x), 4) for x in xs], [round(float(y), 4) for y in ys]
-
-
-def expected_calibration_error(confidence: np.ndarray, right: np.ndarray) -> float:
-    bins = np.minimum((confidence * 10).astype(int), 9)
-    gap = sum(
-        abs(right[bins == b].mean() - confidence[bins == b].mean()) * (bins == b).sum()
-        for b in np.unique(bins)
-    )
-    return round(100 * float(gap) / len(confidence), 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": int(natural.sum()),
             "variant": variant,
             "C": c,
-            "out_of_fold_ece": expected_calibration_error(confidence, right),
-            "in_sample_ece_after": expected_calibration_error(np.interp(confidence, xs, ys), right),
+            "out_of_fold_ece": calibration_error(confidence, right),
+            "in_sample_ece_after": calibration_error(np.interp(confidence, xs, ys), right),
             "right": round(float(right.mean()), 4),
         },
     )

@@ -241,25 +241,30 @@ def confidence_buckets(rows: Sequence[PairRow]) -> list[dict[str, Any]]:
 def expected_calibration_error(
     rows: Sequence[PairRow], *, calibrated: bool = False
 ) -> float | None:
-    """ECE in %: the row-weighted mean |agreement - mean confidence| over ten equal-width
-    confidence bins (ok rows with a confidence; None when there are none). `calibrated`:
+    """ECE in % of the ok rows with a confidence (None when there are none); `calibrated`:
     of the calibrated confidence instead."""
-
-    def sure(row: PairRow) -> float | None:
-        return row.calibrated if calibrated else row.confidence
-
-    scored = [(r, c) for r in rows if _ok(r) and (c := sure(r)) is not None]
+    scored = [
+        (c, r.verdict == r.label)
+        for r in rows
+        if _ok(r) and (c := r.calibrated if calibrated else r.confidence) is not None
+    ]
     if not scored:
         return None
-    bins: dict[int, list[tuple[PairRow, float]]] = {}
-    for row, confidence in scored:
-        bins.setdefault(min(int(confidence * ECE_BINS), ECE_BINS - 1), []).append((row, confidence))
+    return calibration_error([c for c, _ in scored], [right for _, right in scored])
+
+
+def calibration_error(confidence: Sequence[float], right: Sequence[bool | float]) -> float:
+    """ECE in %: the row-weighted mean |share right - mean confidence| over ten equal-width
+    confidence bins."""
+    bins: dict[int, list[tuple[float, float]]] = {}
+    for value, hit in zip(confidence, right, strict=True):
+        bins.setdefault(min(int(value * ECE_BINS), ECE_BINS - 1), []).append((value, float(hit)))
     gap = 0.0
     for members in bins.values():
-        right = sum(r.verdict == r.label for r, _ in members) / len(members)
-        mean = sum(c for _, c in members) / len(members)
-        gap += len(members) * abs(right - mean)
-    return round(100 * gap / len(scored), 1)
+        share = sum(hit for _, hit in members) / len(members)
+        mean = sum(value for value, _ in members) / len(members)
+        gap += len(members) * abs(share - mean)
+    return round(100 * gap / len(confidence), 1)
 
 
 def cascade_curve(

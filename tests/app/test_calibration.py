@@ -15,7 +15,8 @@ from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
 from tests.app.test_service import item, pair_json
 from tests.support.fake_backend import FakeBackend
-from training.confidence_calibration import expected_calibration_error, isotonic_points
+from training.confidence_calibration import isotonic_points
+from training.meta_metrics import calibration_error
 
 MAP = ConfidenceCalibration(confidence=(0.5, 0.7, 0.9), right=(0.3, 0.5, 0.8))
 
@@ -66,6 +67,6 @@ def test_isotonic_points_are_monotone_and_reduce_the_error() -> None:
     right = (rng.uniform(size=2000) < confidence - 0.2).astype(float)  # over-confident
     xs, ys = isotonic_points(confidence, right)
     assert xs == sorted(xs) and ys == sorted(ys)
-    before = expected_calibration_error(confidence, right)
-    after = expected_calibration_error(np.interp(confidence, xs, ys), right)
+    before = calibration_error(confidence, right)
+    after = calibration_error(np.interp(confidence, xs, ys), right)
     assert before > 15 and after < 5

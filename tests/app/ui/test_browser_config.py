@@ -11,13 +11,15 @@ off): Streamlit listens on every interface, shows Deploy and its menu on localho
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +53,31 @@ def app_url(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield url
 
 
+@contextlib.contextmanager
+def opened(
+    browser_path: Path, url: str, on_request: Callable[[str], object] | None = None
+) -> Iterator[Any]:
+    """A new headless Chromium page on the app, once its first run has settled
+    (`on_request` gets the URL of every request the page makes)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(browser_path), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.set_default_timeout(30_000)
+            if on_request is not None:
+                page.on("request", lambda request: on_request(request.url))
+            page.goto(url)
+            page.wait_for_selector(IDLE)
+            settle(page)
+            yield page
+        finally:
+            browser.close()
+
+
 def port_of(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
@@ -82,33 +109,19 @@ def test_the_page_has_no_deploy_button_states_the_apps_upload_limit_and_sends_no
     chromium: Path,  # noqa: F811
     app_url: str,
 ) -> None:
-    from playwright.sync_api import sync_playwright
+    requested: list[str] = []
+    with opened(chromium, app_url, on_request=requested.append) as page:
+        page.get_by_role("heading", name="Judge one item").wait_for()
+        assert page.get_by_role("button", name="Deploy").count() == 0
+        assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
+        assert page.locator('[data-testid="stMainMenu"]').count() == 0  # developer menu
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(chromium), headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = browser.new_context(viewport=VIEWPORT).new_page()
-            page.set_default_timeout(30_000)
-            requested: list[str] = []
-            page.on("request", lambda request: requested.append(request.url))
-            page.goto(app_url)
-            page.wait_for_selector(IDLE)
-            settle(page)
-            page.get_by_role("heading", name="Judge one item").wait_for()
-            assert page.get_by_role("button", name="Deploy").count() == 0
-            assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
-            assert page.locator('[data-testid="stMainMenu"]').count() == 0  # developer menu
-
-            go_to(page, "Batch")
-            uploader = page.locator('[data-testid="stFileUploader"]').inner_text()
-            assert f"up to {DEFAULT_MAX_UPLOAD_MB:g} MB" in uploader  # the app's own label
-            assert f"{DEFAULT_MAX_UPLOAD_MB:g}MB per file" in uploader  # Streamlit's, the same
-            page.wait_for_timeout(1_000)  # usage statistics go out soon after a page view
-            assert [url for url in requested if not url.startswith(app_url)] == []
-        finally:
-            browser.close()
+        go_to(page, "Batch")
+        uploader = page.locator('[data-testid="stFileUploader"]').inner_text()
+        assert f"up to {DEFAULT_MAX_UPLOAD_MB:g} MB" in uploader  # the app's own label
+        assert f"{DEFAULT_MAX_UPLOAD_MB:g}MB per file" in uploader  # Streamlit's, the same
+        page.wait_for_timeout(1_000)  # usage statistics go out soon after a page view
+    assert [url for url in requested if not url.startswith(app_url)] == []
 
 
 def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
@@ -119,8 +132,6 @@ def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
 ) -> None:
     """Pairwise chosen, then a file with a 3-answer row, a repeated id and a one-string
     `answers`: the preview counts all three before the run (batch_preview.png)."""
-    from playwright.sync_api import sync_playwright
-
     rows = [
         {"id": "q1", "question": "Capital of France?", "answers": ["Paris.", "Lyon."]},
         {"id": "q2", "question": "Largest planet?", "answers": ["Jupiter.", "Saturn.", "Mars."]},
@@ -130,27 +141,16 @@ def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
     ]
     upload = tmp_path / "mixed.jsonl"
     upload.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(chromium), headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = browser.new_context(viewport=VIEWPORT).new_page()
-            page.set_default_timeout(30_000)
-            page.goto(app_url)
-            page.wait_for_selector(IDLE)
-            settle(page)
-            page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
-            go_to(page, "Batch")
-            page.locator(".st-key-upload input[type=file]").set_input_files(upload)
-            page.get_by_text("3 of 5 rows have problems").wait_for()
-            settle(page)
-            preview = page.locator('[data-testid="stDataFrame"]').first
-            preview.locator('table[aria-rowcount="4"]').wait_for(state="attached")  # 3 rows
-            shown = preview.text_content()
-            assert "pairwise judging needs exactly 2 answers" in shown
-            assert "also the id of line 1" in shown
-            assert "got a string" in shown
-            screenshot(page, shots / "batch_preview.png", main_only=True)
-        finally:
-            browser.close()
+    with opened(chromium, app_url) as page:
+        page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
+        go_to(page, "Batch")
+        page.locator(".st-key-upload input[type=file]").set_input_files(upload)
+        page.get_by_text("3 of 5 rows have problems").wait_for()
+        settle(page)
+        preview = page.locator('[data-testid="stDataFrame"]').first
+        preview.locator('table[aria-rowcount="4"]').wait_for(state="attached")  # 3 rows
+        shown = preview.text_content()
+        assert "pairwise judging needs exactly 2 answers" in shown
+        assert "also the id of line 1" in shown
+        assert "got a string" in shown
+        screenshot(page, shots / "batch_preview.png", main_only=True)
