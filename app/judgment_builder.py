@@ -309,11 +309,28 @@ def _average(a: AnswerScores, b: AnswerScores, rule: ScoringRule) -> AnswerScore
 def _meta(base: Judgment, attempts: Sequence[Attempt]) -> dict:
     generations = [a.generation for a in attempts]
     return {
+        "entropy": decision_entropy(attempts),
         "raw_output": RAW_SEPARATOR.join(g.text for g in generations),
         "latency_s": _total(g.latency_s for g in generations),
         "prompt_tokens": _total(g.prompt_tokens for g in generations),
         "completion_tokens": _total(g.completion_tokens for g in generations),
     }
+
+
+def decision_entropy(attempts: Sequence[Attempt]) -> float | None:
+    """Mean full-vocabulary entropy (nats) where the judge decided, over all attempts.
+
+    A decision-first reply decides at one position (the verdict, the first of a ranking,
+    the grade); any other reply decides at every value it writes, as the study's
+    indicator averages over the whole output. None when the backend read no entropy.
+    """
+    values = []
+    for attempt in attempts:
+        path = decision_path(attempt.protocol, attempt.layout)
+        for dist in attempt.generation.distributions:
+            if dist.entropy is not None and (path is None or dist.path == path):
+                values.append(dist.entropy)
+    return round(sum(values) / len(values), 4) if values else None
 
 
 def _total(values) -> float | int | None:

@@ -133,6 +133,9 @@ class Judgment(_Frozen):
     confidence: float | None = None  # probability of the reported decision (see app.verdicts)
     # how often verdicts of this confidence were right on training pairs (app/calibration.py)
     calibrated_confidence: float | None = None
+    # mean entropy (nats) of the judge's full next-token distribution where it decided: low
+    # when it is sure; None without score distributions (app.judgment_builder.decision_entropy)
+    entropy: float | None = None
     verdict_probs: dict[str, float] | None = None  # pairwise: P(A), P(B), P(tie) over both orders
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
     order_winners: tuple[Winner | None, Winner | None] | None = None  # swap: each order's verdict

@@ -416,8 +416,7 @@ class JudgeService:
             judgment = join_relevance(judgment, plan.item, plan.config.relevance_join)
         judgment = mark_uncertain(judgment, plan.config.uncertain_below)
         calibration = plan.config.calibration
-        if calibration is not None and judgment.confidence is not None:
-            calibrated = calibration(judgment.confidence)
+        if calibration is not None and (calibrated := calibration.of(judgment)) is not None:
             judgment = judgment.model_copy(update={"calibrated_confidence": calibrated})
         item = plan.item
         if plan.config.reference_metrics and item.reference and judgment.status is not Status.ERROR:

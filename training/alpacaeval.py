@@ -75,6 +75,14 @@ def length_balanced(items: list[JudgeItem], pairs: int, seed: int = 0) -> list[J
     return [_maybe_swapped(item, rng.random() < 0.5) for item in chosen]
 
 
+def natural_sample(items: list[JudgeItem], pairs: int, seed: int = 0) -> list[JudgeItem]:
+    """`pairs` decisive pairs drawn at random, lengths as they come (the reference in slot
+    A or B at random): what a calibration should see, the labels as users meet them."""
+    rng = random.Random(seed)
+    chosen = rng.sample(items, min(pairs, len(items)))
+    return [_maybe_swapped(item, rng.random() < 0.5) for item in chosen]
+
+
 def balanced_pairs(path: Path, pairs: int, seed: int = 0) -> list[JudgeItem]:
     """`pairs` length-balanced decisive pairs of the file at `path` (see length_balanced)."""
     return length_balanced(list(read_decisive(path)), pairs, seed)

@@ -82,7 +82,26 @@ def _pairwise(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"| {verbosity} | {_num(judge['verbosity_bias'])} | {DASH} |")
     lines.append(f"| verdicts A / B / tie / not ok | {_shares(judge['verdicts'])} | {DASH} |")
     lines.append(f"| labels A / B / tie | {_shares(judge['labels'])} | {DASH} |")
-    return lines + _confidence(judge) + _cascade(entry)
+    return lines + _confidence(judge) + _indicators(entry) + _cascade(entry)
+
+
+def _indicators(entry: Mapping[str, Any]) -> list[str]:
+    """Agreement on the surer half of the rows by each confidence indicator."""
+    table = entry.get("indicators") or entry["judge"].get("indicators") or []
+    if len(table) < 2:
+        return []
+    base = entry.get("base_model")
+    lines = [
+        "",
+        "Confidence indicators: agreement on the surer half of the ok rows by each"
+        + (f" (base model `{base}`)." if base else "."),
+        "",
+        "| indicator | rows | agreement |",
+        "|---|---:|---:|",
+    ]
+    for row in table:
+        lines.append(f"| {row['indicator']} | {row['n']} | {_num(row['agreement'])} |")
+    return lines
 
 
 def _cascade(entry: Mapping[str, Any]) -> list[str]:

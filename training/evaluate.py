@@ -47,8 +47,14 @@ from training.labelled_files import (
     file_names,
     load_labelled,
 )
-from training.meta_metrics import PairRow, cascade_curve, group_table
-from training.rescore import attach_judgments, judgment_margin, recombine, second_verdicts
+from training.meta_metrics import PairRow, cascade_curve, group_table, indicator_halves
+from training.rescore import (
+    attach_judgments,
+    base_entropies,
+    judgment_margin,
+    recombine,
+    second_verdicts,
+)
 from training.score_rows import score_file
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
@@ -179,11 +185,14 @@ def evaluate_files(
     fresh: bool = False,
     skip: int = 0,
     second_judgments: str | Path | None = None,
+    base_judgments: str | Path | None = None,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
     `second_judgments`: a saved run of another judge on the same files (the second tier
     of a cascade); each pairwise file then gets the cascade curve (`cascade`).
+    `base_judgments`: a saved run of the judge's base model on the same files, in score
+    mode; the confidence indicators then include the entropy minus the base's.
 
     `model` is a registry name or a model path (None: the registry default);
     `backend` forces a backend by name; `overrides` replace the entry's template,
@@ -221,7 +230,8 @@ def evaluate_files(
             files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides, fresh
         )
     second = read_judgments(Path(second_judgments)) if second_judgments is not None else None
-    report = build_report(files, run, limit, skip, second)
+    base = read_judgments(Path(base_judgments)) if base_judgments is not None else None
+    report = build_report(files, run, limit, skip, second, base)
     write_report(report, out)
     return report
 
@@ -232,6 +242,7 @@ def build_report(
     limit: int | None,
     skip: int = 0,
     second: Sequence[Judgment] | None = None,
+    base: Sequence[Judgment] | None = None,
 ) -> dict[str, Any]:
     catalog = load_catalog()
     entries: dict[str, Any] = {}
@@ -241,6 +252,9 @@ def build_report(
         if second is not None and rows:
             entries[file.name]["cascade"] = cascade_curve(rows, second_verdicts(file, second))
             entries[file.name]["cascade_model"] = next((j.model for j in second), None)
+        if base is not None and rows:
+            entries[file.name]["indicators"] = indicator_halves(rows, base_entropies(file, base))
+            entries[file.name]["base_model"] = next((j.model for j in base), None)
         pairs += rows
     return {
         **run,
@@ -295,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fresh=args.fresh,
             overrides=Overrides(judging_overrides(args), args.mode),
             second_judgments=args.second_judgments,
+            base_judgments=args.base_judgments,
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -341,6 +356,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="a saved judgments.jsonl of a second judge on the same files: adds the cascade "
         "curve (agreement when the least confident 0/10/30/50/100 %% go to it)",
+    )
+    parser.add_argument(
+        "--base-judgments",
+        type=Path,
+        help="a saved judgments.jsonl of the judge's base model on the same files (score "
+        "mode): adds 'entropy minus base' to the confidence indicators",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

@@ -60,6 +60,8 @@ class PairRow:
     group: str = OTHER_GROUP
     confidence: float | None = None  # the judge's probability of its verdict (leaning)
     calibrated: float | None = None  # its calibrated confidence, where the judge has a map
+    # mean full-vocabulary entropy where it decided (app.judgment_builder.decision_entropy)
+    entropy: float | None = None
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,51 @@ def cascade_curve(
     return points
 
 
+def indicator_halves(
+    rows: Sequence[PairRow], base_entropy: Sequence[float | None] | None = None
+) -> list[dict[str, Any]]:
+    """Agreement (%) on the surer half of the ok rows by each confidence indicator.
+
+    The study behind the cascade (../shared/seeds/) compares indicators this way: an
+    indicator worth trusting picks a half that is right more often than all rows are.
+    Indicators: the judge's probability of its verdict (higher is surer), its decision
+    entropy (lower is surer) and, with `base_entropy[i]` (the same entropy under the
+    judge's base model, row by row), the entropy minus the base's (lower is surer).
+    Only the indicators every ok row carries are listed; "all rows" is the reference.
+    """
+    ok = [i for i, r in enumerate(rows) if _ok(r)]
+    if not ok:
+        return []
+    right = {i: rows[i].verdict == rows[i].label for i in ok}
+    table = [
+        {"indicator": "all rows", "n": len(ok), "agreement": percent(sum(right.values()), len(ok))}
+    ]
+    surer: dict[str, dict[int, float]] = {
+        "confidence": {i: rows[i].confidence for i in ok if rows[i].confidence is not None},
+        "entropy": {i: -rows[i].entropy for i in ok if rows[i].entropy is not None},
+    }
+    if base_entropy is not None:
+        if len(base_entropy) != len(rows):
+            raise ValueError(f"{len(base_entropy)} base entropies for {len(rows)} rows")
+        surer["entropy minus base"] = {
+            i: base_entropy[i] - rows[i].entropy  # type: ignore[operator]
+            for i in ok
+            if rows[i].entropy is not None and base_entropy[i] is not None
+        }
+    for name, values in surer.items():
+        if len(values) < len(ok) or len(ok) < 2:
+            continue
+        half = sorted(ok, key=lambda i: -values[i])[: len(ok) // 2]
+        table.append(
+            {
+                "indicator": name,
+                "n": len(half),
+                "agreement": percent(sum(right[i] for i in half), len(half)),
+            }
+        )
+    return table
+
+
 def _confidence(row: PairRow) -> float:
     return row.confidence if row.confidence is not None else 0.0
 
@@ -329,6 +376,7 @@ def pairwise_metrics(rows: Sequence[PairRow]) -> dict[str, Any]:
         "confidence_buckets": confidence_buckets(rows),
         "ece": expected_calibration_error(rows),
         "ece_calibrated": expected_calibration_error(rows, calibrated=True),
+        "indicators": indicator_halves(rows),
         "heuristic": heuristic_metrics(rows),
     }
 

@@ -59,16 +59,22 @@ def attach_judgments(files: Sequence[LabelledFile], judgments: Sequence[Judgment
             )
 
 
+def matched(file: LabelledFile, saved: Sequence[Judgment]) -> list[Judgment | None]:
+    """Another run's ok judgment of each of `file`'s judged rows, in their order; None
+    where that run has no ok judgment of the row."""
+    by_key = {(j.metadata.get(FILE_KEY), j.line): j for j in saved}
+    found = [by_key.get((file.name, row.line)) for row in file.rows]
+    return [j if j is not None and j.status is Status.OK else None for j in found]
+
+
 def second_verdicts(file: LabelledFile, second: Sequence[Judgment]) -> list[Winner | None]:
-    """A second judge's verdict (its leaning) on each of `file`'s judged rows, in their
-    order; None where it has no ok judgment of the row."""
-    by_key = {(j.metadata.get(FILE_KEY), j.line): j for j in second}
-    verdicts_found: list[Winner | None] = []
-    for row in file.rows:
-        judgment = by_key.get((file.name, row.line))
-        ok = judgment is not None and judgment.status is Status.OK
-        verdicts_found.append((judgment.leaning or judgment.winner) if ok else None)  # type: ignore[union-attr]
-    return verdicts_found
+    """A second judge's verdict (its leaning) on each of `file`'s judged rows."""
+    return [(j.leaning or j.winner) if j else None for j in matched(file, second)]
+
+
+def base_entropies(file: LabelledFile, base: Sequence[Judgment]) -> list[float | None]:
+    """The decision entropy of the judge's base model on each of `file`'s judged rows."""
+    return [j.entropy if j else None for j in matched(file, base)]
 
 
 def _saved(

@@ -32,6 +32,7 @@ def pair_row(item: JudgeItem, judgment: Judgment, catalog: Catalog) -> PairRow:
         group=scenario_group(item.scenario, catalog),
         confidence=judgment.confidence if ok else None,
         calibrated=judgment.calibrated_confidence if ok else None,
+        entropy=judgment.entropy if ok else None,
     )
 
 

@@ -82,6 +82,9 @@ class ValueDistribution:
 
     path: JsonPath
     probs: dict[str, float]
+    # entropy (nats) of the full next-token distribution where the value starts;
+    # None where the backend cannot read it
+    entropy: float | None = None
 
 
 @dataclass(frozen=True)

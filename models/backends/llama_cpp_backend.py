@@ -49,7 +49,7 @@ from models.backends.json_tracker import JsonTracker
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.state_reader import StateReader
-from models.backends.value_constraints import TokenTable
+from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
 
 REPEAT_WINDOW = 64
@@ -442,7 +442,8 @@ class LlamaCppBackend:
         probs = self._answer(candidate_probs(self._tokens, saved, written, rule.candidates))
         np.copyto(logits, saved)
         if rule.record:
-            state.distributions.append(ValueDistribution(path=path, probs=probs))
+            entropy = entropy_of(saved)
+            state.distributions.append(ValueDistribution(path=path, probs=probs, entropy=entropy))
         return pick_value(probs, allowed, state.params.temperature, state.rng)
 
     def _answer(self, reading: Reading) -> dict[str, float]:

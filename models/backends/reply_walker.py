@@ -28,7 +28,7 @@ import numpy as np
 from models.backends.base import OutputSpec, ValueDistribution
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
-from models.backends.value_constraints import TokenTable
+from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Request, candidate_probs, pick_value
 
 
@@ -97,9 +97,12 @@ class ReplyWalker:
                 raise ReplyWalkError(f"score mode has no value rule for {path}")
             written = partial or ""
             if path not in chosen:
+                entropy = entropy_of(logits) if rule.record else None
                 probs = yield from candidate_probs(self.table, logits, written, rule.candidates)
                 if rule.record:
-                    reply.distributions.append(ValueDistribution(path=path, probs=probs))
+                    reply.distributions.append(
+                        ValueDistribution(path=path, probs=probs, entropy=entropy)
+                    )
                 allowed = rule.allowed if rule.allowed is not None else rule.candidates
                 chosen[path] = pick_value(probs, allowed, self.temperature, rng)
             ids, _ = self.table.commitments(written, (chosen[path],))

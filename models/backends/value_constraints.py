@@ -94,6 +94,23 @@ def _consistent(written: str, candidate: str) -> bool:
     return _STRUCTURAL_REST.fullmatch(written[len(candidate) :]) is not None
 
 
+def entropy_of(logits: np.ndarray) -> float:
+    """Shannon entropy (nats) of the next-token distribution over the whole vocabulary.
+
+    Where a value is chosen, this says how spread the model's belief is, not only
+    among the allowed candidates: mass on tokens no candidate starts with counts too
+    (the confidence indicator of the fine-tuned-judge study in ../shared/seeds/).
+    """
+    values = logits.astype(np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return 0.0
+    values -= values.max()
+    weights = np.exp(values)
+    total = weights.sum()
+    return float(np.log(total) - (weights * values).sum() / total)
+
+
 def softmax_over(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Probabilities of `ids` renormalised among themselves."""
     values = logits[ids].astype(np.float64)

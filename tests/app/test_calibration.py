@@ -10,6 +10,7 @@ import pytest
 
 from app.calibration import ConfidenceCalibration, load_calibration
 from app.errors import ConfigError
+from app.records import Judgment, Protocol, Status
 from app.scenarios import load_catalog
 from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
@@ -18,7 +19,8 @@ from tests.support.fake_backend import FakeBackend
 from training.confidence_calibration import isotonic_points
 from training.meta_metrics import calibration_error
 
-MAP = ConfidenceCalibration(confidence=(0.5, 0.7, 0.9), right=(0.3, 0.5, 0.8))
+MAP = ConfidenceCalibration(at=(0.5, 0.7, 0.9), right=(0.3, 0.5, 0.8))
+ENTROPY_MAP = ConfidenceCalibration(indicator="entropy", at=(0.2, 1.0, 3.0), right=(0.8, 0.6, 0.4))
 
 
 def test_the_map_interpolates_and_is_flat_outside() -> None:
@@ -29,10 +31,15 @@ def test_the_map_interpolates_and_is_flat_outside() -> None:
 @pytest.mark.parametrize(
     ("fields", "says"),
     [
-        ({"confidence": [0.5, 0.7], "right": [0.6, 0.4]}, "must not decrease"),
-        ({"confidence": [0.7, 0.5], "right": [0.4, 0.6]}, "increasing order"),
-        ({"confidence": [0.5], "right": [0.4, 0.6]}, "same number"),
-        ({"confidence": [0.5], "right": [1.4]}, "between 0 and 1"),
+        ({"at": [0.5, 0.7], "right": [0.6, 0.4]}, "must not decrease"),
+        ({"at": [0.7, 0.5], "right": [0.4, 0.6]}, "increasing order"),
+        ({"at": [0.5], "right": [0.4, 0.6]}, "same number"),
+        ({"at": [0.5], "right": [1.4]}, "between 0 and 1"),
+        ({"at": [1.5], "right": [0.4]}, "between 0 and 1"),
+        ({"indicator": "entropy", "at": [0.5, 1.0], "right": [0.4, 0.6]}, "must not increase"),
+        ({"indicator": "entropy", "at": [-0.1], "right": [0.4]}, "never below 0"),
+        ({"indicator": "perplexity", "at": [0.5], "right": [0.4]}, "indicator"),
+        ({"confidence": [0.5], "right": [0.4]}, "at: required"),  # the old field name
     ],
 )
 def test_a_bad_file_names_itself(tmp_path: Path, fields: dict, says: str) -> None:
@@ -49,6 +56,16 @@ def test_the_shipped_calibration_loads_and_rises() -> None:
     )
     assert shipped(0.55) <= shipped(0.75) <= shipped(0.95)
     assert shipped.fitted_on["pairs"] > 900
+
+
+def test_an_entropy_map_falls_and_reads_the_judgments_entropy() -> None:
+    assert ENTROPY_MAP(0.6) == 0.7 and ENTROPY_MAP(5.0) == 0.4 and ENTROPY_MAP(0.0) == 0.8
+    judgment = Judgment(
+        id="x", protocol=Protocol.PAIRWISE, status=Status.OK, winner="A", confidence=0.9
+    )
+    assert ENTROPY_MAP.of(judgment) is None  # no entropy read: nothing to map
+    assert ENTROPY_MAP.of(judgment.model_copy(update={"entropy": 1.0})) == 0.6
+    assert MAP.of(judgment) == MAP(0.9)
 
 
 def test_every_judgment_gets_its_calibrated_confidence() -> None:

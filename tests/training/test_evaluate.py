@@ -472,3 +472,47 @@ def test_a_second_judges_saved_run_gives_the_cascade_curve(
     assert points[-1] == {"share": 1.0, "sent": 4, "agreement": 100.0}
     assert entry["cascade_model"] == "oracle"
     assert "| 100% | 4 | 100.0 |" in (tmp_path / "cascade" / "report.md").read_text()
+
+
+def test_a_base_models_saved_run_adds_entropy_minus_base(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Judgments with entropies, and a base run on the same rows: the report compares the
+    three indicators on the surer half, by hand on four rows."""
+    _evaluate(inputs, tmp_path / "run", "autoj")
+    saved = read_judgments(tmp_path / "run" / "judgments.jsonl")
+    labels = {
+        row.line: row.item.label.winner
+        for row in read_rows(inputs["autoj"])
+        if row.item is not None and row.item.label is not None
+    }
+    judged = [j for j in saved if j.line in labels][:4]
+    wrong = {"A": "B", "B": "A", "tie": "A"}
+    # rows 1-2 right and low entropy, rows 3-4 wrong and high entropy; the base is
+    # unsure of row 1 only, so minus base makes row 1 the surest
+    made = []
+    for n, (judgment, entropy, base) in enumerate(
+        zip(judged, (0.5, 1.0, 2.0, 3.0), (4.0, 0.5, 2.5, 0.5))
+    ):
+        verdict = labels[judgment.line] if n < 2 else wrong[labels[judgment.line]]
+        update = {"status": Status.OK, "winner": verdict, "leaning": verdict, "error": None,
+                  "confidence": 0.6, "entropy": entropy}  # fmt: skip
+        made.append((judgment.model_copy(update=update), judgment.model_copy(
+            update={**update, "entropy": base, "model": "base"})))  # fmt: skip
+    write_jsonl([m for m, _ in made], tmp_path / "judge.jsonl")
+    write_jsonl([b for _, b in made], tmp_path / "base.jsonl")
+    report = evaluate_files(
+        [inputs["autoj"]],
+        judgments=tmp_path / "judge.jsonl",
+        out_dir=tmp_path / "indicators",
+        base_judgments=tmp_path / "base.jsonl",
+    )
+    entry = report["files"]["autoj_pairs.jsonl"]
+    assert entry["base_model"] == "base"
+    table = {row["indicator"]: row for row in entry["indicators"]}
+    assert table["all rows"]["agreement"] == 50.0
+    assert table["entropy"] == {"indicator": "entropy", "n": 2, "agreement": 100.0}
+    # minus base: -3.5, 0.5, -0.5, 2.5: surer half is rows 1 and 3
+    assert table["entropy minus base"]["agreement"] == 50.0
+    markdown = (tmp_path / "indicators" / "report.md").read_text()
+    assert "| entropy minus base | 2 | 50.0 |" in markdown

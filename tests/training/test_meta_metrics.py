@@ -363,3 +363,29 @@ def test_cascade_sends_the_least_confident_rows_to_the_second_judge() -> None:
     assert [p["agreement"] for p in points] == [80.0, 90.0, 100.0, 100.0]
     with pytest.raises(ValueError):
         cascade_curve(rows, second[:3])
+
+
+def test_indicator_halves_pick_the_surer_half_by_each_indicator() -> None:
+    from training.meta_metrics import indicator_halves
+
+    # right, confidence, entropy: confidence is backwards here, entropy is right
+    rows = [
+        PairRow(label="A", verdict="A", confidence=0.55, entropy=0.1),
+        PairRow(label="A", verdict="A", confidence=0.60, entropy=0.2),
+        PairRow(label="A", verdict="B", confidence=0.90, entropy=2.0),
+        PairRow(label="A", verdict="B", confidence=0.95, entropy=3.0),
+        PairRow(label="A", status=Status.UNPARSED),  # not ok: left out
+    ]
+    table = indicator_halves(rows, base_entropy=[1.0, 0.0, 1.0, 5.0, None])
+    assert table == [
+        {"indicator": "all rows", "n": 4, "agreement": 50.0},
+        {"indicator": "confidence", "n": 2, "agreement": 0.0},
+        {"indicator": "entropy", "n": 2, "agreement": 100.0},
+        # minus base: 0.1-1 = -0.9, 0.2-0 = 0.2, 2-1 = 1, 3-5 = -2: surer are rows 4 and 1
+        {"indicator": "entropy minus base", "n": 2, "agreement": 50.0},
+    ]
+    # an indicator some ok row lacks is not compared (it would pick from fewer rows)
+    partial = [rows[0], PairRow(label="A", verdict="A", confidence=0.7)]
+    assert [r["indicator"] for r in indicator_halves(partial)] == ["all rows", "confidence"]
+    with pytest.raises(ValueError):
+        indicator_halves(rows, base_entropy=[1.0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def assert_same_reading(one: Generation, two: Generation, tolerance: float = 1e-
     """Same positions, probabilities within `tolerance`, same choice where peaked."""
     assert [d.path for d in one.distributions] == [d.path for d in two.distributions]
     for a, b in zip(one.distributions, two.distributions):
+        assert a.entropy is not None and b.entropy is not None, a.path
+        assert a.entropy == pytest.approx(b.entropy, abs=10 * tolerance), a.path
         for value in a.probs:
             assert a.probs[value] == pytest.approx(b.probs[value], abs=tolerance), a.path
         ranked = sorted(a.probs.values(), reverse=True)
@@ -206,3 +209,40 @@ def test_uncertain_verdicts_are_labelled_in_the_jsonl_and_the_csv(
         written = list(csv.DictReader(stream))
     assert [r["winner"] for r in written] == ["uncertain"] * 3
     assert [r["leaning"] for r in written] == [j["leaning"] for j in judged]
+
+
+def test_the_decision_entropy_is_that_of_the_whole_vocabulary(plain) -> None:
+    """At the verdict the tiny model spreads its mass over far more than the three
+    candidates: the entropy lies between theirs (at most log 3) and log(vocabulary)."""
+    layout = ReplyLayout(decision_first=True, criteria=False, feedback=False)
+    vocabulary = plain.llama.n_vocab()
+    for generation in plain.score(requests("pocketjudge-decision", layout)):
+        [distribution] = generation.distributions
+        assert distribution.entropy is not None
+        assert math.log(3) < distribution.entropy <= math.log(vocabulary) + 1e-6
+
+
+def test_every_protocol_gets_a_decision_entropy_and_an_entropy_calibration(plain) -> None:
+    """The judgment's entropy is the mean of its decision positions' (both orders of a
+    pair), and a judge calibrated on entropy maps it, through the real model."""
+    from app.calibration import ConfidenceCalibration
+
+    calibration = ConfidenceCalibration(indicator="entropy", at=(0.0, 20.0), right=(0.9, 0.1))
+    service = JudgeService(plain, "tiny")
+    base = JudgeConfig(
+        choice=CriteriaChoice(criteria=CRITERIA),
+        template="pocketjudge-decision",
+        detect_scenario=False,
+        calibration=calibration,
+    )
+    pair = JudgeItem(id="p", question=QUESTIONS[0], answers=ANSWERS[0])
+    for item in (pair, JudgeItem(id="s", question=QUESTIONS[0], answers=ANSWERS[0][:1])):
+        judgment = service.judge(item, base)
+        assert judgment.status is Status.OK and judgment.entropy is not None
+        assert 0 < judgment.entropy <= math.log(plain.llama.n_vocab())
+        assert judgment.calibrated_confidence == calibration(judgment.entropy)
+    layout = ReplyLayout(decision_first=True, feedback=False)
+    both = plain.score(requests("pocketjudge-decision", layout)[:2])  # the pair, both orders
+    expected = sum(g.distributions[0].entropy for g in both) / 2
+    judged = service.judge(pair, JudgeConfig(**{**base.__dict__, "calibration": None}))
+    assert judged.entropy == pytest.approx(expected, abs=1e-3)

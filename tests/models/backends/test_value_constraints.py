@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from models.backends.value_constraints import TokenTable, _consistent, softmax_over
+from models.backends.value_constraints import TokenTable, _consistent, entropy_of, softmax_over
 
 VOCAB = [
     "1", "0", "10", '"', "A", '"A"', '",', "tie", '"t', "}", ", ", ":", " ",
@@ -193,3 +193,15 @@ def test_candidate_probabilities_with_the_shared_one(table: TokenTable) -> None:
     assert mass["1|10"] == pytest.approx(0.5, abs=1e-9)
     assert mass["10"] == pytest.approx(0.25, abs=1e-9)
     assert mass["7"] == pytest.approx(0.25, abs=1e-9)
+
+
+def test_entropy_of_the_whole_vocabulary() -> None:
+    assert entropy_of(np.zeros(1000, dtype=np.float32)) == pytest.approx(math.log(1000))
+    peaked = np.full(1000, -1e4, dtype=np.float32)
+    peaked[7] = 0.0
+    assert entropy_of(peaked) == pytest.approx(0.0, abs=1e-9)
+    two = np.array([0.0, 0.0, -np.inf, -np.inf], dtype=np.float32)  # masked tokens: no mass
+    assert entropy_of(two) == pytest.approx(math.log(2))
+    logits = np.random.default_rng(0).normal(size=50)
+    p = np.exp(logits) / np.exp(logits).sum()
+    assert entropy_of(logits) == pytest.approx(float(-(p * np.log(p)).sum()))
