@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from app import charts
 from app.batch_job import BatchJob, BatchSnapshot
 from app.dashboard import Dashboard, summarize
 from app.leaderboard import grade_scale, leaderboard
@@ -21,7 +22,6 @@ from app.records import Judgment
 from app.rubrics import Rubric
 from app.scenarios import Catalog, load_catalog
 from app.service import JudgeService
-from app.ui import charts
 from app.ui.model_cache import RUNNING_STATES, SharedJudge
 from app.ui.settings import measured_rows
 from app.ui.tables import (

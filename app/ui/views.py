@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
 
+from app import charts
 from app.records import Judgment, Protocol, Status
 from app.scenarios import load_catalog
-from app.ui import charts
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
 
@@ -246,7 +246,13 @@ def _confidence(judgment: Judgment) -> None:
     if judgment.calibrated_confidence is not None:
         columns[0].caption(
             f"Calibrated: verdicts this confident matched the label "
-            f"{judgment.calibrated_confidence:.0%} of the time on the judge's training pairs."
+            f"{judgment.calibrated_confidence:.0%} of the time on the pairs the judge was "
+            "calibrated on."
+        )
+    if judgment.entropy is not None:
+        columns[0].caption(
+            f"Decision entropy: {judgment.entropy:.2f} nats over the whole vocabulary "
+            "(lower is surer)."
         )
     if judgment.consistent is not None:
         agreed = "agreed" if judgment.consistent else "disagreed"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
+from app import charts
 from app.leaderboard import ModelStanding
 from app.records import AnswerScores, Judgment, Protocol, Status
-from app.ui import charts
 
 SCORES_A = AnswerScores(criteria={"accuracy": 8.0, "clarity": 6.0}, overall=7.33)
 SCORES_B = AnswerScores(criteria={"accuracy": 4.0, "clarity": 5.0}, overall=4.33)
