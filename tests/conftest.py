@@ -10,7 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from tests.support.fixtures import tiny_gguf_model, tiny_hf_model  # noqa: E402, F401
+from tests.support.fixtures import tiny_gguf_model, tiny_hf_model  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
