@@ -12,7 +12,7 @@ so the same command, run again once the backend is back, judges them then.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -43,9 +43,14 @@ class BatchWrite:
     stopped: str | None = None  # why the run stopped before the last row, if it did
 
 
-def write_batch(stream: Iterable[Judgment], output: ResumableOutput) -> BatchWrite:
+def write_batch(
+    stream: Iterable[Judgment],
+    output: ResumableOutput,
+    on_written: Callable[[Judgment], None] | None = None,
+) -> BatchWrite:
     """Append each judgment of `stream` to `output`; stop after a backend failure streak.
 
+    `on_written` is called with each row once it is in the output (the run history).
     An OSError from writing (a full disk) goes up to the caller once the partial
     file has been cut back to whole rows.
     """
@@ -63,13 +68,23 @@ def write_batch(stream: Iterable[Judgment], output: ResumableOutput) -> BatchWri
                 return result
             continue
         for row in [*held, judgment]:
-            output.append(row)
-            result.judgments.append(row)
+            _write(row, output, result, on_written)
         held.clear()
     for row in held:  # the last rows failed, too few to call the backend down: keep them
-        output.append(row)
-        result.judgments.append(row)
+        _write(row, output, result, on_written)
     return result
+
+
+def _write(
+    row: Judgment,
+    output: ResumableOutput,
+    result: BatchWrite,
+    on_written: Callable[[Judgment], None] | None,
+) -> None:
+    output.append(row)
+    result.judgments.append(row)
+    if on_written is not None:
+        on_written(row)
 
 
 def exit_code(judgments: Iterable[Judgment], write: BatchWrite) -> ExitCode:

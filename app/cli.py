@@ -28,8 +28,9 @@ from app.errors import BackendError, PocketJudgeError
 from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import model_judge_settings, sampling_of
 from app.prompts import get_template, template_names
-from app.records import Judgment, Protocol, Status
+from app.records import JudgeItem, Judgment, Protocol, Status
 from app.rubrics import load_rubric
+from app.runs.commands import add_runs_parser
 from app.scenarios import load_catalog
 from models.backends import backend_names
 from models.backends.base import BackendOptions
@@ -37,6 +38,7 @@ from models.backends.base import BackendOptions
 if TYPE_CHECKING:
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
+    from app.runs.recorder import RunRecorder
     from app.service import JudgeConfig
     from models.loader import LoadedJudge
     from models.registry import ModelEntry
@@ -196,6 +198,15 @@ def _parser() -> argparse.ArgumentParser:
         help="score mode: rows scored together in one batch (a kill loses at most these; "
         "more may be faster when rows share instructions). Default 1",
     )
+    judge.add_argument(
+        "--history",
+        type=Path,
+        help="the run history database (default: runs.sqlite3 in $POCKETJUDGE_HOME, else "
+        "~/.local/share/pocketjudge)",
+    )
+    judge.add_argument(
+        "--no-history", action="store_true", help="do not record this run in the run history"
+    )
     judge.set_defaults(handler=_judge)
 
     scenarios = commands.add_parser("scenarios", help="list scenarios by group")
@@ -225,6 +236,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", help="registry name or .gguf (default: the default judge)")
     ask.add_argument("--threads", type=int, help="CPU threads")
     ask.set_defaults(handler=_ask)
+    add_runs_parser(commands)
     return parser
 
 
@@ -366,7 +378,8 @@ def _run_batch(
             "another judge model), which score mode cannot read: judging in generate mode",
             file=sys.stderr,
         )
-    output = ResumableOutput(args.out, run_key(args.input, _settings(args, judge)))
+    settings = _settings(args, judge)
+    output = ResumableOutput(args.out, run_key(args.input, settings))
     if args.restart:
         output.discard()
     for other in output.others():
@@ -388,13 +401,15 @@ def _run_batch(
         )
     service = JudgeService(judge.backend, judge.name)
     window = args.window if args.mode == "score" else 1
+    recorder = _recorder(args, output.key, judge, config.template, total, settings)
     try:
         with ProgressBar(total=total, initial=len(done), disable=args.quiet) as bar:
             stream = service.judge_rows(
                 rows, config, total=total, on_judgment=bar.update, window=window
             )
-            written = write_batch(stream, output)
+            written = write_batch(stream, output, on_written=recorder.add)
     except OSError as exc:
+        recorder.stop()
         return _kept(
             output,
             ExitCode.WRITE,
@@ -402,6 +417,7 @@ def _run_batch(
             "written are kept; free some space and run the same command again to go on.",
         )
     except KeyboardInterrupt:
+        recorder.stop()
         return _kept(
             output,
             ExitCode.INTERRUPTED,
@@ -410,6 +426,7 @@ def _run_batch(
         )
     judgments = done + written.judgments
     if written.stopped is not None:
+        recorder.stop()
         output.close()
         kept = (
             f"The {len(judgments)} rows judged are kept in {output.partial}"
@@ -424,9 +441,60 @@ def _run_batch(
         return ExitCode.BACKEND
     final = _finish(output, judgments, args.csv)
     if final is not None:
+        recorder.stop()
         return final
+    recorder.finish(judgments, _items_by_line(args.input, args.limit))
+    if recorder.active:
+        print(f"recorded as run {recorder.run_id} (python -m app runs show ...)", file=sys.stderr)
     _summary(judgments, time.perf_counter() - started, load_s, args.out, resumed=len(done))
     return exit_code(judgments, written)
+
+
+def _recorder(
+    args: argparse.Namespace,
+    key: str,
+    judge: LoadedJudge,
+    template: str,
+    total: int,
+    settings: dict[str, Any],
+) -> RunRecorder:
+    """The run's record in the history (disabled by --no-history or a history that fails)."""
+    from app.io.resumable import file_digest
+    from app.runs.recorder import RunRecorder, run_versions
+    from app.runs.store import RunStart
+
+    def warn(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    recorder = RunRecorder.open(args.history, warn, enabled=not args.no_history)
+    entry = judge.entry
+    model_file = entry.path() if entry is not None else Path(args.model) if args.model else None
+    recorder.start(
+        RunStart(
+            run_key=key,
+            source="cli",
+            input_name=args.input.name,
+            input_hash=file_digest(args.input),
+            model=judge.name,
+            template=template,
+            protocol=args.protocol,
+            scenario=args.scenario or "auto",
+            total=total,
+            settings=settings,
+            versions=run_versions(template, model_file),
+        )
+    )
+    return recorder
+
+
+def _items_by_line(path: Path, limit: int | None) -> dict[int, JudgeItem]:
+    """The input items by line, stored with the judgments (the Runs page shows them)."""
+    from app.io.reader import read_rows
+
+    rows = read_rows(path)
+    if limit is not None:
+        rows = (row for row, _ in zip(rows, range(limit)))
+    return {row.line: row.item for row in rows if row.item is not None and row.line is not None}
 
 
 def _kept(output: ResumableOutput, code: ExitCode, message: str) -> ExitCode:
@@ -493,6 +561,8 @@ _NOT_SETTINGS = frozenset(
         "api_key_env",
         "timeout",
         "retries",
+        "history",
+        "no_history",
     }
 )
 

@@ -242,7 +242,13 @@ class RunStore:
                 f"SELECT {_RUN_COLUMNS}, (SELECT COUNT(*) FROM rows WHERE run_id = runs.id) "
                 "FROM runs ORDER BY started DESC, id DESC"
             ).fetchall()
-        return [_run_info(row) for row in found]
+            live: dict[str, dict[str, int]] = {}
+            for run_id, status, count in db.execute(
+                "SELECT run_id, status, COUNT(*) FROM rows GROUP BY run_id, status"
+            ):
+                live.setdefault(run_id, {s.value: 0 for s in Status})[status] = count
+        # the stored rows say how many are ok now, also for a run still going or cut off
+        return [_run_info(row, live.get(row[0])) for row in found]
 
     def get(self, run_id: str) -> RunInfo:
         """The run with this id, or the only one whose id starts with it."""
@@ -282,7 +288,7 @@ _RUN_COLUMNS = (
 )
 
 
-def _run_info(row: Sequence[Any]) -> RunInfo:
+def _run_info(row: Sequence[Any], counts: dict[str, int] | None) -> RunInfo:
     names = [c.strip() for c in _RUN_COLUMNS.split(",")]
     values = dict(zip(names, row, strict=False))
     status = values["status"]
@@ -303,7 +309,7 @@ def _run_info(row: Sequence[Any]) -> RunInfo:
         scenario=values["scenario"],
         total=values["total"],
         rows=row[len(names)],
-        counts=json.loads(values["counts"]),
+        counts=counts or json.loads(values["counts"]),
         settings=json.loads(values["settings"]),
         versions=json.loads(values["versions"]),
     )
