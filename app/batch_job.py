@@ -16,21 +16,37 @@ read becomes an error judgment, as in `JudgeService.judge_rows`.
 this module is unexpected (a bug, the machine out of memory): the job stops in
 state "failed" with the message, the row it was on stays unjudged, and
 `resume()` tries that row again.
+
+With `history=RunStart(...)` the job also records its run in the run history
+(`app.runs`): the run starts with the thread, each row goes in as it is
+judged (with its input item), and the run is finished when the last row is in
+or marked incomplete when the job stops or fails, before the new state shows.
+A history that cannot be opened or written never stops the batch: the job keeps
+judging and `history_warning` says what went wrong.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from app.io.reader import InputRow
+from app.io.resumable import KEY_CHARS
 from app.io.writer import error_judgment
 from app.records import JudgeItem, Judgment, Status
+from app.runs.recorder import RunRecorder, run_versions
+from app.runs.store import RunStart, RunStore
 from app.service import JudgeConfig, JudgeService
+
+APP_SOURCE = "app"
 
 JobState = Literal["idle", "running", "stopping", "stopped", "done", "failed"]
 
@@ -68,6 +84,9 @@ class BatchJob:
     `lock`, when given, is held while each row is judged (around all of that
     row's model calls), so several jobs or pages can share one loaded model
     whose backend is not safe for two threads at once.
+
+    `history`, when given, records the run in the run history at `history_path`
+    (None: the default one); see the module docstring.
     """
 
     def __init__(
@@ -77,6 +96,8 @@ class BatchJob:
         config: JudgeConfig,
         *,
         lock: threading.Lock | None = None,
+        history: RunStart | None = None,
+        history_path: Path | str | None = None,
     ) -> None:
         self._service = service
         self._rows = tuple(rows)
@@ -93,6 +114,16 @@ class BatchJob:
         self._thread: threading.Thread | None = None
         self._active_s = 0.0  # active time of the runs that ended
         self._run_started: float | None = None  # perf_counter at the start of the current run
+        # The run is started in the history before its thread, then only that thread records
+        # (the next one starts after its final record): the recorder needs no lock of its own.
+        self._history_warnings: list[str] = []
+        self._history = history
+        self._history_path = history_path
+        self._recorder = (
+            RunRecorder.open(history_path, self._history_warnings.append)
+            if history is not None
+            else None
+        )
 
     # -- control ----------------------------------------------------------------
     def start(self) -> None:
@@ -154,6 +185,17 @@ class BatchJob:
         """The input item of each row (None where unreadable), aligned with the judgments."""
         return [row.item for row in self._rows]
 
+    @property
+    def history_run_id(self) -> str | None:
+        """The run's id in the run history, once recorded there (None without a history)."""
+        recorder = self._recorder
+        return recorder.run_id if recorder is not None and recorder.active else None
+
+    @property
+    def history_warning(self) -> str | None:
+        """Why the run is not (or no longer) recorded in the history, if it is not."""
+        return self._history_warnings[0] if self._history_warnings else None
+
     def snapshot(self) -> BatchSnapshot:
         with self._guard:
             done = len(self._judgments)
@@ -180,6 +222,8 @@ class BatchJob:
     # -- the worker -------------------------------------------------------------
     def _launch(self) -> None:
         """Start a worker thread; the caller holds the guard."""
+        if self._history is not None:  # again on a resume: it goes on in the same run
+            self._record("start", self._history)
         self._stop_requested = False
         self._error = None
         self._state = "running"
@@ -198,10 +242,12 @@ class BatchJob:
                     if self._stop_requested:
                         self._finish("stopped")
                         return
-                judgment = self._judge(self._rows[index])
+                row = self._rows[index]
+                judgment = self._judge(row)
                 with self._guard:
                     self._judgments.append(judgment)
                     self._counts[judgment.status] += 1
+                self._record("add", judgment, row.item)
         except Exception as exc:
             with self._guard:
                 self._error = f"{type(exc).__name__}: {exc}"
@@ -221,10 +267,81 @@ class BatchJob:
         with self._model_lock:
             return self._service.judge(row.item, config, line=row.line)
 
+    def _record(self, method: str, *args: Any) -> None:
+        """Call the recorder's `method` (start, add, finish, stop), if there is a recorder;
+        whatever goes wrong there leaves the batch alone."""
+        recorder = self._recorder
+        if recorder is None:
+            return
+        try:
+            getattr(recorder, method)(*args)
+        except Exception as exc:  # the recorder warns of storage failures itself; this is a bug
+            self._history_warnings.append(
+                f"the run history failed ({type(exc).__name__}: {exc}); this run is not "
+                "recorded there"
+            )
+            recorder.store = None  # recording stops here, as after a storage failure
+
+    def _abandon_record(self) -> None:
+        """A run whose recording failed midway is marked incomplete if the history lets us
+        (else it would stay `running` for as long as this process lives)."""
+        recorder = self._recorder
+        if recorder is None or recorder.active or recorder.run_id is None:
+            return
+        with contextlib.suppress(Exception):  # broken: its warning has been given already
+            RunStore(self._history_path).stop(recorder.run_id)
+
     def _finish(self, state: JobState) -> None:
-        """End the current run; the caller holds the guard. The thread does nothing after."""
+        """End the current run; the caller holds the guard. The thread does nothing after.
+
+        The history is written first, so whoever sees the new state finds it recorded.
+        """
+        if state == "done":
+            items = {row.line: row.item for row in self._rows if row.item is not None}
+            self._record("finish", self._judgments, items)
+        else:
+            self._record("stop")
+        self._abandon_record()
         if self._run_started is not None:
             self._active_s += time.perf_counter() - self._run_started
             self._run_started = None
         self._stop_requested = False
         self._state = state
+
+
+def upload_run_start(
+    data: bytes,
+    name: str,
+    settings: Mapping[str, Any],
+    *,
+    model: str,
+    template: str,
+    protocol: str,
+    scenario: str,
+    total: int,
+    model_file: Path | None = None,
+) -> RunStart:
+    """What the run history records up front of a batch of an uploaded file.
+
+    The run key hashes the file's bytes and `settings` (JSON-serialisable: what the results
+    depend on), as `app.io.resumable.run_key` does for the CLI's input file; the input hash
+    is the sha256 of the bytes, as the CLI records it, so runs of the app and of the CLI on
+    the same file are known to share their inputs.
+    """
+    digest = hashlib.sha256(data)
+    keyed = digest.copy()
+    keyed.update(b"\0settings\0")
+    keyed.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return RunStart(
+        run_key=keyed.hexdigest()[:KEY_CHARS],
+        source=APP_SOURCE,
+        input_name=name,
+        input_hash=digest.hexdigest(),
+        model=model,
+        template=template,
+        protocol=protocol,
+        scenario=scenario,
+        total=total,
+        settings=dict(settings),
+        versions=run_versions(template, model_file),
+    )

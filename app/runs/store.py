@@ -149,7 +149,7 @@ class RunStore:
         except (OSError, sqlite3.Error) as exc:
             raise RunStoreError(
                 f"cannot open the run history {self.path}: {exc}. Set {HOME_ENV} to a "
-                "writable folder, or pass --no-history"
+                "writable folder"
             ) from exc
 
     def _connect(self) -> sqlite3.Connection:

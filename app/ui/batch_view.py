@@ -8,8 +8,11 @@ page once when it ends, so the dashboard appears without a click.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -17,7 +20,7 @@ import streamlit as st
 from app import charts
 from app.batch_job import BatchJob, BatchSnapshot
 from app.dashboard import Dashboard, summarize
-from app.leaderboard import grade_scale, leaderboard
+from app.leaderboard import ModelStanding, grade_scale, leaderboard
 from app.records import Judgment
 from app.rubrics import Rubric
 from app.scenarios import Catalog, load_catalog
@@ -119,38 +122,67 @@ def render_outcome(run: BatchRun) -> None:
         return
     catalog = load_catalog()
     render_downloads(run, snap)
-    render_dashboard(summarize(run.job.items, snap.judgments, catalog), run, catalog)
+    dash = summarize(run.job.items, snap.judgments, catalog)
+    render_dashboard(dash, catalog, model=run.model, swap=run.swap, rubric=run.rubric)
     render_leaderboard(run, snap)
     render_inspector(run, snap, catalog)
 
 
 def render_downloads(run: BatchRun, snap: BatchSnapshot) -> None:
     st.header("Download")
-    stem = Path(run.source).stem or "results"
     if snap.done < snap.total:
         st.caption(f"The files hold the {snap.done} rows judged so far, of {snap.total}.")
     else:
         st.caption("One row per input row, in order, with its status (ok, unparsed, error).")
-    left, right = st.columns(2)
-    left.download_button(
-        "Download JSONL",
-        jsonl_bytes(snap.judgments),
-        file_name=f"{stem}.judged.jsonl",
-        mime="application/jsonl",
-        key="download_jsonl",
-        on_click="ignore",
-    )
-    right.download_button(
-        "Download CSV",
-        csv_bytes(snap.judgments),
-        file_name=f"{stem}.judged.csv",
-        mime="text/csv",
-        key="download_csv",
-        on_click="ignore",
-    )
+    judgment_downloads(st.columns(2), snap.judgments, run.source)
 
 
-def render_dashboard(dash: Dashboard, run: BatchRun, catalog: Catalog) -> None:
+def judgment_downloads(
+    columns: Sequence[Any],
+    judgments: Sequence[Judgment] | Callable[[], Sequence[Judgment]],
+    source: str | None,
+    key: str = "download",
+) -> None:
+    """Two buttons, Download JSONL and Download CSV (keys `<key>_jsonl`, `<key>_csv`), in the
+    first two `columns`, named after the input file `source`. Given a function that returns
+    the judgments, the files are made when a button is clicked, not on every rerun."""
+    stem = Path(source or "").stem or "results"
+    files = (
+        ("JSONL", jsonl_bytes, "jsonl", "application/jsonl"),
+        ("CSV", csv_bytes, "csv", "text/csv"),
+    )
+    for column, (label, encode, suffix, mime) in zip(columns, files, strict=False):
+        if callable(judgments):
+            data: Any = partial(_encoded, encode, judgments)
+        else:
+            data = encode(judgments)
+        column.download_button(
+            f"Download {label}",
+            data,
+            file_name=f"{stem}.judged.{suffix}",
+            mime=mime,
+            key=f"{key}_{suffix}",
+            on_click="ignore",
+        )
+
+
+def _encoded(
+    encode: Callable[[Sequence[Judgment]], bytes], judgments: Callable[[], Sequence[Judgment]]
+) -> bytes:
+    return encode(judgments())
+
+
+def render_dashboard(
+    dash: Dashboard,
+    catalog: Catalog,
+    *,
+    model: str = "",
+    swap: bool = False,
+    rubric: Rubric | None = None,
+    key: str = "dash",
+) -> None:
+    """The summary metrics and charts of a batch (chart keys `<key>_scores`, ...); `model`
+    names the judge whose measured agreement is shown, `swap` shows position consistency."""
     st.header("Dashboard")
     counts = dash.status_counts
     columns = st.columns(7)
@@ -166,30 +198,31 @@ def render_dashboard(dash: Dashboard, run: BatchRun, catalog: Catalog) -> None:
     )
     if dash.mean_confidence is not None:
         columns[4].metric("Mean confidence", f"{dash.mean_confidence:.0%}", help=CONFIDENCE_HELP)
-    if run.swap and dash.position_consistency is not None:
+    if swap and dash.position_consistency is not None:
         columns[5].metric(
             "Position consistency", f"{dash.position_consistency:.0%}", help=CONSISTENCY_HELP
         )
-    show_measured(measured_rows(run.model), run.model)
+    if model:
+        show_measured(measured_rows(model), model)
     left, right = st.columns(2)
     if dash.overall_scores:
-        left.plotly_chart(charts.score_distribution(dash.overall_scores), key="dash_scores")
+        left.plotly_chart(charts.score_distribution(dash.overall_scores), key=f"{key}_scores")
     if any(dash.verdicts.values()):
-        right.plotly_chart(charts.verdict_counts(dash.verdicts), key="dash_verdicts")
+        right.plotly_chart(charts.verdict_counts(dash.verdicts), key=f"{key}_verdicts")
     means = {g: s.mean_overall for g, s in dash.by_group.items() if s.mean_overall is not None}
     left, right = st.columns(2)
     if means:
         left.plotly_chart(
             charts.bars(means, "Mean overall score by scenario group", "mean overall"),
-            key="dash_groups",
+            key=f"{key}_groups",
         )
     right.dataframe(_group_table(dash), hide_index=True)
     if dash.criterion_means:
-        names = {key: _criterion_name(key, catalog, run.rubric) for key in dash.criterion_means}
+        names = {name: criterion_name(name, catalog, rubric) for name in dash.criterion_means}
         means = {names[k]: v for k, v in dash.criterion_means.items()}
         st.plotly_chart(
             charts.bars(means, "Mean score per criterion", "mean score", horizontal=True),
-            key="dash_criteria",
+            key=f"{key}_criteria",
         )
     if dash.problem_rows:
         st.subheader("Rows to inspect")
@@ -218,7 +251,8 @@ def _group_table(dash: Dashboard) -> pd.DataFrame:
     )
 
 
-def _criterion_name(key: str, catalog: Catalog, rubric: Rubric | None) -> str:
+def criterion_name(key: str, catalog: Catalog, rubric: Rubric | None = None) -> str:
+    """A criterion's display name: the rubric's, else the library's, else its key."""
     if rubric is not None:
         for criterion in rubric.criteria:
             if criterion.id == key:
@@ -228,8 +262,13 @@ def _criterion_name(key: str, catalog: Catalog, rubric: Rubric | None) -> str:
 
 def render_leaderboard(run: BatchRun, snap: BatchSnapshot) -> None:
     scale = grade_scale(snap.judgments, run.rubric)
-    standings = leaderboard(run.job.items, snap.judgments, scale=scale)
     st.header("Model leaderboard")
+    render_standings(leaderboard(run.job.items, snap.judgments, scale=scale))
+
+
+def render_standings(standings: Sequence[ModelStanding], key: str = "") -> None:
+    """A leaderboard's table and charts (keys `<key>leaderboard`, `<key>board_grades`,
+    `<key>board_strengths`), or why there is none."""
     if not standings:
         st.caption(
             "No leaderboard: the rows do not name the models that wrote the answers "
@@ -253,16 +292,16 @@ def render_leaderboard(run: BatchRun, snap: BatchSnapshot) -> None:
             for s in standings
         ]
     )
-    st.dataframe(table, hide_index=True, key="leaderboard")
+    st.dataframe(table, hide_index=True, key=f"{key}leaderboard")
     st.caption(
         "Win rate counts a tie as half a win. A Bradley-Terry strength of 2 means odds of 2:1 "
         "against an average model; strengths come from pairwise and ranking verdicts."
     )
     left, right = st.columns(2)
     if any(s.mean_grade is not None for s in standings):
-        left.plotly_chart(charts.leaderboard_grades(standings), key="board_grades")
+        left.plotly_chart(charts.leaderboard_grades(standings), key=f"{key}board_grades")
     if any(s.bt_strength is not None for s in standings):
-        right.plotly_chart(charts.leaderboard_strengths(standings), key="board_strengths")
+        right.plotly_chart(charts.leaderboard_strengths(standings), key=f"{key}board_strengths")
 
 
 def render_inspector(run: BatchRun, snap: BatchSnapshot, catalog: Catalog) -> None:

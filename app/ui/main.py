@@ -23,9 +23,10 @@ def main() -> None:
     init_state()
     judge = st.Page("app_pages/judge.py", title="Judge one item", url_path="judge", default=True)
     batch = st.Page("app_pages/batch.py", title="Batch", url_path="batch")
+    runs = st.Page("app_pages/runs.py", title="Runs", url_path="runs")
     criteria = st.Page("app_pages/criteria.py", title="Scenario and criteria", url_path="criteria")
     about = st.Page("app_pages/about.py", title="About and help", url_path="about")
-    page = st.navigation({"Judge": [judge, batch], "Set up": [criteria], "Help": [about]})
+    page = st.navigation({"Judge": [judge, batch, runs], "Set up": [criteria], "Help": [about]})
     render_sidebar(criteria)
     page.run()
 

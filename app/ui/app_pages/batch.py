@@ -12,6 +12,7 @@ from app.scenarios import load_catalog
 from app.service import row_problem
 from app.ui import state
 from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome
+from app.ui.history import batch_history
 from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, max_upload_bytes, model_label
 from app.ui.tables import preview_frame
@@ -62,13 +63,20 @@ def render_preview(rows: list[InputRow], settings: Settings) -> None:
     st.dataframe(shown, hide_index=True, key="preview")
 
 
-def start(settings: Settings, rows: list[InputRow], source: str) -> None:
+def start(settings: Settings, rows: list[InputRow], upload) -> None:
     has_reference = any(r.item and r.item.reference for r in rows)
     prepared = prepare_run(settings, has_reference, "run")
     if prepared is None:
         return
     shared, service, config = prepared
-    job = BatchJob(service, rows, config, lock=shared.lock)
+    try:
+        history = batch_history(
+            settings, upload.getvalue(), upload.name, shared.name, config, len(rows)
+        )
+    except OSError as exc:  # the model or template file went away: judge without a record
+        st.warning(f"This batch is not kept in the run history: {exc}")
+        history = None
+    job = BatchJob(service, rows, config, lock=shared.lock, history=history)
     try:
         shared.track(job)
     except PocketJudgeError as exc:
@@ -76,8 +84,20 @@ def start(settings: Settings, rows: list[InputRow], source: str) -> None:
         return
     job.start()
     st.session_state[RUN] = BatchRun(
-        job, shared, source, settings.rubric, settings.swap, model=shared.name
+        job, shared, upload.name, settings.rubric, settings.swap, model=shared.name
     )
+
+
+def render_history_note(run: BatchRun) -> None:
+    """Where the run is kept, or (one warning) why it is not; the batch goes on either way."""
+    if run.job.history_warning:
+        message = run.job.history_warning.removeprefix("warning: ")
+        st.warning(f"{message[:1].upper()}{message[1:]}. The batch goes on without it.")
+    elif run.job.history_run_id and not run.running:
+        st.caption(
+            f"Kept in the run history as run `{run.job.history_run_id}`: "
+            "the Runs page shows it again and compares it with other runs."
+        )
 
 
 def page() -> None:
@@ -111,11 +131,12 @@ def page() -> None:
         help="Stop the current run first." if busy else None,
     )
     if clicked and rows:
-        start(settings, rows, upload.name)
+        start(settings, rows, upload)
         run = st.session_state.get(RUN)
     if run is None:
         return
     st.header(f"Run: {run.source}")
+    render_history_note(run)
     render_live(run)
     if not run.running:
         render_outcome(run)

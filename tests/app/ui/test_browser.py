@@ -114,7 +114,10 @@ def streamlit_server(
 ) -> Iterator[str]:
     """`streamlit run <repo>/app/ui/main.py --server.port <free port> *flags` started in `cwd`,
     with `env`; yields its URL once it answers its health check and stops it at the end. The
-    server's output goes to `folder`/server.log."""
+    server's output goes to `folder`/server.log. Its run history is under `folder` unless
+    `env` names one: a module-scoped server starts before the per-test history is set, and
+    must never write into the user's."""
+    env = {"POCKETJUDGE_HOME": str(folder / "pocketjudge-home"), **env}
     port = free_port()
     script = str(REPO_ROOT / "app" / "ui" / "main.py")
     command = [

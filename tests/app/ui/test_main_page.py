@@ -16,6 +16,7 @@ from models.registry import load_registry
 PAGES = {
     "app_pages/judge.py": "Judge one item",
     "app_pages/batch.py": "Batch",
+    "app_pages/runs.py": "Runs",
     "app_pages/criteria.py": "Scenario and criteria",
     "app_pages/about.py": "About PocketJudge",
 }
