@@ -246,7 +246,8 @@ def test_a_killed_cli_run_is_incomplete_and_the_same_command_completes_it(
     [run] = RunStore().runs()
     assert run.status == "incomplete" and run.finished is None
     kept = [line for line in killed.lines if line.endswith(b"\n")]
-    assert 4 <= run.rows <= len(kept) < ROWS  # a row goes to the history after the file
+    # a row goes to the history right after the file: the kill may fall in between
+    assert len(kept) - 1 <= run.rows <= len(kept) < ROWS and run.rows >= 3
     again = run_cli(args)
     [resumed] = RunStore().runs()
     assert resumed.id == run.id and resumed.status == "complete"
