@@ -144,7 +144,8 @@ def _parser() -> argparse.ArgumentParser:
         "--parallel",
         type=int,
         default=1,
-        help="score mode: replies decoded side by side as llama.cpp sequences (1: one at a time)",
+        help="score mode: replies decoded side by side as llama.cpp sequences, or requests in "
+        "flight at once to an OpenAI-compatible server (1: one at a time)",
     )
     judge.add_argument(
         "--no-prefix-cache",
@@ -194,9 +195,8 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument(
         "--window",
         type=int,
-        default=1,
         help="score mode: rows scored together in one batch (a kill loses at most these; "
-        "more may be faster when rows share instructions). Default 1",
+        "more may be faster when rows share instructions). Default: --parallel (1)",
     )
     judge.add_argument(
         "--history",
@@ -400,7 +400,7 @@ def _run_batch(
             file=sys.stderr,
         )
     service = JudgeService(judge.backend, judge.name)
-    window = args.window if args.mode == "score" else 1
+    window = (args.window or max(1, args.parallel)) if args.mode == "score" else 1
     recorder = _recorder(args, output.key, judge, config.template, total, settings)
     try:
         with ProgressBar(total=total, initial=len(done), disable=args.quiet) as bar:

@@ -15,12 +15,17 @@ A request that fails in a way worth retrying (no connection, a timeout, HTTP
 the server refuses (400, 401, 404, ...) fails at once, saying what to fix. The
 openai client's own retries are off, so the counts and waits are ours alone.
 
+In score mode, `parallel` requests are in flight at once (an asyncio semaphore
+over worker threads), so a fleet behind a load balancer answers them side by
+side; the results keep the request order and a failed request fails alone.
+
 This backend cannot read score distributions, so its judgments carry no
 expected scores or confidence.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -87,6 +92,9 @@ class OpenAIBackend:
             max_retries=0,  # retried here, by self.retry
         )
         self.model = options.remote_model or model
+        # requests in flight at once in score(): a serving fleet behind a load balancer (vLLM,
+        # llama-server) answers them side by side
+        self.concurrency = max(1, options.parallel)
         self.capabilities = Capabilities(
             grammar=self.schema_form != "none",
             score_distributions=False,
@@ -199,8 +207,27 @@ class OpenAIBackend:
         }
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
-        """Score mode by plain generation (no token probabilities here)."""
-        return score_by_generation(self, requests)
+        """Score mode by plain generation (no token probabilities here), up to
+        `concurrency` requests in flight at once; results in request order."""
+        if self.concurrency == 1 or len(requests) < 2:
+            return score_by_generation(self, requests)
+        return asyncio.run(self._score_concurrently(requests))
+
+    async def _score_concurrently(self, requests: Sequence[ScoreRequest]) -> list[Generation]:
+        """Each request in a worker thread (the client and its retries are synchronous and
+        thread-safe), at most `concurrency` at a time; a failed one fails alone."""
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(request: ScoreRequest) -> Generation:
+            async with gate:
+                try:
+                    return await asyncio.to_thread(
+                        self.generate, request.messages, request.params, request.output
+                    )
+                except BackendError as exc:
+                    return Generation(text="", error=str(exc))
+
+        return list(await asyncio.gather(*(one(request) for request in requests)))
 
     def count_tokens(self, messages: Sequence[Message]) -> int | None:
         return None
