@@ -38,6 +38,7 @@ from models.backends.base import BackendOptions
 if TYPE_CHECKING:
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
+    from app.progress import ProgressBar
     from app.runs.recorder import RunRecorder
     from app.service import JudgeConfig
     from models.loader import LoadedJudge
@@ -197,6 +198,21 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="score mode: rows scored together in one batch (a kill loses at most these; "
         "more may be faster when rows share instructions). Default: --parallel (1)",
+    )
+    judge.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are judged: this process, or a Ray actor pool (one judge per worker; "
+        "results in input order, resumable like a local run)",
+    )
+    judge.add_argument(
+        "--address",
+        help="--engine ray: the cluster to join (ray://HOST:10001, or auto); default: a local "
+        "Ray instance on 127.0.0.1",
+    )
+    judge.add_argument(
+        "--workers", type=int, default=2, help="--engine ray: actors, each with its own judge"
     )
     judge.add_argument(
         "--history",
@@ -404,9 +420,12 @@ def _run_batch(
     recorder = _recorder(args, output.key, judge, config.template, total, settings)
     try:
         with ProgressBar(total=total, initial=len(done), disable=args.quiet) as bar:
-            stream = service.judge_rows(
-                rows, config, total=total, on_judgment=bar.update, window=window
-            )
+            if args.engine == "ray":
+                stream = _on_ray(args, config, rows, window, bar, total)
+            else:
+                stream = service.judge_rows(
+                    rows, config, total=total, on_judgment=bar.update, window=window
+                )
             written = write_batch(stream, output, on_written=recorder.add)
     except OSError as exc:
         recorder.stop()
@@ -448,6 +467,30 @@ def _run_batch(
         print(f"recorded as run {recorder.run_id} (python -m app runs show ...)", file=sys.stderr)
     _summary(judgments, time.perf_counter() - started, load_s, args.out, resumed=len(done))
     return exit_code(judgments, written)
+
+
+def _on_ray(
+    args: argparse.Namespace,
+    config: JudgeConfig,
+    rows: Iterable[InputRow],
+    window: int,
+    bar: ProgressBar,
+    total: int,
+) -> Iterator[Judgment]:
+    """The rows judged by a Ray actor pool, in order (app/ray_engine.py)."""
+    from app.ray_engine import RayJudge, judge_rows_on_ray
+    from app.service import Progress
+
+    progress = Progress(total=total)
+
+    def shown(judgment: Judgment) -> None:
+        progress.add(judgment)
+        bar.update(judgment, progress)
+
+    judge = RayJudge(args.model, _options(args, args.base_url), args.backend, config)
+    return judge_rows_on_ray(
+        rows, judge, workers=args.workers, window=window, address=args.address, on_judgment=shown
+    )
 
 
 def _recorder(
@@ -563,6 +606,9 @@ _NOT_SETTINGS = frozenset(
         "retries",
         "history",
         "no_history",
+        "engine",
+        "address",
+        "workers",
     }
 )
 

@@ -42,6 +42,10 @@ class InputError(PocketJudgeError):
             where += (", " if where else "") + f"field '{field}'"
         super().__init__(f"{where}: {message}" if where else message)
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[int, str, str]]:
+        """Picklable with its own arguments (rows cross processes on the Ray engine)."""
+        return (type(self), (self.line, self.field, self.message))
+
 
 class UnknownNameError(PocketJudgeError):
     """A scenario, criterion, template, model or backend name that does not exist."""
