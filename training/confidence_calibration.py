@@ -114,11 +114,31 @@ def indicator_and_right(
     return np.array(values, dtype=float), np.array(right, dtype=float)
 
 
+MIN_BIN_ROWS = 30  # rows per bin before the isotonic fit of an LLM judge's map
+
+
 def fit_indicator(
-    values: np.ndarray, right: np.ndarray, indicator: Indicator
+    values: np.ndarray, right: np.ndarray, indicator: Indicator, min_rows: int = MIN_BIN_ROWS
 ) -> tuple[list[float], list[float]]:
-    """The isotonic map's breakpoints: rising with confidence, falling with entropy."""
-    return isotonic_points(values, right, increasing=indicator == "confidence")
+    """The isotonic map's breakpoints: rising with confidence, falling with entropy.
+
+    A few hundred pairs are too few for a map fitted row by row: its ends rest on a
+    handful of rows and say 0 % or 100 %. The rows are first put in bins of at least
+    `min_rows` by the indicator (its quantiles), and the map is fitted on the bins'
+    mean indicator and share right, weighted by their size.
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    order = np.argsort(values, kind="stable")
+    bins = np.array_split(order, max(1, len(values) // min_rows))
+    xs = np.array([values[b].mean() for b in bins])
+    ys = np.array([right[b].mean() for b in bins])
+    weights = np.array([len(b) for b in bins], dtype=float)
+    model = IsotonicRegression(
+        y_min=0.0, y_max=1.0, increasing=indicator == "confidence", out_of_bounds="clip"
+    ).fit(xs, ys, sample_weight=weights)
+    fitted = model.predict(xs)
+    return [round(float(x), 4) for x in xs], [round(float(y), 4) for y in fitted]
 
 
 def out_of_fold_ece(

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.calibration import ConfidenceCalibration, load_calibration
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
@@ -186,6 +187,7 @@ def evaluate_files(
     skip: int = 0,
     second_judgments: str | Path | None = None,
     base_judgments: str | Path | None = None,
+    calibration: str | Path | None = None,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
@@ -193,6 +195,8 @@ def evaluate_files(
     of a cascade); each pairwise file then gets the cascade curve (`cascade`).
     `base_judgments`: a saved run of the judge's base model on the same files, in score
     mode; the confidence indicators then include the entropy minus the base's.
+    `calibration`: re-scoring only: a calibration file (app/calibration.py) applied to
+    the saved judgments, as if the judge had had it when judging.
 
     `model` is a registry name or a model path (None: the registry default);
     `backend` forces a backend by name; `overrides` replace the entry's template,
@@ -208,8 +212,12 @@ def evaluate_files(
     if not paths:
         raise EvaluationError("give at least one labelled file to evaluate on")
     files = [load_labelled(p, n, limit, skip) for p, n in zip(paths, file_names(paths))]
+    if calibration is not None and judgments is None:
+        raise EvaluationError("--calibration re-scores saved judgments: give --judgments too")
     if judgments is not None:
         saved = read_judgments(Path(judgments))
+        if calibration is not None:
+            saved = _calibrated(saved, load_calibration(Path(calibration)))
         run = _saved_run(saved, Path(judgments))
         tie_margin = overrides.settings.tie_margin
         if tie_margin is not None:
@@ -275,6 +283,12 @@ def write_report(report: dict[str, Any], out: Path) -> str:
     return markdown
 
 
+def _calibrated(
+    judgments: Sequence[Judgment], calibration: ConfidenceCalibration
+) -> list[Judgment]:
+    return [j.model_copy(update={"calibrated_confidence": calibration.of(j)}) for j in judgments]
+
+
 def _saved_run(judgments: Sequence[Judgment], path: Path) -> dict[str, Any]:
     first = judgments[0] if judgments else None
     return {
@@ -310,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             overrides=Overrides(judging_overrides(args), args.mode),
             second_judgments=args.second_judgments,
             base_judgments=args.base_judgments,
+            calibration=args.calibration,
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -362,6 +377,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="a saved judgments.jsonl of the judge's base model on the same files (score "
         "mode): adds 'entropy minus base' to the confidence indicators",
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="with --judgments: apply this calibration file to the saved judgments first "
+        "(the ECE of the calibrated confidence, for a map fitted after the run)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

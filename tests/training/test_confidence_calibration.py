@@ -94,3 +94,16 @@ def test_calibration_pairs_are_labelled_pocketjudge_rows(tmp_path: Path) -> None
     again = tmp_path / "again.jsonl"
     calibration_pairs.main(["--out", str(again), "--pairs", "40", "--seed", "3"])
     assert again.read_bytes() == out.read_bytes()
+
+
+def test_a_judge_at_chance_gets_a_flat_map_not_0_or_100_percent_at_its_ends() -> None:
+    """Fitted row by row, the ends of the map rest on a few rows and say 0 % or 100 %; in
+    bins of 30 they stay near the share right."""
+    rng = np.random.default_rng(1)
+    values = rng.uniform(0.2, 0.9, 300)
+    right = (rng.uniform(size=300) < 0.5).astype(float)
+    xs, ys = confidence_calibration.fit_indicator(values, right, "confidence")
+    assert len(xs) == 10 and ys == sorted(ys)
+    assert 0.3 < min(ys) and max(ys) < 0.7
+    row_by_row = confidence_calibration.isotonic_points(values, right)[1]
+    assert min(row_by_row) == 0.0 or max(row_by_row) == 1.0  # what the bins prevent

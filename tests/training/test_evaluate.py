@@ -516,3 +516,26 @@ def test_a_base_models_saved_run_adds_entropy_minus_base(
     assert table["entropy minus base"]["agreement"] == 50.0
     markdown = (tmp_path / "indicators" / "report.md").read_text()
     assert "| entropy minus base | 2 | 50.0 |" in markdown
+
+
+def test_a_calibration_file_applies_to_saved_judgments(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """--calibration re-scores with a map fitted after the run: the calibrated ECE appears."""
+    import json as json_module
+
+    _evaluate(inputs, tmp_path / "run", "autoj")
+    path = tmp_path / "calibration.json"
+    path.write_text(json_module.dumps({"at": [0.0, 1.0], "right": [0.5, 0.5]}))
+    report = evaluate_files(
+        [inputs["autoj"]],
+        judgments=tmp_path / "run" / "judgments.jsonl",
+        out_dir=tmp_path / "calibrated",
+        calibration=path,
+    )
+    saved = read_judgments(tmp_path / "run" / "judgments.jsonl")
+    assert any(j.confidence is not None for j in saved)
+    judge = report["files"]["autoj_pairs.jsonl"]["judge"]
+    assert judge["ece_calibrated"] is not None and judge["ece"] is not None
+    with pytest.raises(EvaluationError, match="give --judgments"):
+        evaluate_files([inputs["autoj"]], out_dir=tmp_path / "x", calibration=path)
