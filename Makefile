@@ -77,11 +77,13 @@ eval: setup models
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS) \
 		$(if $(SECOND_JUDGMENTS),--second-judgments $(SECOND_JUDGMENTS),)
 
-# The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md);
+# The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
+# the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);
 # cells are saved in bench/runs/ as they finish, so an interrupted run goes on. BENCH_ARGS=--fresh
 BENCH_ARGS ?=
 bench: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.scale_out
 
 lint: setup
 	$(BIN)/ruff check .

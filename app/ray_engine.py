@@ -15,6 +15,7 @@ cluster, whose nodes need PocketJudge and the model files at the same paths.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from app.service import JudgeConfig
 from models.backends.base import BackendOptions
 
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # rows and judgments are small
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1
 
 
 class RayEngineError(PocketJudgeError):
@@ -79,7 +81,7 @@ def judge_rows_on_ray(
         )
     if workers < 1 or window < 1:
         raise RayEngineError("--workers and --window must be at least 1")
-    ray = _ray()
+    ray = _ray() if address else _prepare_local()
     from ray.data import ActorPoolStrategy, DataContext
 
     started_here = _connect(ray, address, workers)
@@ -109,6 +111,14 @@ def judge_rows_on_ray(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _prepare_local() -> Any:
+    """Ray, imported so that a local instance lives on 127.0.0.1: Ray gives it the
+    machine's outward address even when asked for 127.0.0.1, unless this switch is off
+    when Ray is imported (the processes it starts inherit it)."""
+    os.environ.setdefault(LOOPBACK_SWITCH, "0")
+    return _ray()
 
 
 def _ray() -> Any:

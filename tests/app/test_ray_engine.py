@@ -4,13 +4,14 @@ judges like a local run, row for row, and goes on from a killed local run's rows
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from app.records import Judgment
-from tests.app.test_cli_resume import ROWS, command, kill_after, rows_file, run
+from tests.app.test_cli_resume import ROOT, ROWS, command, kill_after, rows_file, run
 
 pytest.importorskip("ray")
 
@@ -69,3 +70,23 @@ def test_a_second_judge_is_refused_on_ray_with_what_to_do(tmp_path: Path) -> Non
     with pytest.raises(PocketJudgeError, match="does not run on the Ray engine"):
         next(judge_rows_on_ray([], RayJudge(None, BackendOptions(), None, config), workers=2,
                                window=1))  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_local_instance_listens_on_127_0_0_1_only() -> None:
+    """In a fresh process, as the CLI starts it: Ray reads the loopback switch on import."""
+    import subprocess
+    import sys
+
+    code = (
+        "from app.ray_engine import _prepare_local, _connect\n"
+        "ray = _prepare_local()\n"
+        "_connect(ray, None, 1)\n"
+        "print(ray.util.get_node_ip_address(), ray.get_runtime_context().gcs_address)\n"
+        "ray.shutdown()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    node, gcs = done.stdout.split()[-2:]
+    assert node == "127.0.0.1" and gcs.startswith("127.0.0.1:")
