@@ -100,6 +100,7 @@ def judge_rows_on_ray(
             batch_format="numpy",
             compute=ActorPoolStrategy(size=workers),
             num_cpus=1,
+            num_gpus=1 if _on_gpu(judge.options) else 0,
         )
         for expected, record in enumerate(judged.iter_rows()):
             if int(record["index"]) != expected:  # preserve_order guarantees it; check anyway
@@ -111,6 +112,12 @@ def judge_rows_on_ray(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _on_gpu(options: BackendOptions) -> bool:
+    """A worker that offloads layers (llama.cpp) or loads INT8 (transformers) needs a GPU
+    of its own: Ray then places one worker per GPU."""
+    return options.n_gpu_layers > 0 or options.load_in_8bit
 
 
 def _prepare_local() -> Any:
