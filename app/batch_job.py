@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.io.reader import InputRow
-from app.io.resumable import KEY_CHARS
+from app.io.resumable import settings_key
 from app.io.writer import error_judgment
 from app.records import JudgeItem, Judgment, Status
 from app.runs.recorder import RunRecorder, run_versions
@@ -329,11 +328,8 @@ def upload_run_start(
     the same file are known to share their inputs.
     """
     digest = hashlib.sha256(data)
-    keyed = digest.copy()
-    keyed.update(b"\0settings\0")
-    keyed.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return RunStart(
-        run_key=keyed.hexdigest()[:KEY_CHARS],
+        run_key=settings_key(digest, settings),
         source=APP_SOURCE,
         input_name=name,
         input_hash=digest.hexdigest(),

@@ -84,7 +84,7 @@ def summarize(
         for name in sorted(groups, key=lambda g: order.index(g) if g in order else len(order))
     }
     return Dashboard(
-        status_counts=_status_counts(judgments),
+        status_counts=status_counts(judgments),
         problem_rows=[
             ProblemRow(j.line, j.id, j.status.value, j.error)
             for j in judgments
@@ -111,7 +111,8 @@ def group_of(judgment: Judgment, item: JudgeItem | None, catalog: Catalog) -> st
     return OTHER_GROUP
 
 
-def _status_counts(judgments: Iterable[Judgment]) -> dict[str, int]:
+def status_counts(judgments: Iterable[Judgment]) -> dict[str, int]:
+    """How many judgments have each status (every status named, zeros included)."""
     counts = {status.value: 0 for status in Status}
     for judgment in judgments:
         counts[judgment.status.value] += 1

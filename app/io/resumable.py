@@ -35,7 +35,13 @@ _CHUNK = 1 << 20
 
 def run_key(input_path: Path, settings: Mapping[str, Any]) -> str:
     """A hash of the input file's bytes and of `settings` (JSON-serialisable)."""
-    digest = _hashed(input_path)
+    return settings_key(_hashed(input_path), settings)
+
+
+def settings_key(content: hashlib._Hash, settings: Mapping[str, Any]) -> str:
+    """The run key of an input whose bytes `content` has hashed (left unchanged) and of
+    `settings`: the CLI's file and the app's upload get the same key for the same bytes."""
+    digest = content.copy()
     digest.update(b"\0settings\0")
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:KEY_CHARS]

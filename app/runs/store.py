@@ -20,13 +20,14 @@ import json
 import os
 import socket
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from app.dashboard import status_counts
 from app.errors import PocketJudgeError
 from app.records import JudgeItem, Judgment, Status
 
@@ -216,13 +217,13 @@ class RunStore:
             db.execute(
                 "UPDATE runs SET status = 'complete', finished = ?, counts = ?, pid = NULL "
                 "WHERE id = ?",
-                (_now(), json.dumps(_counts(judgments)), run_id),
+                (_now(), json.dumps(status_counts(judgments)), run_id),
             )
 
     def stop(self, run_id: str) -> None:
         """Mark a run that ended early (stopped, interrupted, failed) as incomplete."""
         with closing(self._connect()) as db, db:
-            counts = _counts(_judgments(db, run_id))
+            counts = status_counts(_judgments(db, run_id))
             db.execute(
                 "UPDATE runs SET status = 'incomplete', finished = ?, counts = ?, pid = NULL "
                 "WHERE id = ?",
@@ -365,13 +366,6 @@ def _row_insert(
 def _judgments(db: sqlite3.Connection, run_id: str) -> list[Judgment]:
     found = db.execute("SELECT judgment FROM rows WHERE run_id = ?", (run_id,)).fetchall()
     return [Judgment.model_validate_json(text) for (text,) in found]
-
-
-def _counts(judgments: Iterable[Judgment]) -> dict[str, int]:
-    counts = {status.value: 0 for status in Status}
-    for judgment in judgments:
-        counts[judgment.status.value] += 1
-    return counts
 
 
 def _now() -> str:
