@@ -369,7 +369,6 @@ def _run_batch(
     second: LoadedJudge | None = None,
 ) -> int:
     from app.batch_run import write_batch
-    from app.io.reader import read_rows
     from app.io.resumable import ResumableOutput, run_key
     from app.progress import ProgressBar
     from app.service import JudgeService
@@ -405,10 +404,7 @@ def _run_batch(
             file=sys.stderr,
         )
     done = output.load()
-    rows = read_rows(args.input)
-    if args.limit is not None:
-        rows = (row for row, _ in zip(rows, range(args.limit)))
-    rows = _after(rows, done, output)
+    rows = _after(_input_rows(args.input, args.limit), done, output)
     if done:
         print(
             f"resuming: {len(done)} of {total} rows were judged by an earlier run of this "
@@ -530,13 +526,17 @@ def _recorder(
     return recorder
 
 
-def _items_by_line(path: Path, limit: int | None) -> dict[int, JudgeItem]:
-    """The input items by line, stored with the judgments (the Runs page shows them)."""
+def _input_rows(path: Path, limit: int | None) -> Iterator[InputRow]:
+    """The input rows a run judges: all, or the first `limit` (--limit)."""
     from app.io.reader import read_rows
 
     rows = read_rows(path)
-    if limit is not None:
-        rows = (row for row, _ in zip(rows, range(limit)))
+    return rows if limit is None else (row for row, _ in zip(rows, range(limit)))
+
+
+def _items_by_line(path: Path, limit: int | None) -> dict[int, JudgeItem]:
+    """The input items by line, stored with the judgments (the Runs page shows them)."""
+    rows = _input_rows(path, limit)
     return {row.line: row.item for row in rows if row.item is not None and row.line is not None}
 
 
