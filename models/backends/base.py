@@ -115,6 +115,7 @@ class Capabilities:
     batching: bool = False  # score() runs several requests at once
     tokenizer: bool = False  # count_tokens() is exact, so inputs are fitted to the context
     states: bool = False  # state_features(): pooled hidden states of a text (StateSource)
+    likelihoods: bool = False  # read_answers(): an answer's likelihoods (StateSource)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,11 @@ class StateSource(Protocol):
 
     def state_features(self, text: str) -> Any:
         """The model's pooled hidden states of `text` (app.state_head.pooled), a numpy vector."""
+        ...
+
+    def read_answers(self, request: str, answers: Sequence[str]) -> Any:
+        """Each answer read as the model's own reply, after the request and after none
+        (app.likelihood.AnswerReading, with the states of the request-read)."""
         ...
 
 

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError, BackendUnavailable
+from app.likelihood import SYSTEM_PROMPT, AnswerReading
+from app.state_head import pooled
 from models import model_file
 from models.backends.base import (
     BackendOptions,
@@ -46,6 +48,8 @@ from models.backends.base import (
 from models.backends.grammar_gate import GrammarGate, choose_token
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
+from models.backends.likelihood_reader import LikelihoodReader
+from models.backends.likelihood_reader import Reading as ReplyReading
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.state_reader import StateReader
@@ -142,9 +146,12 @@ class LlamaCppBackend:
             batching=True,
             tokenizer=True,
             states=True,
+            likelihoods=True,
         )
         self._n_threads = options.n_threads
         self._state_reader: StateReader | None = None
+        self._likelihood_reader: LikelihoodReader | None = None
+        self._reply_prompts: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
         self._tokens = TokenTable(self._token_pieces())
@@ -314,6 +321,50 @@ class LlamaCppBackend:
             self._state_reader = StateReader(self.llama, self._n_threads)
         return self._state_reader.features(text)
 
+    def read_answers(self, request: str, answers: Sequence[str]) -> list[AnswerReading]:
+        """Each answer read as the model's own reply (chat template, end-of-turn token last),
+        after `request` and after an empty request: its token log-probabilities in both, and
+        the pooled states of the request-read. The request-reads come first, so they share
+        the request's tokens. Inputs are not cut here: the caller cuts them."""
+        cond = [self.read_reply(request, answer) for answer in answers]
+        uncond = [self.read_reply("", answer, states=False) for answer in answers]
+        readings = []
+        for given, free in zip(cond, uncond):
+            n = min(len(given.logprobs), len(free.logprobs))  # each read cut to its context
+            readings.append(
+                AnswerReading(
+                    cond=given.logprobs[:n], uncond=free.logprobs[:n], states=pooled(given.states)
+                )
+            )
+        return readings
+
+    def read_reply(self, request: str, answer: str, states: bool = True) -> ReplyReading:
+        """One read: `answer`'s token log-probabilities as the reply to `request` ("": an
+        empty request) and the final-layer states at the positions that predict them."""
+        if self._likelihood_reader is None:
+            self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
+        tokens = [*self._tokenize_text(self._defuse(answer)), self._end_of_turn_token()]
+        return self._likelihood_reader.read(self._reply_prompt(request), tokens, states)
+
+    def _reply_prompt(self, request: str) -> list[int]:
+        """The tokens before the model's reply to `request` (kept: the empty request's is
+        the prompt of every request-free read)."""
+        if request in self._reply_prompts:
+            return self._reply_prompts[request]
+        messages = [Message("system", SYSTEM_PROMPT), Message("user", request)]
+        try:
+            tokens = self.prompt_tokens(messages)
+        except Exception:  # a chat template without a system turn (jinja2 raises)
+            tokens = self.prompt_tokens(messages[1:])
+        if len(self._reply_prompts) > 64:  # one request's pair at a time: keep the empty one
+            self._reply_prompts = {k: v for k, v in self._reply_prompts.items() if not k}
+        self._reply_prompts[request] = tokens
+        return tokens
+
+    def _end_of_turn_token(self) -> int:
+        eot = self._llama_cpp.llama_vocab_eot(self._vocab)
+        return eot if eot >= 0 else self.llama.token_eos()
+
     def _tokenize_text(self, text: str) -> list[int]:
         return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
@@ -322,10 +373,11 @@ class LlamaCppBackend:
         self._runner.forget()
 
     def close(self) -> None:
-        reader = getattr(self, "_state_reader", None)
-        if reader is not None:
-            reader.close()
-            self._state_reader = None
+        for name in ("_state_reader", "_likelihood_reader"):
+            reader = getattr(self, name, None)
+            if reader is not None:
+                reader.close()
+                setattr(self, name, None)
         runner = getattr(self, "_runner", None)
         if runner is not None:
             runner.close()

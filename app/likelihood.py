@@ -1,0 +1,72 @@
+"""How well an answer fits its request, from the judge model's own likelihoods.
+
+The model reads each answer twice as its own reply (the assistant turn of its
+chat template): once after the request (`cond`) and once after an empty request
+(`uncond`). An answer written for this request is far more likely given it than
+given nothing; a polished answer to a neighbouring request is not. The
+difference, PMI = cond - uncond, is that fit (GPTScore is the conditional part
+alone). Per answer, from the log-probabilities of its tokens:
+
+- cond_mean, cond_sum: how likely the answer is after the request, per token and in all;
+- uncond_mean, uncond_sum: the same with no request (how generic or fluent it is);
+- pmi_mean, pmi_sum: how much the request raised it;
+- pmi_head: the PMI of the first tokens alone (how the answer opens);
+- log_tokens: the log of its token count.
+
+A pair's head reads the differences of these between the two answers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+HEAD_TOKENS = 16  # the opening tokens of `pmi_head`
+FEATURES = (
+    "cond_mean",
+    "cond_sum",
+    "uncond_mean",
+    "uncond_sum",
+    "pmi_mean",
+    "pmi_sum",
+    "pmi_head",
+    "log_tokens",
+)
+SYSTEM_PROMPT = "You are a helpful assistant."  # the system turn of every read
+
+
+@dataclass(frozen=True)
+class AnswerReading:
+    """One answer read by the judge model: its likelihoods, and its states where asked."""
+
+    cond: np.ndarray  # log-probability of each answer token after the request
+    uncond: np.ndarray  # the same tokens after an empty request
+    states: np.ndarray | None = None  # pooled states of the request-read (mean, last)
+
+    def features(self) -> dict[str, float]:
+        return likelihood_features(self.cond, self.uncond)
+
+
+def likelihood_features(cond: Sequence[float], uncond: Sequence[float]) -> dict[str, float]:
+    """The answer's likelihood features (the module's docstring) from its token log-probs."""
+    c = np.asarray(cond, dtype=np.float64)
+    u = np.asarray(uncond, dtype=np.float64)
+    if c.shape != u.shape or not c.size:
+        raise ValueError(
+            f"likelihoods of {c.size} and {u.size} tokens: both reads must cover the same "
+            "non-empty answer"
+        )
+    pmi = c - u
+    return {
+        "cond_mean": float(c.mean()),
+        "cond_sum": float(c.sum()),
+        "uncond_mean": float(u.mean()),
+        "uncond_sum": float(u.sum()),
+        "pmi_mean": float(pmi.mean()),
+        "pmi_sum": float(pmi.sum()),
+        "pmi_head": float(pmi[:HEAD_TOKENS].sum()),
+        "log_tokens": math.log(c.size),
+    }
