@@ -67,6 +67,13 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         "judges whose registry entry has a state head: the model zero-shot)",
     )
     parser.add_argument(
+        "--decider",
+        choices=("likelihood",),
+        help="likelihood: decide pairs and rankings by the model's own likelihood of each "
+        "answer given its request against none (PMI), a fixed head that needs no fitting and "
+        "works with any GGUF on the llama-cpp backend",
+    )
+    parser.add_argument(
         "--mode",
         choices=("score", "generate"),
         default="score",
@@ -90,5 +97,13 @@ def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
         uncertain_below=args.uncertain_below,
         criteria=False if args.no_criteria else None,
         relevance_join=False if args.no_relevance_join else None,
-        state_head=False if args.no_state_head else None,
+        state_head=_state_head_override(args),
     )
+
+
+def _state_head_override(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    if getattr(args, "decider", None) == "likelihood":
+        from app.state_head import likelihood_judge_head
+
+        return likelihood_judge_head()
+    return False if args.no_state_head else None

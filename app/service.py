@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from app.calibration import ConfidenceCalibration
 from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
@@ -39,7 +39,6 @@ from models.backends.base import (
     OutputSpec,
     SamplingParams,
     ScoreRequest,
-    StateSource,
 )
 
 if TYPE_CHECKING:
@@ -430,17 +429,18 @@ class JudgeService:
         """The state head's judgment, from the model's states of each answer."""
         head = plan.config.state_head
         assert head is not None
-        if not self.backend.capabilities.states:
+        capable = self.backend.capabilities
+        if not (capable.likelihoods if head.reads == "reply" else capable.states):
+            what = "likelihoods" if head.reads == "reply" else "hidden states"
             error = (
-                f"'{self.model_name}' decides from the model's hidden states, which the "
+                f"'{self.model_name}' decides from the model's {what}, which the "
                 f"'{self.backend.name}' backend cannot read: use the llama-cpp backend"
             )
             return plan.base.model_copy(update={"error": error})
-        source = cast(StateSource, self.backend)
         started = time.perf_counter()
         try:
             judgment = head_judgment(
-                plan.base, plan.item, head, source.state_features, plan.config.tie_margin
+                plan.base, plan.item, head, self.backend, plan.config.tie_margin
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})

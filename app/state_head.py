@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -45,25 +46,47 @@ class StateHead(BaseModel):
     base_file: str  # the GGUF whose states were read; other files give other states
     question_chars: int = Field(default=QUESTION_CHARS, ge=1)
     answer_chars: int = Field(default=ANSWER_CHARS, ge=1)
+    # "text": states of `state_text` (request and answer as plain text); "reply": the answer
+    # read as the model's own reply to the request (app/likelihood.py), its states taken
+    # where the answer's tokens are predicted, beside its likelihood features
+    reads: Literal["text", "reply"] = "text"
     weights: tuple[float, ...]  # per pooled feature (mean states, then last-token states)
+    # weight per likelihood feature (app.likelihood.FEATURES) of an answer; reads "reply"
+    likelihood: dict[str, float] = Field(default_factory=dict)
     relevance: float = 0.0  # weight of cos(request, A) - cos(request, B); 0: not used
     length: float = 0.0  # weight of log(len(A) / len(B)); 0: not used
     # single answers: grade = grade_intercept + grade_weights . f(answer), clipped to 1-10
     grade_weights: tuple[float, ...] | None = None
     grade_intercept: float = 0.0
+    grade_likelihood: dict[str, float] = Field(default_factory=dict)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _even_features(self) -> StateHead:
-        if not self.weights or len(self.weights) % 2:
-            raise ValueError("weights: mean and last-token states, so an even, non-zero count")
-        if self.grade_weights is not None and len(self.grade_weights) != len(self.weights):
-            raise ValueError("grade_weights: one per feature, as many as weights")
+        if len(self.weights) % 2 or not (self.weights or self.likelihood):
+            raise ValueError(
+                "weights: mean and last-token states, so an even count, non-zero unless the "
+                "head reads likelihoods alone"
+            )
+        if self.grade_weights is not None and len(self.grade_weights) % 2:
+            raise ValueError("grade_weights: mean and last-token states, so an even count")
+        if (self.likelihood or self.grade_likelihood) and self.reads != "reply":
+            raise ValueError("likelihood: likelihood features need reads: reply")
+        from app.likelihood import FEATURES
+
+        for field_name in ("likelihood", "grade_likelihood"):
+            unknown = sorted(set(getattr(self, field_name)) - set(FEATURES))
+            if unknown:
+                raise ValueError(f"{field_name}: unknown features {unknown}; known: {FEATURES}")
         return self
 
     @property
     def hidden_size(self) -> int:
         return len(self.weights) // 2
+
+    @property
+    def grades(self) -> bool:
+        return self.grade_weights is not None or bool(self.grade_likelihood)
 
 
 @cache
@@ -80,6 +103,15 @@ def load_state_head(path: Path) -> StateHead:
     except json.JSONDecodeError as exc:
         raise ConfigError(path, "state_head", f"not valid JSON: {exc}") from exc
     return validate(StateHead, data, path)
+
+
+LIKELIHOOD_HEAD = Path(__file__).resolve().parent.parent / "models" / "likelihood_head.json"
+
+
+def likelihood_judge_head() -> StateHead:
+    """The likelihood judge's head (`--decider likelihood`): likelihood features alone,
+    for any model (models/likelihood_head.json, fitted by training.likelihood_head)."""
+    return load_state_head(LIKELIHOOD_HEAD)
 
 
 def state_text(
@@ -103,21 +135,44 @@ def length_log_ratio(first: str, second: str) -> float:
     return math.log(max(len(first), 1) / max(len(second), 1))
 
 
+# The signals a head's parts are reported by, and the likelihood features in each.
+LIKELIHOOD_PARTS = {
+    "fit": ("pmi_mean", "pmi_sum", "pmi_head"),  # how much the request raised the answer
+    "fluency": ("uncond_mean", "uncond_sum"),  # how likely the answer is with no request
+    "likelihood": ("cond_mean", "cond_sum"),  # how likely it is after the request
+    "length": ("log_tokens",),
+}
+
+
 def answer_parts(
-    head: StateHead, features: np.ndarray, similarity: float | None, characters: int
+    head: StateHead,
+    features: np.ndarray | None,
+    similarity: float | None,
+    characters: int,
+    likelihood: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """One answer's utility by signal: its states, its request relevance (cos(request,
-    answer), None where the head uses none) and its log length in characters."""
-    if features.shape != (len(head.weights),):
-        raise ValueError(
-            f"the head reads {len(head.weights)} features, the model gave {features.shape[0]}: "
-            f"it was fitted on {head.base_file}"
-        )
-    return {
-        "states": float(np.dot(np.asarray(head.weights, dtype=np.float64), features)),
-        "relevance": head.relevance * (similarity or 0.0),
-        "length": head.length * math.log(max(characters, 1)),
-    }
+    answer), None where the head uses none), its log length in characters, and its
+    likelihood features grouped as LIKELIHOOD_PARTS (where the head reads them)."""
+    parts: dict[str, float] = {"states": 0.0}
+    if head.weights:
+        if features is None or features.shape != (len(head.weights),):
+            width = "none" if features is None else features.shape[0]
+            raise ValueError(
+                f"the head reads {len(head.weights)} features, the model gave {width}: "
+                f"it was fitted on {head.base_file}"
+            )
+        parts["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
+    parts["relevance"] = head.relevance * (similarity or 0.0)
+    parts["length"] = head.length * math.log(max(characters, 1))
+    if head.likelihood:
+        assert likelihood is not None, "a likelihood head needs the answer's likelihoods"
+        for name, members in LIKELIHOOD_PARTS.items():
+            used = [m for m in members if m in head.likelihood]
+            if used:
+                value = sum(head.likelihood[m] * likelihood[m] for m in used)
+                parts[name] = parts.get(name, 0.0) + value
+    return parts
 
 
 def verdict_parts(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
@@ -132,3 +187,24 @@ def verdict_parts(first: dict[str, float], second: dict[str, float]) -> dict[str
 def probability_a(score: float) -> float:
     """P(answer A is better) for a head score (a logistic head)."""
     return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))
+
+
+PART_WORDS = {  # what each part of a head's score means, for a user
+    "fit": "fits the request (how much the request raises the model's likelihood of it)",
+    "fluency": "reads naturally (the model's likelihood of it with no request)",
+    "likelihood": "likely after the request",
+    "states": "the model's reading of the answers",
+    "relevance": "request relevance",
+    "length": "answer length",
+}
+
+
+def part_phrases(parts: dict[str, float]) -> list[str]:
+    """Each signal a head used and where it pushed the verdict, largest first, e.g.
+    "fits the request (...): 0.80 toward A"; signals that pushed nowhere are left out,
+    except the states of a head that reads states alone."""
+    used = [(name, parts[name]) for name in PART_WORDS if parts.get(name)]
+    if not used:
+        return [f"{PART_WORDS['states']}: nothing toward either answer"]
+    used.sort(key=lambda item: -abs(item[1]))
+    return [f"{PART_WORDS[n]}: {abs(v):.2f} toward {'A' if v > 0 else 'B'}" for n, v in used]

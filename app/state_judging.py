@@ -13,14 +13,16 @@ verdict is the same in both answer orders by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from app.likelihood import FEATURES
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from app.state_head import StateHead, answer_parts, probability_a, state_text, verdict_parts
 
-ReadStates = Callable[[str], np.ndarray]
+Likelihoods = list[dict[str, float] | None]
 
 
 def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
@@ -28,24 +30,38 @@ def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
     if head is None:
         return False
     if protocol is Protocol.SINGLE:
-        return head.grade_weights is not None
+        return head.grades
     return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
 
 
 def head_judgment(
-    base: Judgment, item: JudgeItem, head: StateHead, read: ReadStates, tie_band: float
+    base: Judgment, item: JudgeItem, head: StateHead, source: Any, tie_band: float
 ) -> Judgment:
-    """The judgment of `item` by the head: a verdict, a ranking or grades."""
-    features = [
-        read(state_text(item.question, a, head.question_chars, head.answer_chars))
-        for a in item.answers
-    ]
+    """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
+    backend: its `state_features` (a head that reads text) or `read_answers` (one that
+    reads each answer as the model's reply)."""
+    features, likelihoods = read_features(item, head, source)
     if base.protocol is Protocol.SINGLE:
-        return _grades(base, head, features)
+        return _grades(base, head, features, likelihoods)
     similarities = _similarities(item, head)
     if base.protocol is Protocol.PAIRWISE:
-        return _verdict(base, item, head, features, similarities, tie_band)
-    return _ranking(base, item, head, features, similarities)
+        return _verdict(base, item, head, features, likelihoods, similarities, tie_band)
+    return _ranking(base, item, head, features, likelihoods, similarities)
+
+
+def read_features(
+    item: JudgeItem, head: StateHead, source: Any
+) -> tuple[list[np.ndarray | None], Likelihoods]:
+    """Each answer's pooled states and (for a head that reads replies) likelihood features."""
+    if head.reads == "reply":
+        answers = [a[: head.answer_chars] for a in item.answers]
+        readings = source.read_answers(item.question[: head.question_chars], answers)
+        return [r.states for r in readings], [r.features() for r in readings]
+    features: list[np.ndarray | None] = [
+        source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
+        for a in item.answers
+    ]
+    return features, [None] * len(item.answers)
 
 
 def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
@@ -59,11 +75,18 @@ def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
 def _answer_parts(
     item: JudgeItem,
     head: StateHead,
-    features: Sequence[np.ndarray],
+    features: Sequence[np.ndarray | None],
+    likelihoods: Likelihoods,
     similarities: np.ndarray | None,
 ) -> list[dict[str, float]]:
     return [
-        answer_parts(head, f, None if similarities is None else float(similarities[n]), len(answer))
+        answer_parts(
+            head,
+            f,
+            None if similarities is None else float(similarities[n]),
+            len(answer),
+            likelihoods[n],
+        )
         for n, (answer, f) in enumerate(zip(item.answers, features))
     ]
 
@@ -72,13 +95,18 @@ def _verdict(
     base: Judgment,
     item: JudgeItem,
     head: StateHead,
-    features: Sequence[np.ndarray],
+    features: Sequence[np.ndarray | None],
+    likelihoods: Likelihoods,
     similarities: np.ndarray | None,
     tie_band: float,
 ) -> Judgment:
-    parts = verdict_parts(*_answer_parts(item, head, features, similarities))
+    parts = verdict_parts(*_answer_parts(item, head, features, likelihoods, similarities))
     if similarities is not None:
         parts["relevance_difference"] = round(float(similarities[0] - similarities[1]), 4)
+    first, second = likelihoods[:2]
+    if first is not None and second is not None:  # the raw differences, for reports
+        for name in FEATURES:
+            parts[f"{name}_difference"] = round(first[name] - second[name], 4)
     p_a = probability_a(parts["score"])
     leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
     winner = "tie" if abs(p_a - 0.5) <= tie_band else leaning
@@ -101,10 +129,12 @@ def _ranking(
     base: Judgment,
     item: JudgeItem,
     head: StateHead,
-    features: Sequence[np.ndarray],
+    features: Sequence[np.ndarray | None],
+    likelihoods: Likelihoods,
     similarities: np.ndarray | None,
 ) -> Judgment:
-    utilities = [sum(p.values()) for p in _answer_parts(item, head, features, similarities)]
+    answer_utilities = _answer_parts(item, head, features, likelihoods, similarities)
+    utilities = [sum(p.values()) for p in answer_utilities]
     order = sorted(range(len(utilities)), key=lambda i: -utilities[i])
     first, second = (utilities[i] for i in order[:2])
     return base.model_copy(
@@ -118,11 +148,21 @@ def _ranking(
     )
 
 
-def _grades(base: Judgment, head: StateHead, features: Sequence[np.ndarray]) -> Judgment:
-    assert head.grade_weights is not None
-    weights = np.asarray(head.grade_weights, dtype=np.float64)
+def _grades(
+    base: Judgment,
+    head: StateHead,
+    features: Sequence[np.ndarray | None],
+    likelihoods: Likelihoods,
+) -> Judgment:
+    weights = np.asarray(head.grade_weights or (), dtype=np.float64)
     answers = []
-    for f in features:
-        value = min(max(head.grade_intercept + float(weights @ f), 1.0), 10.0)
+    for f, likelihood in zip(features, likelihoods):
+        value = head.grade_intercept
+        if weights.size:
+            value += float(weights @ f)
+        if head.grade_likelihood:
+            assert likelihood is not None
+            value += sum(w * likelihood[name] for name, w in head.grade_likelihood.items())
+        value = min(max(value, 1.0), 10.0)
         answers.append(AnswerScores(criteria={}, overall=round(value), expected_overall=value))
     return base.model_copy(update={"status": Status.OK, "answers": tuple(answers)})

@@ -168,22 +168,16 @@ def scenario_note(chosen: str, guesses: Mapping[str, float], names: Mapping[str,
 
 
 def head_note(parts: dict[str, float]) -> str:
-    """How much each signal of a state head moved a pairwise verdict (logit units)."""
+    """How much each signal of a head moved a pairwise verdict (logit units), in words."""
+    from app.state_head import part_phrases
 
-    def toward(value: float) -> str:
-        return f"{abs(value):.2f} toward {'A' if value > 0 else 'B'}" if value else "nothing"
-
-    said = [f"the model's reading of the answers {toward(parts.get('states', 0.0))}"]
-    if parts.get("relevance"):
-        said.append(f"request relevance {toward(parts['relevance'])}")
-    if parts.get("length"):
-        said.append(f"answer length {toward(parts['length'])}")
     rewards = ["relevance rewards the request's topic"] if parts.get("relevance") else []
     rewards += ["length rewards more text"] if parts.get("length") else []
     caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
+    reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
     return (
-        "Decided by a head on the model's hidden states (not a written reply): "
-        + "; ".join(said)
+        f"Decided by a head on the model's {reads} (not a written reply): "
+        + "; ".join(part_phrases(parts))
         + caveat
         + "."
     )

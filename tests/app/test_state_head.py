@@ -193,8 +193,9 @@ def test_the_app_says_what_moved_a_head_verdict():
     from app.ui.views import head_note
 
     note = head_note({"states": 0.8, "relevance": -1.25, "length": 0.0, "score": -0.45})
-    assert "reading of the answers 0.80 toward A" in note
-    assert "request relevance 1.25 toward B" in note
+    assert "reading of the answers: 0.80 toward A" in note
+    assert "request relevance: 1.25 toward B" in note
+    assert note.index("request relevance") < note.index("reading of")  # largest first
     assert "length" not in note  # a signal the head does not use is not named
     assert "relevance rewards the request's topic, not correctness" in note
 

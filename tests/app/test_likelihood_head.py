@@ -1,0 +1,159 @@
+"""A head that reads each answer as the model's own reply: likelihood features (PMI) beside
+the states of the same pass, judged through the service on the tiny real model; the
+likelihood judge (`--decider likelihood`) on any GGUF; the parts in words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.likelihood import FEATURES
+from app.records import JudgeItem, Judgment, Protocol, Status
+from app.service import JudgeConfig, JudgeService
+from app.state_head import (
+    StateHead,
+    answer_parts,
+    likelihood_judge_head,
+    part_phrases,
+    probability_a,
+    verdict_parts,
+)
+from models.backends.base import BackendOptions, Capabilities
+from tests.support.fake_backend import FakeBackend
+
+PAIR = JudgeItem(
+    id="p",
+    question="Which planet is closest to the sun?",
+    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_gguf_model: Path):
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=2048, n_threads=1))
+    yield JudgeService(backend, "tiny-likelihood"), backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def head(tiny) -> StateHead:
+    _, backend = tiny
+    size = backend.read_answers("q", ["a"])[0].states.shape[0]
+    rng = np.random.default_rng(1)
+    return StateHead(
+        base_file="tiny.gguf",
+        reads="reply",
+        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
+        likelihood={"pmi_mean": 1.5, "pmi_sum": 0.05, "uncond_mean": -0.3, "log_tokens": 0.2},
+        grade_weights=(),
+        grade_likelihood={"pmi_mean": 0.5, "cond_mean": 0.2},
+        grade_intercept=5.0,
+    )
+
+
+def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
+    return JudgeConfig(protocol=protocol, state_head=head, **more)
+
+
+def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, head):
+    service, backend = tiny
+    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    swapped = PAIR.model_copy(update={"answers": PAIR.answers[::-1]})
+    mirrored = service.judge(swapped, _config(head, Protocol.PAIRWISE))
+    assert judged.status is Status.OK and judged.raw_output is None
+    assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
+    readings = backend.read_answers(PAIR.question, list(PAIR.answers))
+    expected = verdict_parts(
+        *(
+            answer_parts(head, r.states, None, len(a), r.features())
+            for r, a in zip(readings, PAIR.answers)
+        )
+    )
+    parts = judged.verdict_parts
+    for name in ("states", "fit", "fluency", "length", "score"):
+        assert parts[name] == pytest.approx(expected[name], abs=1e-3)
+    assert parts["fit"] == pytest.approx(
+        1.5 * parts["pmi_mean_difference"] + 0.05 * parts["pmi_sum_difference"], abs=1e-3
+    )
+    assert judged.verdict_probs["A"] == pytest.approx(probability_a(parts["score"]), abs=1e-3)
+    assert {f"{name}_difference" for name in FEATURES} <= set(parts)
+
+
+def test_grades_and_rankings_come_from_the_same_reads(tiny, head):
+    service, backend = tiny
+    single = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
+    graded = service.judge(single, _config(head, Protocol.SINGLE))
+    features = backend.read_answers(PAIR.question, [PAIR.answers[0]])[0].features()
+    value = 5.0 + 0.5 * features["pmi_mean"] + 0.2 * features["cond_mean"]
+    assert graded.answers[0].expected_overall == pytest.approx(min(max(value, 1), 10), abs=1e-3)
+    three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
+    ranked = service.judge(three, _config(head, Protocol.MULTI))
+    best, second = ranked.ranking[:2]
+    pair = three.model_copy(
+        update={"answers": (three.answers[best - 1], three.answers[second - 1])}
+    )
+    assert service.judge(pair, _config(head, Protocol.PAIRWISE)).leaning == "A"
+
+
+def test_the_likelihood_judge_needs_no_states_and_follows_pmi(tiny):
+    """The shipped likelihood-only head works with a model it was not fitted on."""
+    service, _backend = tiny
+    rule = likelihood_judge_head()
+    assert not rule.weights and rule.likelihood
+    judged = service.judge(PAIR, _config(rule, Protocol.PAIRWISE))
+    parts = judged.verdict_parts
+    expected = sum(w * parts[f"{name}_difference"] for name, w in rule.likelihood.items())
+    assert judged.status is Status.OK
+    assert parts["score"] == pytest.approx(expected, abs=2e-3)
+    assert judged.leaning == ("A" if expected > 0 else "B")
+
+
+def test_a_backend_without_likelihoods_gives_a_clear_error(head):
+    backend = FakeBackend([], capabilities=Capabilities(grammar=True, states=True))
+    judged = JudgeService(backend, "remote").judge(PAIR, _config(head, Protocol.PAIRWISE))
+    assert judged.status is Status.ERROR
+    assert "likelihoods" in judged.error and "llama-cpp backend" in judged.error
+
+
+def test_the_cli_decider_judges_any_gguf_by_likelihood(tiny_gguf_model, tmp_path):
+    from app.cli import main
+
+    source = tmp_path / "pairs.jsonl"
+    source.write_text(
+        json.dumps({"id": "p", "question": PAIR.question, "answers": list(PAIR.answers)}) + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    args = ["judge", str(source), "--out", str(out), "--model", str(tiny_gguf_model)]
+    assert main([*args, "--threads", "1", "--quiet", "--decider", "likelihood"]) == 0
+    judged = Judgment.model_validate_json(out.read_text().splitlines()[0])
+    assert judged.status is Status.OK and judged.raw_output is None
+    assert "fit" in judged.verdict_parts and "pmi_mean_difference" in judged.verdict_parts
+
+
+def test_a_head_file_checks_its_likelihood_features(tmp_path):
+    from app.errors import ConfigError
+    from app.state_head import load_state_head
+
+    path = tmp_path / "head.json"
+    path.write_text(
+        json.dumps({"base_file": "m", "reads": "reply", "weights": [], "likelihood": {"pmi": 1}})
+    )
+    load_state_head.cache_clear()
+    with pytest.raises(ConfigError, match=r"likelihood.*unknown features"):
+        load_state_head(path)
+    path.write_text(json.dumps({"base_file": "m", "weights": [], "likelihood": {"pmi_mean": 1}}))
+    load_state_head.cache_clear()
+    with pytest.raises(ConfigError, match=r"reads: reply"):
+        load_state_head(path)
+
+
+def test_the_parts_in_words_largest_first():
+    said = part_phrases({"states": -0.2, "fit": 0.8, "fluency": 0.0, "length": 0.0, "score": 0.6})
+    assert said[0].startswith("fits the request") and said[0].endswith("0.80 toward A")
+    assert said[1] == "the model's reading of the answers: 0.20 toward B"
+    assert len(said) == 2  # signals that pushed nowhere are not named
