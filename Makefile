@@ -84,6 +84,7 @@ BENCH_ARGS ?=
 bench: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run $(BENCH_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.scale_out
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.heads
 
 lint: setup
 	$(BIN)/ruff check .

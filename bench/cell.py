@@ -1,6 +1,6 @@
 """One cell of the benchmark, in its own process (so its peak memory is its own).
 
-    python -m bench.cell MODE THREADS PAIRS OUT.json
+    python -m bench.cell MODE THREADS PAIRS OUT.json [MODEL]
 
 Modes, on the first PAIRS pairs of Auto-J's pairwise_dev.jsonl, both orders, the
 default judge's settings, every item fitted to the same 4096-token context:
@@ -15,6 +15,8 @@ default judge's settings, every item fitted to the same 4096-token context:
 - f: the judge's state head, where its registry entry has one (app/state_head.py): the
   verdict read from the model's hidden states of each answer, no reply at all. Modes
   a-e run the same model without its head (and without a relevance join).
+
+MODEL: a registry name (default: the registry's default judge).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ N_CTX = 4096
 
 def main(argv: list[str]) -> int:
     mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
+    name = argv[4] if len(argv) > 4 else None
     from app.io.reader import read_rows
     from app.io.writer import write_jsonl
     from app.model_settings import SettingsLayer, model_judge_settings
@@ -43,7 +46,7 @@ def main(argv: list[str]) -> int:
     from models.loader import open_judge
     from models.registry import load_registry
 
-    entry = load_registry().get()
+    entry = load_registry().get(name)
     # Modes a-e: the judging modes of the LLM engine. A registry's relevance join (MiniLM
     # through torch, app/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.

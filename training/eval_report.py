@@ -82,7 +82,12 @@ def _pairwise(entry: Mapping[str, Any]) -> list[str]:
     lines.append(f"| {verbosity} | {_num(judge['verbosity_bias'])} | {DASH} |")
     lines.append(f"| verdicts A / B / tie / not ok | {_shares(judge['verdicts'])} | {DASH} |")
     lines.append(f"| labels A / B / tie | {_shares(judge['labels'])} | {DASH} |")
-    return lines + _confidence(judge) + _indicators(entry) + _cascade(entry)
+    lines += _confidence(judge) + _indicators(entry) + _cascade(entry)
+    if entry.get("signals"):
+        from training.signal_parts import render
+
+        lines += render(entry["signals"])
+    return lines
 
 
 def _indicators(entry: Mapping[str, Any]) -> list[str]:

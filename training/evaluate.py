@@ -57,6 +57,7 @@ from training.rescore import (
     second_verdicts,
 )
 from training.score_rows import score_file
+from training.signal_parts import signal_agreement
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
 JUDGMENTS_FILE = "judgments.jsonl"
@@ -95,6 +96,7 @@ def _judge_files(
     quiet: bool,
     overrides: Overrides = Overrides(),
     fresh: bool = False,
+    reading_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Judge every file's labelled rows, writing the judgments to `out` as they come.
 
@@ -106,6 +108,7 @@ def _judge_files(
     from models.loader import open_judge
 
     judge = open_judge(model, options, backend=backend)
+    cached = _cached_reads(judge.backend, reading_cache, out)
     service = JudgeService(judge.backend, judge.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
@@ -123,6 +126,8 @@ def _judge_files(
                     judged = service.judge_rows(todo, config, on_judgment=bar.update)
                     write_jsonl(_tagged(judged, file), stream)
     finally:
+        if cached is not None:
+            cached.close()
         judge.close()
     attach_judgments(files, read_judgments(out))
     return {
@@ -134,6 +139,18 @@ def _judge_files(
         "resumed": len(done),
         "judgments": str(out),
     }
+
+
+def _cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+    """With --reading-cache: the backend's answer reads (a likelihood head's) come from and go
+    to that folder, so another head on the same model judges the same rows without reading."""
+    if folder is None or not hasattr(backend, "read_answers"):
+        return None
+    from training.reading_cache import CachedReads, ReadingCache
+
+    cached = CachedReads(backend.read_answers, ReadingCache(folder), f"eval-{out.parent.name}")
+    backend.read_answers = cached
+    return cached
 
 
 def _resumable(out: Path, model: str, config: JudgeConfig) -> set[tuple[Any, int | None]]:
@@ -188,6 +205,7 @@ def evaluate_files(
     second_judgments: str | Path | None = None,
     base_judgments: str | Path | None = None,
     calibration: str | Path | None = None,
+    reading_cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
@@ -235,7 +253,15 @@ def evaluate_files(
         options = BackendOptions(n_ctx=n_ctx, n_threads=threads)
         out = Path(out_dir) if out_dir is not None else RUNS_DIR / f"eval-{_slug(model)}"
         run = _judge_files(
-            files, model, options, backend, out / JUDGMENTS_FILE, quiet, overrides, fresh
+            files,
+            model,
+            options,
+            backend,
+            out / JUDGMENTS_FILE,
+            quiet,
+            overrides,
+            fresh,
+            Path(reading_cache) if reading_cache is not None else None,
         )
     second = read_judgments(Path(second_judgments)) if second_judgments is not None else None
     base = read_judgments(Path(base_judgments)) if base_judgments is not None else None
@@ -263,6 +289,10 @@ def build_report(
         if base is not None and rows:
             entries[file.name]["indicators"] = indicator_halves(rows, base_entropies(file, base))
             entries[file.name]["base_model"] = next((j.model for j in base), None)
+        if entries[file.name]["kind"] == "pairwise":
+            signals = signal_agreement(file.rows, file.judgments)
+            if signals is not None:
+                entries[file.name]["signals"] = signals
         pairs += rows
     return {
         **run,
@@ -325,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             second_judgments=args.second_judgments,
             base_judgments=args.base_judgments,
             calibration=args.calibration,
+            reading_cache=args.reading_cache,
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -383,6 +414,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="with --judgments: apply this calibration file to the saved judgments first "
         "(the ECE of the calibrated confidence, for a map fitted after the run)",
+    )
+    parser.add_argument(
+        "--reading-cache",
+        type=Path,
+        help="a folder where a likelihood head's answer reads are kept by (request, answer): "
+        "another head on the same model judges the same rows again without reading them",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

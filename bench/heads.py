@@ -1,0 +1,91 @@
+"""`make bench`, part 3: head judges against a reference head, in one run.
+
+    python -m bench.heads [--pairs 10] [--models pj-qwen15-pmi-head,pj-qwen15-pmi]
+                          [--reference pj-qwen15-head] [--fresh]
+
+Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
+mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
+reference first. The table gives seconds per pair and peak RSS, each as a ratio to the
+reference measured in the same run, and the model file's size (a head judge's memory goal
+is the file plus what it reads with). Cells are saved in bench/runs/heads/ as they finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.cell import REPO
+from bench.run import _load_cell
+
+RUNS = REPO / "bench" / "runs" / "heads"
+RESULTS = REPO / "bench" / "heads.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.heads", description=__doc__)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--models", default=None, help="default: the registry's default judge")
+    parser.add_argument("--reference", default="pj-qwen15-head")
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    from models.registry import load_registry
+
+    registry = load_registry()
+    names = [args.reference, *(args.models.split(",") if args.models else [registry.default])]
+    cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
+    table = render(cells, args.reference, args.pairs, registry)
+    args.results.write_text(table, encoding="utf-8")
+    print(table)
+    return 0
+
+
+def run(name: str, pairs: int, fresh: bool) -> dict:
+    import os
+    import subprocess
+
+    out = RUNS / f"{name}-n{pairs}.json"
+    if out.is_file() and not fresh:
+        return _load_cell(out)
+    print(f"{name}: {pairs} pairs ...", file=sys.stderr, flush=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    subprocess.run(
+        [sys.executable, "-m", "bench.cell", "f", "1", str(pairs), str(out), name],
+        check=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    return _load_cell(out)
+
+
+def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: ignore[no-untyped-def]
+    base = cells[reference]
+    lines = [
+        "# Benchmark: head judges against the previous default",
+        "",
+        f"`python -m bench.heads` on {datetime.now(UTC).date()}: the first {pairs} pairs of "
+        "Auto-J dev, each judge through its head (no reply), one llama.cpp thread, each in its "
+        f"own process; ratios against `{reference}` measured in the same run.",
+        "",
+        "| judge | s/pair | x reference time | peak RSS MB | x reference RSS | model file MB "
+        "| RSS above the file MB | agreement % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, cell in cells.items():
+        seconds = cell["seconds"] / cell["pairs"]
+        path = registry.get(name).path()
+        size = path.stat().st_size / 2**20 if path is not None and path.is_file() else 0.0
+        lines.append(
+            f"| {name} | {seconds:.2f} | {seconds / (base['seconds'] / base['pairs']):.2f} | "
+            f"{cell['peak_rss_mb']:.0f} | {cell['peak_rss_mb'] / base['peak_rss_mb']:.2f} | "
+            f"{size:.0f} | {cell['peak_rss_mb'] - size:.0f} | {cell['agreement']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""`python -m training.likelihood_head fit`: choose and fit the likelihood head (issue 29).
+
+On the fitting pairs read so far (training split only; no evaluation file is read
+here), with 5 folds grouped by request so a counterexample never sits beside its
+original pair:
+
+- each variant (which signals sit beside each other) and its L2 strength, by the
+  cross-validated log loss on the decisive pairs: likelihood features alone, with
+  the answer's length, with the model's states, with MiniLM request relevance;
+- the rules that need no fitting (PMI per token, PMI summed, cond per token), by
+  cross-validated agreement beside the likelihood-only head: the better of these
+  is the likelihood judge that works with any GGUF;
+- the tie band on the Auto-J pairs' out-of-fold predictions (their labels tie);
+- the grade head (ridge regression to the teacher's 1-10 grade) on the states, the
+  likelihood features or both, by cross-validated Spearman.
+
+It writes `state_head.json` (the chosen head), `likelihood_head.json` (likelihood
+features only, any model), `fit_report.json`, and the held-out single rows for the
+evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from app.likelihood import FEATURES, AnswerReading
+from app.records import JudgeItem
+from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs, grade_rows
+from training.state_head import (
+    CS,
+    agreement_by_source,
+    fit_logistic,
+    log_loss,
+    out_of_fold,
+    source_of,
+    verdicts,
+)
+
+LIKELIHOOD = ("pmi_mean", "pmi_sum", "pmi_head", "uncond_mean", "uncond_sum")
+VARIANTS: dict[str, tuple[bool, tuple[str, ...], bool]] = {  # states?, features, relevance?
+    "likelihood": (False, LIKELIHOOD, False),
+    "likelihood + length": (False, (*LIKELIHOOD, "log_tokens"), False),
+    "states": (True, (), False),
+    "states + likelihood": (True, LIKELIHOOD, False),
+    "states + likelihood + length": (True, (*LIKELIHOOD, "log_tokens"), False),
+    "states + likelihood + relevance": (True, LIKELIHOOD, True),
+}
+RULES = {"PMI per token": "pmi_mean", "PMI summed": "pmi_sum", "cond per token": "cond_mean"}
+TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))
+FOLDS = 5
+
+
+def readings_of(cache, items: list[JudgeItem]) -> list[list[AnswerReading]]:  # type: ignore[no-untyped-def]
+    return [[cache.get(*cut(i.question, a)) for a in i.answers] for i in items]
+
+
+def feature_table(readings: list[list[AnswerReading]]) -> list[list[dict[str, float]]]:
+    return [[r.features() for r in pair] for pair in readings]
+
+
+def fit(args: argparse.Namespace) -> int:
+    from app.state_head import StateHead
+    from training.data import write_single_rows
+    from training.meta_metrics import longer_answer
+    from training.state_head import HELDOUT_FILE
+    from training.state_head_data import single_rows
+
+    cache = cache_for(args.gguf)
+    every = fitting_pairs(args.alpacaeval)
+    pairs = [p for p in every if all(cache.has(*cut(p.question, a)) for a in p.answers)]
+    winners = [p.label.winner for p in pairs]
+    groups = [p.question for p in pairs]
+    decisive = np.array([w in ("A", "B") for w in winners])
+    y = np.array([1 if w == "A" else 0 for w in winners])
+    readings = readings_of(cache, pairs)
+    table = feature_table(readings)
+    states = np.stack([pair[0].states - pair[1].states for pair in readings])  # type: ignore[operator]
+    report: dict = {
+        "gguf": args.gguf.name,
+        "pairs read": len(pairs),
+        "pairs in the fitting set": len(every),
+        "by source": _counts(pairs),
+        "variants": {},
+    }
+    longer = [longer_answer((len(p.answers[0]), len(p.answers[1]))) for p in pairs]
+    report["longer answer wins"] = agreement_by_source(longer, pairs)
+    relevance = None
+    best = None
+    for name, (use_states, names, use_relevance) in VARIANTS.items():
+        if use_relevance and relevance is None:
+            from app.relevance import relevance_differences
+
+            relevance = relevance_differences(pairs)
+        x = _design(
+            states if use_states else None, table, names, relevance if use_relevance else None
+        )
+        explicit = x.shape[1] - (states.shape[1] if use_states else 0)
+        tried = {c: out_of_fold(x, winners, groups, c, explicit) for c in CS}
+        c = min(tried, key=lambda c: log_loss(tried[c], winners))
+        loss = log_loss(tried[c], winners)
+        report["variants"][name] = {
+            "C": c,
+            "cross-validated log loss": round(loss, 4),
+            "agreement": agreement_by_source(verdicts(tried[c]), pairs),
+        }
+        print(name, report["variants"][name], flush=True)
+        if best is None or loss < best[0]:
+            best = (loss, name, c, tried[c], x, explicit)
+    report["rules"] = {
+        rule: agreement_by_source(
+            verdicts(np.array([_sigmoid(t[0][f] - t[1][f]) for t in table])), pairs
+        )
+        for rule, f in RULES.items()
+    }
+    assert best is not None
+    _, name, c, p_oof, x, explicit = best
+    use_states, names, use_relevance = VARIANTS[name]
+    autoj = [n for n, p in enumerate(pairs) if source_of(p) == "autoj"]
+    tie_band = max(
+        TIE_BANDS,
+        key=lambda band: (
+            np.mean([verdicts(p_oof[autoj], band)[k] == winners[n] for k, n in enumerate(autoj)]),
+            -band,
+        ),
+    )
+    report["chosen"] = {
+        "variant": name,
+        "tie band": tie_band,
+        "agreement with the tie band": agreement_by_source(verdicts(p_oof, tie_band), pairs),
+    }
+    weights = fit_logistic(x[decisive], y[decisive], c, explicit)
+    hidden = states.shape[1] if use_states else 0
+    named = dict(zip(names + (("relevance",) if use_relevance else ()), weights[hidden:]))
+    grade = fit_grades(cache)
+    report["grades"] = grade["report"]
+    head = StateHead(
+        base_file=args.gguf.name,
+        reads="reply",
+        weights=tuple(_round(w) for w in weights[:hidden]),
+        likelihood={k: _round(v) for k, v in named.items() if k != "relevance"},
+        relevance=_round(named.get("relevance", 0.0)),
+        grade_weights=grade["weights"],
+        grade_intercept=grade["intercept"],
+        grade_likelihood=grade["likelihood"],
+        fitted_on={
+            "pairs": int(decisive.sum()),
+            "ties": int((~decisive).sum()),
+            "C": c,
+            "variant": name,
+            "tie_band": tie_band,
+            "single_rows": grade["report"]["rows"],
+        },
+    )
+    rule_head = likelihood_only_head(args, table, winners, groups, report)
+    write_single_rows(single_rows()[1], HELDOUT_FILE)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "state_head.json").write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    (args.out / "likelihood_head.json").write_text(rule_head.model_dump_json() + "\n")
+    (args.out / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RUN_DIR / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[no-untyped-def]
+    """The judge for any GGUF: likelihood features alone (no states, no length), a
+    logistic head fitted here; its weights are in nats, which every model shares."""
+    from app.state_head import StateHead
+
+    x = _design(None, table, LIKELIHOOD, None)
+    decisive = np.array([w in ("A", "B") for w in winners])
+    y = np.array([1 if w == "A" else 0 for w in winners])
+    c = report["variants"]["likelihood"]["C"]
+    weights = fit_logistic(x[decisive], y[decisive], c, x.shape[1])
+    grade = fit_grades(cache_for(args.gguf), likelihood_only=True)
+    report["likelihood judge grades"] = grade["report"]
+    return StateHead(
+        base_file="any",
+        reads="reply",
+        weights=(),
+        likelihood={k: _round(w) for k, w in zip(LIKELIHOOD, weights)},
+        grade_weights=(),
+        grade_likelihood=grade["likelihood"],
+        grade_intercept=grade["intercept"],
+        fitted_on={
+            "pairs": int(decisive.sum()),
+            "C": c,
+            "variant": "likelihood",
+            "on": args.gguf.name,
+        },
+    )
+
+
+def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no-untyped-def]
+    """Ridge regression to the 1-10 grade from the states, the likelihood features or both,
+    whichever cross-validates best (Spearman); the likelihood features alone for a head
+    that reads no states."""
+    from scipy.stats import spearmanr
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import cross_val_predict
+
+    rows = [r for r in grade_rows() if cache.has(*cut(r.question, r.answers[0]))]
+    readings = [cache.get(*cut(r.question, r.answers[0])) for r in rows]
+    states = np.stack([r.states for r in readings])
+    lik = np.array([[r.features()[f] for f in FEATURES] for r in readings])
+    y = np.array([float(r.label.score) for r in rows])
+    options = {
+        "states": (states, None),
+        "likelihood": (None, lik),
+        "states + likelihood": (states, lik),
+    }
+    if likelihood_only:
+        options = {"likelihood": options["likelihood"]}
+    found = {}
+    for name, (with_states, with_lik) in options.items():
+        x = np.concatenate([a for a in (with_states, with_lik) if a is not None], axis=1)
+        scale = x.std(axis=0) + 1e-6
+        model = RidgeCV(alphas=np.logspace(-1, 5, 13))
+        predicted = cross_val_predict(model, x / scale, y, cv=FOLDS)
+        model.fit(x / scale, y)
+        found[name] = (
+            float(spearmanr(predicted, y).statistic),
+            model,
+            scale,
+            with_states is not None,
+        )
+    lengths = [len(r.answers[0]) for r in rows]
+    name = max(found, key=lambda k: found[k][0])
+    _rho, model, scale, has_states = found[name]
+    coef = model.coef_ / scale
+    hidden = states.shape[1] if has_states else 0
+    report = {
+        "rows": len(rows),
+        "chosen": name,
+        "alpha": float(model.alpha_),
+        "cross-validated Spearman": {k: round(v[0], 3) for k, v in found.items()},
+        "length Spearman": round(float(spearmanr(lengths, y).statistic), 3),
+    }
+    return {
+        "weights": tuple(_round(w) for w in coef[:hidden]) if has_states else (),
+        "likelihood": {f: _round(w) for f, w in zip(FEATURES, coef[hidden:])}
+        if name != "states"
+        else {},
+        "intercept": _round(float(model.intercept_)),
+        "report": report,
+    }
+
+
+def _design(
+    states: np.ndarray | None,
+    table: list[list[dict[str, float]]],
+    names: tuple[str, ...],
+    relevance: np.ndarray | None,
+) -> np.ndarray:
+    columns = [] if states is None else [states]
+    if names:
+        columns.append(np.array([[t[0][f] - t[1][f] for f in names] for t in table]))
+    if relevance is not None:
+        columns.append(relevance[:, None])
+    return np.concatenate(columns, axis=1)
+
+
+def _counts(pairs: list[JudgeItem]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for p in pairs:
+        key = source_of(p) + ("-tie" if p.label.winner == "tie" else "")
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _sigmoid(value: float) -> float:
+    return float(1 / (1 + np.exp(-np.clip(value * 1e3, -50, 50))))
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.6g}")

@@ -1,0 +1,111 @@
+"""Fit a likelihood head: a verdict from the frozen model's likelihoods of each answer and its
+states read in the same pass (issue 29).
+
+    python -m training.likelihood_head read --gguf models/store/X.gguf --part 0 --parts 2
+    python -m training.likelihood_head read --gguf models/store/X.gguf --part 1 --parts 2
+    python -m training.likelihood_head fit --gguf models/store/X.gguf --out models/judges/NAME
+
+`read` reads the fitting set (training split only: training/state_head_data.py, with
+more AlpacaEval pairs) with the frozen GGUF into a resumable cache
+(training/reading_cache.py): each answer as the model's reply after its request (token
+log-probabilities and states) and after an empty request. The work is shuffled once
+(seeded), so whatever share of it is read is a fair sample of every source.
+`fit` uses the pairs read so far; see `fit` for what it chooses and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from app.records import JudgeItem
+from app.state_head import ANSWER_CHARS, QUESTION_CHARS
+
+RUN_DIR = Path("training/runs/likelihood-head")
+ALPACAEVAL_PAIRS = 800
+SEED = 0
+
+
+def cut(question: str, answer: str) -> tuple[str, str]:
+    return question[:QUESTION_CHARS], answer[:ANSWER_CHARS]
+
+
+def fitting_pairs(alpacaeval: int) -> list[JudgeItem]:
+    from training.state_head_data import saved_fitting_pairs
+
+    return saved_fitting_pairs(alpacaeval, RUN_DIR)
+
+
+def grade_rows() -> list[JudgeItem]:
+    from training.state_head import grade_rows as rows
+
+    return rows()
+
+
+def work_order(alpacaeval: int) -> list[tuple[str, str]]:
+    """Every (question, answer) to read, cut, a pair's answers together, pairs shuffled."""
+    items = fitting_pairs(alpacaeval) + grade_rows()
+    random.Random(SEED).shuffle(items)
+    seen: dict[tuple[str, str], None] = {}
+    for item in items:
+        for answer in item.answers:
+            seen.setdefault(cut(item.question, answer), None)
+    return list(seen)
+
+
+def cache_for(gguf: Path):  # type: ignore[no-untyped-def]
+    from training.reading_cache import ReadingCache
+
+    return ReadingCache(RUN_DIR / "cache" / gguf.stem)
+
+
+def read(args: argparse.Namespace) -> int:
+    from app.state_head import pooled
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    texts = work_order(args.alpacaeval)
+    questions = sorted({q for q, _ in texts})
+    mine = set(questions[args.part :: args.parts])  # a question's answers in one process
+    texts = [t for t in texts if t[0] in mine]
+    backend = LlamaCppBackend(str(args.gguf), BackendOptions(n_ctx=512, n_threads=args.threads))
+
+    def read_cond(question: str, answer: str) -> tuple[np.ndarray, np.ndarray]:
+        reading = backend.read_reply(question, answer)
+        return reading.logprobs, pooled(reading.states)
+
+    def read_uncond(answer: str) -> np.ndarray:
+        return backend.read_reply("", answer, states=False).logprobs
+
+    cache_for(args.gguf).fill(texts, read_cond, read_uncond, f"part{args.part}")
+    print(f"{len(texts)} answers read into the cache of {args.gguf.name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.likelihood_head", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("read", "fit"):
+        command = commands.add_parser(name)
+        command.add_argument("--gguf", type=Path, required=True)
+        command.add_argument("--alpacaeval", type=int, default=ALPACAEVAL_PAIRS)
+    read_command = commands.choices["read"]
+    read_command.add_argument("--part", type=int, default=0)
+    read_command.add_argument("--parts", type=int, default=1)
+    read_command.add_argument("--threads", type=int, default=1)
+    fit_command = commands.choices["fit"]
+    fit_command.add_argument("--out", type=Path, required=True, help="the judge's folder")
+    args = parser.parse_args(argv)
+    if args.command == "read":
+        return read(args)
+    from training.likelihood_fit import fit
+
+    return fit(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
