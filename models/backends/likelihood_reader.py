@@ -100,13 +100,14 @@ class LikelihoodReader:
             self._cached = tokens
             n_out = len(answer)
             ctx = self._context.ctx
-            logits = self._array(self._lib.llama_get_logits(ctx), n_out, True)
+            logits = self._view(self._lib.llama_get_logits(ctx), n_out, self._vocab_size)
+            logprobs = _token_logprobs(logits, answer)
             found = (
-                self._array(self._lib.llama_get_embeddings(ctx), n_out, False)
+                self._view(self._lib.llama_get_embeddings(ctx), n_out, self._width).copy()
                 if states
                 else np.zeros((n_out, 0), dtype=np.float32)
             )
-        return Reading(logprobs=_token_logprobs(logits, answer), states=found)
+        return Reading(logprobs=logprobs, states=found)
 
     def _forget_from(self, start: int) -> None:
         if start >= len(self._cached):
@@ -140,14 +141,14 @@ class LikelihoodReader:
             self._lib.llama_memory_clear(self._lib.llama_get_memory(self._context.ctx), True)
             raise BackendError(f"llama.cpp could not read the answer: {exc}") from exc
 
-    def _array(self, pointer: Any, rows: int, logits: bool) -> np.ndarray:
-        width = self._vocab_size if logits else self._width
+    def _view(self, pointer: Any, rows: int, width: int) -> np.ndarray:
+        """llama.cpp's output buffer as an array (valid until the next decode)."""
         if rows == 0:
             return np.zeros((0, width), dtype=np.float32)
         flat = np.ctypeslib.as_array(
             ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (rows * width,)
         )
-        return flat.reshape(rows, width).copy()
+        return flat.reshape(rows, width)
 
     def close(self) -> None:
         self._stack.close()
@@ -162,12 +163,17 @@ def _common_length(first: Sequence[int], second: Sequence[int]) -> int:
     return n
 
 
+LOGSUMEXP_ROWS = 32  # rows of logits turned to log-probabilities at a time (memory)
+
+
 def _token_logprobs(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
-    """log softmax(logits[i])[targets[i]] for every row, in float64 for the sums."""
-    if not len(targets):
-        return np.zeros(0)
-    top = logits.max(axis=1, keepdims=True)
-    np.subtract(logits, top, out=logits)
-    total = np.log(np.exp(logits).sum(axis=1, dtype=np.float64))
-    picked = logits[np.arange(len(targets)), np.asarray(targets)].astype(np.float64)
-    return picked - total
+    """log softmax(logits[i])[targets[i]] for every row, in float64 for the sums. The rows
+    are read a few at a time: a full copy of a long answer's logits would be hundreds of MB."""
+    picked = np.zeros(len(targets))
+    for begin in range(0, len(targets), LOGSUMEXP_ROWS):
+        rows = logits[begin : begin + LOGSUMEXP_ROWS]
+        top = rows.max(axis=1, keepdims=True)
+        total = np.log(np.exp(rows - top).sum(axis=1, dtype=np.float64)) + top[:, 0]
+        chosen = np.asarray(targets[begin : begin + LOGSUMEXP_ROWS])
+        picked[begin : begin + len(rows)] = rows[np.arange(len(rows)), chosen] - total
+    return picked
