@@ -1,0 +1,116 @@
+"""The likelihood reads' cache: resumable, each request-free read once per answer, and an
+evaluation served from it judging exactly as an uncached one (tiny real model); each
+signal's agreement alone from saved parts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.io.reader import InputRow
+from app.records import JudgeItem, Judgment, Label, Protocol, Status
+from training.reading_cache import CHUNK, CachedReads, ReadingCache
+from training.signal_parts import signal_agreement
+
+
+def _fake_reads(log: list[str]):
+    def read_cond(question: str, answer: str) -> tuple[np.ndarray, np.ndarray]:
+        log.append(f"cond {question}|{answer}")
+        return np.full(len(answer), -1.0), np.ones(4, dtype=np.float32)
+
+    def read_uncond(answer: str) -> np.ndarray:
+        log.append(f"uncond {answer}")
+        return np.full(len(answer), -2.0)
+
+    return read_cond, read_uncond
+
+
+def test_the_cache_resumes_and_reads_each_answer_without_a_request_once(tmp_path):
+    texts = [(f"q{n // 2}", f"answer {n}") for n in range(CHUNK + 5)]
+    texts.append(("another request", "answer 0"))  # a borrowed answer: its free read is kept
+    log: list[str] = []
+    cache = ReadingCache(tmp_path)
+    cache.fill(texts[:CHUNK], *_fake_reads(log), "part0")
+    again = ReadingCache(tmp_path)  # a new process: only what is not on disk yet
+    again.fill(texts, *_fake_reads(log), "part0")
+    assert sorted(t for t in log if t.startswith("cond")) == sorted(
+        f"cond {q}|{a}" for q, a in texts
+    )
+    assert len([t for t in log if t.startswith("uncond")]) == len(texts) - 1
+    reading = ReadingCache(tmp_path).get("another request", "answer 0")
+    assert reading.features()["pmi_mean"] == pytest.approx(1.0)
+    assert reading.states.tolist() == [1.0] * 4
+    assert not list(tmp_path.glob("*.tmp.npz"))
+    with pytest.raises(KeyError, match="likelihood_head read"):
+        again.get("never read", "answer 0")
+
+
+def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gguf_model):
+    from app.service import JudgeConfig, JudgeService
+    from app.state_head import StateHead
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
+    try:
+        head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
+        config = JudgeConfig(protocol=Protocol.PAIRWISE, state_head=head)
+        item = JudgeItem(id="p", question="Name a colour.", answers=("Red.", "A fish swims."))
+        service = JudgeService(backend, "tiny")
+        plain = service.judge(item, config)
+        calls: list[int] = []
+        original = backend.read_answers
+
+        def counted(request, answers):  # type: ignore[no-untyped-def]
+            calls.append(len(answers))
+            return original(request, answers)
+
+        cached = CachedReads(counted, ReadingCache(tmp_path), "eval")
+        backend.read_answers = cached  # type: ignore[method-assign]
+        first = service.judge(item, config)
+        cached.close()
+        backend.read_answers = CachedReads(counted, ReadingCache(tmp_path), "eval")  # type: ignore[method-assign]
+        second = service.judge(item, config)
+    finally:
+        backend.close()
+    assert calls == [2]  # read once, then served from disk by a new cache
+    for judged in (first, second):
+        assert judged.verdict_parts["score"] == pytest.approx(
+            plain.verdict_parts["score"], abs=1e-3
+        )
+        assert judged.leaning == plain.leaning
+
+
+def _row(line: int, winner: str, answers: tuple[str, str]) -> InputRow:
+    item = JudgeItem(id=str(line), question="q", answers=answers, label=Label(winner=winner))
+    return InputRow(line=line, item=item, error=None, raw=None)
+
+
+def _judged(line: int, leaning: str, parts: dict[str, float]) -> Judgment:
+    return Judgment(
+        id=str(line),
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        line=line,
+        leaning=leaning,
+        winner=leaning,
+        verdict_parts=parts,
+    )
+
+
+def test_each_signal_alone_from_the_saved_parts():
+    rows = [_row(1, "A", ("short", "much longer")), _row(2, "B", ("longer one", "short"))]
+    parts = {"states": 0.5, "fit": -0.2, "score": 0.3, "pmi_mean_difference": -1.0}
+    judgments = [
+        _judged(1, "A", parts),
+        _judged(2, "B", {**parts, "states": -0.5, "score": -0.7}),
+    ]
+    found = signal_agreement(rows, judgments)
+    assert found["rows"] == 2
+    agreement = found["agreement"]
+    assert agreement["reported verdict"] == 100.0
+    assert agreement["states alone"] == 100.0
+    assert agreement["fit alone"] == 50.0  # toward B on both rows
+    assert agreement["PMI per token"] == 50.0
+    assert agreement["the longer answer wins"] == 0.0
+    assert signal_agreement(rows, [_judged(1, "A", {})]) is None
