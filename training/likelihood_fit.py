@@ -30,7 +30,6 @@ from app.likelihood import FEATURES, AnswerReading
 from app.records import JudgeItem
 from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs, grade_rows
 from training.state_head import (
-    CS,
     agreement_by_source,
     fit_logistic,
     log_loss,
@@ -48,6 +47,10 @@ VARIANTS: dict[str, tuple[bool, tuple[str, ...], bool]] = {  # states?, features
     "states + likelihood + length": (True, (*LIKELIHOOD, "log_tokens"), False),
     "states + likelihood + relevance": (True, LIKELIHOOD, True),
 }
+# inverse L2 strengths (per standardized feature; likelihood features are boosted as explicit
+# signals, training.state_head.fit_logistic): wide, as a few likelihood weights need little
+CS = (0.00001, 0.00003, 0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 1.0)
+MIN_GRADE_ROWS = 20  # fewer single rows read: no grade head (grades then come from the reply)
 RULES = {"PMI per token": "pmi_mean", "PMI summed": "pmi_sum", "cond per token": "cond_mean"}
 TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))
 FOLDS = 5
@@ -182,7 +185,7 @@ def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[
         reads="reply",
         weights=(),
         likelihood={k: _round(w) for k, w in zip(LIKELIHOOD, weights)},
-        grade_weights=(),
+        grade_weights=() if grade["likelihood"] else None,
         grade_likelihood=grade["likelihood"],
         grade_intercept=grade["intercept"],
         fitted_on={
@@ -203,6 +206,13 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
     from sklearn.model_selection import cross_val_predict
 
     rows = [r for r in grade_rows() if cache.has(*cut(r.question, r.answers[0]))]
+    if len(rows) < MIN_GRADE_ROWS:
+        return {
+            "weights": None,
+            "likelihood": {},
+            "intercept": 0.0,
+            "report": {"rows": len(rows), "chosen": f"none: fewer than {MIN_GRADE_ROWS} rows read"},
+        }
     readings = [cache.get(*cut(r.question, r.answers[0])) for r in rows]
     states = np.stack([r.states for r in readings])
     lik = np.array([[r.features()[f] for f in FEATURES] for r in readings])
