@@ -31,6 +31,7 @@ from app.records import JudgeItem
 from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs, grade_rows
 from training.state_head import (
     agreement_by_source,
+    choose_tie_band,
     fit_logistic,
     log_loss,
     out_of_fold,
@@ -52,7 +53,6 @@ VARIANTS: dict[str, tuple[bool, tuple[str, ...], bool]] = {  # states?, features
 CS = (0.00001, 0.00003, 0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 1.0)
 MIN_GRADE_ROWS = 20  # fewer single rows read: no grade head (grades then come from the reply)
 RULES = {"PMI per token": "pmi_mean", "PMI summed": "pmi_sum", "cond per token": "cond_mean"}
-TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))
 FOLDS = 5
 
 
@@ -121,14 +121,7 @@ def fit(args: argparse.Namespace) -> int:
     assert best is not None
     _, name, c, p_oof, x, explicit = best
     use_states, names, use_relevance = VARIANTS[name]
-    autoj = [n for n, p in enumerate(pairs) if source_of(p) == "autoj"]
-    tie_band = max(
-        TIE_BANDS,
-        key=lambda band: (
-            np.mean([verdicts(p_oof[autoj], band)[k] == winners[n] for k, n in enumerate(autoj)]),
-            -band,
-        ),
-    )
+    tie_band = choose_tie_band(p_oof, pairs)
     report["chosen"] = {
         "variant": name,
         "tie band": tie_band,

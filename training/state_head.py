@@ -118,6 +118,20 @@ EXPLICIT_BOOST = 30.0  # about sqrt(state features / 3): see fit_logistic
 TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))  # |P(A) - 0.5| up to 0.3
 
 
+def choose_tie_band(p_oof: np.ndarray, pairs: list[JudgeItem]) -> float:
+    """The |P(A) - 0.5| up to which a pair is a tie: the narrowest band with the best
+    agreement on the Auto-J pairs' out-of-fold predictions (their human labels tie)."""
+    autoj = [n for n, p in enumerate(pairs) if source_of(p) == "autoj"]
+    labels = [pairs[n].label.winner for n in autoj]
+    return max(
+        TIE_BANDS,
+        key=lambda band: (
+            np.mean([v == w for v, w in zip(verdicts(p_oof[autoj], band), labels)]),
+            -band,
+        ),
+    )
+
+
 def source_of(item: JudgeItem) -> str:
     """autoj or alpacaeval, and whether the pair is a counterexample."""
     origin = "alpacaeval" if item.id.startswith("alpacaeval-") else "autoj"
@@ -224,14 +238,7 @@ def fit(args: argparse.Namespace) -> int:
     report["relevance alone"] = agreement_by_source(verdicts(extra["relevance"] * 1e3), pairs)
     assert best is not None
     _, name, signals, c, p_oof, x = best
-    autoj = [n for n, p in enumerate(pairs) if source_of(p) == "autoj"]
-    tie_band = max(
-        TIE_BANDS,
-        key=lambda band: (
-            np.mean([verdicts(p_oof[autoj], band)[k] == winners[n] for k, n in enumerate(autoj)]),
-            -band,
-        ),
-    )
+    tie_band = choose_tie_band(p_oof, pairs)
     chosen = verdicts(p_oof, tie_band)
     report["chosen"] = {
         "variant": name,

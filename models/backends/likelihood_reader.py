@@ -26,9 +26,7 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError
-
-READ_CONTEXT = 1024  # tokens: a cut request and answer are about 300-500
-READ_UBATCH = 512
+from models.backends.state_reader import READ_CONTEXT, reading_context
 
 
 @dataclass(frozen=True)
@@ -44,32 +42,13 @@ class LikelihoodReader:
 
     def __init__(self, llama: Any, n_threads: int | None = None) -> None:
         import llama_cpp
-        from llama_cpp import _internals
 
-        params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
-        params.n_ctx = params.n_batch = READ_CONTEXT
-        params.n_ubatch = READ_UBATCH
-        params.n_seq_max = 1
-        params.kv_unified = True
+        self._lib = llama_cpp
+        self._stack = contextlib.ExitStack()
         # States need the context's embeddings switched on, and llama.cpp then makes every
         # token of a batch an output (logits included): the answer is decoded as a batch of
         # its own with them on, the prompt before it with them off.
-        params.embeddings = False
-        params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE
-        if n_threads:
-            params.n_threads = params.n_threads_batch = n_threads
-        self._lib = llama_cpp
-        self._stack = contextlib.ExitStack()
-        self._context = self._stack.enter_context(
-            contextlib.closing(
-                _internals.LlamaContext(model=llama._model, params=params, verbose=False)
-            )
-        )
-        self._batch = self._stack.enter_context(
-            contextlib.closing(
-                _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)
-            )
-        )
+        self._context, self._batch = reading_context(llama, n_threads, False, self._stack)
         self._width = llama.n_embd()
         self._vocab_size = llama.n_vocab()
         self._cached: list[int] = []  # the tokens whose keys and values the cache holds

@@ -26,35 +26,44 @@ READ_CONTEXT = 1024  # tokens: a state text is a cut request and answer (about 4
 READ_UBATCH = 512  # llama-cpp-python's default micro-batch, as the head's states were read
 
 
+def reading_context(llama: Any, n_threads: int | None, embeddings: bool, stack: Any):  # type: ignore[no-untyped-def]
+    """A one-sequence context of READ_CONTEXT tokens on the weights of `llama`, and a batch
+    for it, both closed with `stack`: per-token states (no pooling) where `embeddings`."""
+    import llama_cpp
+    from llama_cpp import _internals
+
+    params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
+    params.n_ctx = params.n_batch = READ_CONTEXT
+    params.n_ubatch = READ_UBATCH
+    params.n_seq_max = 1
+    params.kv_unified = True
+    params.embeddings = embeddings
+    params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE
+    if n_threads:
+        params.n_threads = params.n_threads_batch = n_threads
+    context = stack.enter_context(
+        contextlib.closing(
+            _internals.LlamaContext(model=llama._model, params=params, verbose=False)
+        )
+    )
+    batch = stack.enter_context(
+        contextlib.closing(
+            _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)
+        )
+    )
+    return context, batch
+
+
 class StateReader:
     """Reads states with the weights of `llama` (a loaded llama_cpp.Llama)."""
 
     def __init__(self, llama: Any, n_threads: int | None = None) -> None:
         import llama_cpp
-        from llama_cpp import _internals
 
-        params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
-        params.n_ctx = params.n_batch = READ_CONTEXT
-        params.n_ubatch = READ_UBATCH
-        params.n_seq_max = 1
-        params.kv_unified = True
-        params.embeddings = True
-        params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE
-        if n_threads:
-            params.n_threads = params.n_threads_batch = n_threads
         self._llama = llama
         self._lib = llama_cpp
         self._stack = contextlib.ExitStack()
-        self._context = self._stack.enter_context(
-            contextlib.closing(
-                _internals.LlamaContext(model=llama._model, params=params, verbose=False)
-            )
-        )
-        self._batch = self._stack.enter_context(
-            contextlib.closing(
-                _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)
-            )
-        )
+        self._context, self._batch = reading_context(llama, n_threads, True, self._stack)
         self._width = llama.n_embd()
         self._lock = threading.Lock()
 
