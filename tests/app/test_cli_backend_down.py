@@ -22,8 +22,11 @@ import pytest
 
 from app.batch_run import ExitCode
 from app.records import Judgment
+from tests.support.needs import need_module
 
-pytest.importorskip("llama_cpp.server.app", reason="pip install 'llama-cpp-python[server]'")
+need_module(
+    "llama_cpp.server.app", install="run `make setup` (llama-cpp-python[server])", module_level=True
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 4

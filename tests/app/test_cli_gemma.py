@@ -16,9 +16,8 @@ import pytest
 from app.cli import main
 from app.records import Judgment, Protocol, Status
 from models.registry import load_registry
+from tests.support.needs import need_model, shared_file
 
-DATA = Path("/work/shared/data")
-PAIRS = DATA / "autoj" / "pairwise_dev.jsonl"
 N_ROWS = 3
 GEMMA = "gemma3-270m-base"
 
@@ -31,12 +30,9 @@ def _gemma_model() -> Path | None:
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
-    if not PAIRS.is_file():
-        pytest.skip(f"the Auto-J data is not at {PAIRS} (see /work/shared/data/README.md)")
-    model = _gemma_model()
-    if model is None or not model.is_file():
-        pytest.skip(f"the Gemma model is not built ({model}): run `make models`")
-    pairs = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines()]
+    path = shared_file("autoj/pairwise_dev.jsonl")
+    need_model(_gemma_model(), GEMMA)
+    pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     pairs.sort(key=lambda r: len(r["prompt"]) + len(r["response 1"]) + len(r["response 2"]))
     return pairs[:N_ROWS]
 

@@ -18,6 +18,7 @@ from bench.cell import DEV
 from models.backends.base import BackendOptions
 from models.loader import open_judge
 from models.registry import load_registry
+from tests.support.needs import need_model, shared_file
 
 pytestmark = pytest.mark.slow
 
@@ -27,11 +28,8 @@ def judged():
     entry = load_registry().get()
     if entry.state_head is None:
         pytest.skip(f"the default judge {entry.name} has no state head")
-    if not DEV.is_file():
-        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
-    model = entry.path()
-    if model is None or not model.is_file():
-        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    shared_file("autoj/pairwise_dev.jsonl")
+    need_model(entry.path(), entry.name)
     settings = model_judge_settings(entry)
     judge = open_judge(entry.name, BackendOptions(n_ctx=entry.context, n_threads=1))
     try:

@@ -30,18 +30,16 @@ from bench.cell import DEV
 from models.backends.base import BackendOptions, SamplingParams, ScoreRequest
 from models.loader import open_judge
 from models.registry import load_registry
+from tests.support.needs import need_model, shared_file
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def setting():
-    if not DEV.is_file():
-        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
+    shared_file("autoj/pairwise_dev.jsonl")
     entry = load_registry().get()
-    model = entry.path()
-    if model is None or not model.is_file():
-        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    need_model(entry.path(), entry.name)
     replies = SettingsLayer(state_head=False)
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE, **model_judge_settings(entry, replies).config_fields()

@@ -12,8 +12,9 @@ import pytest
 
 from app.records import Judgment
 from tests.app.test_cli_resume import ROOT, ROWS, command, kill_after, rows_file, run
+from tests.support.needs import need_module
 
-pytest.importorskip("ray")
+need_module("ray", module_level=True)
 
 # what may differ between two runs of the same rows: timing
 VARYING = ("latency_s",)

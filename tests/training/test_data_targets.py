@@ -2,7 +2,6 @@
 
 import gzip
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import jsonschema
@@ -13,6 +12,7 @@ from app.criteria_resolution import CriteriaChoice, resolve
 from app.output_format import ReplyLayout, json_schema
 from app.records import JudgeItem, Protocol
 from app.scenarios import load_catalog
+from tests.support.needs import SHARED_DATA, shared_file
 from training.config import DataConfig
 from training.data import (
     Example,
@@ -106,8 +106,15 @@ def test_weighted_loss_is_the_weighted_mean_over_loss_positions():
 
 
 # -- decision-first targets: the decision is the first value, as score mode reads it --------
-AUTOJ = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "autoj"
-needs_autoj = pytest.mark.skipif(not AUTOJ.exists(), reason="../shared/data/autoj is not beside")
+AUTOJ = SHARED_DATA / "autoj"
+
+
+@pytest.fixture
+def autoj_data() -> None:
+    shared_file("autoj")
+
+
+needs_autoj = pytest.mark.usefixtures("autoj_data")
 
 
 def _decision_examples(criteria: bool, **data) -> dict:

@@ -12,6 +12,7 @@ import pytest
 from app.errors import ConfigError
 from models.build import build_entry
 from models.registry import load_registry
+from tests.support.needs import need_module
 from tests.support.tiny_model import tiny_gguf_path
 from training.export import (
     add_registry_entry,
@@ -53,7 +54,7 @@ models:
 @pytest.fixture(scope="module")
 def adapter_setup(tiny_hf_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A random LoRA adapter (B non-zero) on the tiny model, and the merged HF model."""
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
@@ -102,7 +103,7 @@ def _vocab(gguf: Path) -> tuple:
 
 @pytest.mark.slow
 def test_adapter_build_applies_the_adapter(adapter_setup: dict, tiny_hf_model: Path) -> None:
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     root = adapter_setup["root"]
     registry_file = root / "registry.yaml"
     registry_file.write_text(REGISTRY_TEXT, encoding="utf-8")
@@ -202,7 +203,7 @@ def test_quantize_q4_k_m(tmp_path: Path) -> None:
 
 
 def test_check_int8_generates_or_says_why(tiny_hf_model: Path) -> None:
-    pytest.importorskip("bitsandbytes")
+    need_module("bitsandbytes")
     from training.export import check_int8
 
     result = check_int8(tiny_hf_model, max_tokens=4)

@@ -12,6 +12,7 @@ from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, SamplingParams
+from tests.support.needs import SHARED_DATA, shared_file
 from training.config import (
     DataConfig,
     EvalConfig,
@@ -23,12 +24,14 @@ from training.config import (
 from training.data import read_examples
 from training.pipeline import run_pipeline
 
-AUTOJ = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "autoj"
+AUTOJ = SHARED_DATA / "autoj"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not AUTOJ.exists(), reason="../shared/data/autoj is not beside"),
-]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _autoj_data() -> None:
+    shared_file("autoj")
 
 
 def tiny_config(run_dir: Path) -> TrainingConfig:

@@ -12,8 +12,7 @@ import pytest
 from app.errors import InputError
 from app.io.layouts import LAYOUTS, UNKNOWN, detect_layout, row_id, to_item
 from app.records import JudgeItem, Label
-
-DATA = Path("/work/shared/data")
+from tests.support.needs import SHARED_DATA, missing
 
 AUTOJ_PROMPT = (
     "Write critiques for a submitted response on a given user's query, and grade the response:\n"
@@ -439,28 +438,21 @@ REAL_FILES = {
 }
 
 
-def _real_files() -> list[Path]:
-    if not DATA.is_dir():
-        return []
-    return sorted(p for p in DATA.rglob("*") if p.suffix in (".json", ".jsonl"))
-
-
-@pytest.mark.skipif(not _real_files(), reason=f"no data files under {DATA}")
-@pytest.mark.parametrize("path", _real_files(), ids=lambda p: p.name)
-def test_real_file_first_rows(path: Path) -> None:
+def _first_rows(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".jsonl":
         with path.open("rb") as stream:
-            rows = [json.loads(line) for line in itertools.islice(stream, 3)]
-    else:
-        rows = json.loads(path.read_bytes())[:3]
-    expected = REAL_FILES.get(path.name)
-    for line, row in enumerate(rows, start=1):
-        if expected is None:  # a file this test does not know: it must map or fail cleanly
-            try:
-                to_item(row, line)
-            except InputError as exc:
-                assert exc.line == line
-        elif expected.startswith("missing:"):
+            return [json.loads(line) for line in itertools.islice(stream, 3)]
+    return json.loads(path.read_bytes())[:3]
+
+
+@pytest.mark.parametrize("name", sorted(REAL_FILES))
+def test_real_file_first_rows(name: str) -> None:
+    found = sorted(SHARED_DATA.rglob(name)) if SHARED_DATA.is_dir() else []
+    if not found:
+        missing(f"{name} is not under {SHARED_DATA}: ../shared must sit beside the checkout")
+    expected = REAL_FILES[name]
+    for line, row in enumerate(_first_rows(found[0]), start=1):
+        if expected.startswith("missing:"):
             with pytest.raises(InputError) as caught:
                 to_item(row, line)
             assert caught.value.field == expected.removeprefix("missing:")
@@ -471,6 +463,21 @@ def test_real_file_first_rows(path: Path) -> None:
             assert item.question.strip() and all(a.strip() for a in item.answers)
             if expected == "autoj_single":
                 assert "[Query]" not in item.question and "[END DATA]" not in item.answers[0]
+
+
+def test_other_shared_files_map_or_fail_cleanly() -> None:
+    """A data file this test does not know (a new one in ../shared) maps or names its line."""
+    others = [
+        p
+        for p in sorted(SHARED_DATA.rglob("*"))
+        if p.suffix in (".json", ".jsonl") and p.name not in REAL_FILES
+    ]
+    for path in others:
+        for line, row in enumerate(_first_rows(path), start=1):
+            try:
+                to_item(row, line)
+            except InputError as exc:
+                assert exc.line == line, path
 
 
 def test_dumped_item_reads_back_unchanged() -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from app.ui.settings import MAX_UPLOAD_ENV, MODEL_ENV, RUBRICS_ENV
+from tests.support.needs import missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -88,10 +89,7 @@ ITEMS = (
 def chromium() -> Path:
     if CHROMIUM.is_file():
         return CHROMIUM
-    message = f"{CHROMIUM} not found: the browser tests need Debian's Chromium (make browser)"
-    if os.environ.get("CI"):
-        pytest.fail(message + "; CI must run them")
-    pytest.skip(message + "; `make browser` installs it")
+    missing(f"{CHROMIUM} not found: the browser tests need Debian's Chromium (make browser)")
 
 
 def free_port() -> int:

@@ -25,6 +25,7 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     settle,
     shots,  # noqa: F401 - a fixture
 )
+from tests.support.needs import need_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -40,9 +41,7 @@ ANSWERS = (
 def app_url(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # noqa: F811
     """The app with the registry's default judge."""
     entry = load_registry().get()
-    model = entry.path()
-    if model is None or not model.is_file():
-        pytest.skip(f"the default judge is not built ({model}): run `make models`")
+    need_model(entry.path(), entry.name)
     with app_server(entry.name, tmp_path_factory.mktemp("server")) as url:
         yield url
 

@@ -32,11 +32,12 @@ from models.backends.base import (
     SamplingParams,
 )
 from models.loader import open_judge
+from tests.support.needs import need_module
 
-pytest.importorskip("llama_cpp")
+need_module("llama_cpp", module_level=True)
 
-from models.backends import llama_cpp_backend
-from models.backends.llama_cpp_backend import LlamaCppBackend
+from models.backends import llama_cpp_backend  # noqa: E402 - after the check above
+from models.backends.llama_cpp_backend import LlamaCppBackend  # noqa: E402 - after the check above
 
 N_CTX = 4096
 # One thread: the machine has two cores, and two llama.cpp threads spinning on a busy

@@ -20,21 +20,19 @@ from pathlib import Path
 import openai
 import pytest
 
-try:
-    import llama_cpp.server.app  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    pytest.skip(
-        f"llama_cpp.server cannot be imported ({exc}): pip install 'llama-cpp-python[server]'",
-        allow_module_level=True,
-    )
+from tests.support.needs import need_module
 
-from app.criteria_resolution import CriteriaChoice
-from app.errors import BackendError, BackendUnavailable
-from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeConfig, JudgeService
-from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams
-from models.backends.openai_backend import OpenAIBackend
-from models.loader import open_judge
+need_module(
+    "llama_cpp.server.app", install="run `make setup` (llama-cpp-python[server])", module_level=True
+)
+
+from app.criteria_resolution import CriteriaChoice  # noqa: E402 - after the check above
+from app.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
+from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
+from app.service import JudgeConfig, JudgeService  # noqa: E402 - after the check above
+from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams  # noqa: E402 - after the check above
+from models.backends.openai_backend import OpenAIBackend  # noqa: E402 - after the check above
+from models.loader import open_judge  # noqa: E402 - after the check above
 
 API_KEY = "test-key-7f3a"
 KEY_ENV = "POCKETJUDGE_TEST_API_KEY"

@@ -27,8 +27,9 @@ from app.scoring import ScoringRule, verdict_from_overall
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, Generation, SamplingParams, ScoreRequest
+from tests.support.needs import need_module
 
-pytest.importorskip("llama_cpp")
+need_module("llama_cpp", module_level=True)
 
 CRITERIA = ("accuracy", "relevance", "clarity")
 RULE = ScoringRule(load_catalog().specs_for(criteria_ids=list(CRITERIA)))

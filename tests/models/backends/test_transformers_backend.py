@@ -20,10 +20,11 @@ from models.backends.transformers_backend import (
     merge_system_into_user,
     plain_transcript,
 )
+from tests.support.needs import need_module
 from tests.support.tiny_model import tiny_hf_dir
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+need_module("torch", module_level=True)
+need_module("transformers", module_level=True)
 
 MESSAGES = (
     Message("system", "You are a fair judge."),
