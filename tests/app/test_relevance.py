@@ -98,7 +98,10 @@ def test_the_registry_turns_it_on_and_the_flag_off():
 
 
 def test_the_decision_judge_joins_its_verdicts_with_relevance():
-    assert load_registry().get("pj-qwen05-decision").relevance_join is not None
+    entry = load_registry().get("pj-qwen05-decision")
+    fitted = RelevanceJoin(margin=1.75, relevance=7.292)  # training.relevance_join's fit
+    assert entry.relevance_join == fitted
+    assert model_judge_settings(entry).relevance_join == fitted  # what a judge runs with
 
 
 def test_a_real_model_judgment_carries_the_join(tiny_gguf_model: Path):

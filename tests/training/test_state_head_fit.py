@@ -34,7 +34,12 @@ def test_texts_are_distinct_and_in_a_fixed_order():
         JudgeItem(id="1", question="q", answers=("a", "b")),
         JudgeItem(id="2", question="q", answers=("b", "c")),
     ]
-    assert len(texts_of(items)) == 3 and texts_of(items) == texts_of(items)
+    assert texts_of(items) == [
+        "Request: q\n\nAnswer: a",
+        "Request: q\n\nAnswer: b",
+        "Request: q\n\nAnswer: c",
+    ]
+    assert texts_of(reversed(items)) == [texts_of(items)[i] for i in (1, 2, 0)]
 
 
 def test_the_head_is_position_free_and_finds_a_planted_signal():
