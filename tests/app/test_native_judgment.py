@@ -304,11 +304,15 @@ def test_the_cli_says_it_generates_and_records_it(
     code = main(["judge", str(source), "--out", str(out), "--template", "pandalm",
                  "--max-tokens", "16", "--model", str(tiny_gguf_model), "--threads", "1",
                  "--quiet", "--n-ctx", "2048"])  # fmt: skip
-    assert code in (0, 1)
     assert "template 'pandalm' writes free text" in capsys.readouterr().err
     (judgment,) = (Judgment.model_validate_json(line) for line in out.read_text().splitlines())
     assert judgment.mode == "generate" and judgment.template == "pandalm"
-    assert judgment.status in (Status.OK, Status.UNPARSED)
+    assert judgment.raw_output  # the free text is recorded, parsed or not
+    # exit 0 for a parsed reply; 1 says the row is unparsed, with why
+    if judgment.status is Status.OK:
+        assert code == 0 and judgment.winner in ("A", "B", "tie")
+    else:
+        assert judgment.status is Status.UNPARSED and judgment.error and code == 1
 
 
 def test_replace_keeps_the_native_fallback() -> None:

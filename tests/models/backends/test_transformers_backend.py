@@ -59,6 +59,12 @@ def test_greedy_is_deterministic(backend: TransformersBackend) -> None:
 def test_sampling_is_seeded(backend: TransformersBackend) -> None:
     params = SamplingParams(temperature=0.9, top_p=0.95, max_tokens=20, seed=5)
     assert backend.generate(MESSAGES, params).text == backend.generate(MESSAGES, params).text
+    # and it samples: other seeds give other texts (greedy decoding would give one text)
+    texts = {
+        backend.generate(MESSAGES, SamplingParams(temperature=0.9, max_tokens=20, seed=n)).text
+        for n in range(4)
+    }
+    assert len(texts) > 1
 
 
 def test_max_tokens_respected(backend: TransformersBackend) -> None:
