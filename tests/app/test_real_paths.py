@@ -1,0 +1,85 @@
+"""Features that were tested only through a fake backend, on the real tiny model: a
+decision-first ranking of three answers in score mode, the default judge's shipped
+calibration loaded from the registry and applied to a real judgment, and a whole
+judgment through the transformers backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.records import JudgeItem, Protocol, Status
+from app.service import JudgeConfig, JudgeService
+from models.backends.base import BackendOptions, SamplingParams
+
+THREE = JudgeItem(
+    id="r",
+    question="Which planet is closest to the sun?",
+    answers=("Mercury.", "Venus, the hottest planet.", "It is Mars, I think."),
+)
+
+
+@pytest.fixture(scope="module")
+def llama_service(tiny_gguf_model: Path):
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=4096, n_threads=1))
+    yield JudgeService(backend, "tiny")
+    backend.close()
+
+
+def test_a_decision_first_ranking_of_three_answers_in_score_mode(llama_service):
+    config = JudgeConfig(
+        protocol=Protocol.MULTI,
+        template="pocketjudge-decision",
+        mode="score",
+        detect_scenario=False,
+        sampling=SamplingParams(max_tokens=64),
+    )
+    judged = llama_service.judge(THREE, config)
+    assert judged.status is Status.OK, judged.error
+    assert judged.mode == "score"
+    assert sorted(judged.ranking) == [1, 2, 3]  # a permutation of the three answers
+    assert judged.entropy is not None and judged.entropy > 0  # read at the decision
+    assert judged.confidence is not None and 0 < judged.confidence <= 1
+
+
+def test_the_default_judges_calibration_from_the_registry_maps_a_real_confidence(
+    llama_service,
+):
+    from app.model_settings import model_judge_settings
+    from models.registry import load_registry
+
+    entry = load_registry().get()
+    calibration = model_judge_settings(entry).calibration
+    assert entry.calibration and calibration is not None  # the default ships one
+    pair = THREE.model_copy(update={"answers": THREE.answers[:2]})
+    config = JudgeConfig(
+        protocol=Protocol.PAIRWISE,
+        template="pocketjudge-decision",
+        detect_scenario=False,
+        calibration=calibration,
+    )
+    judged = llama_service.judge(pair, config)
+    assert judged.status is Status.OK, judged.error
+    assert judged.confidence is not None
+    assert judged.calibrated_confidence == calibration(judged.confidence)
+    assert 0 <= judged.calibrated_confidence <= 1
+
+
+def test_a_whole_judgment_through_the_transformers_backend(tiny_hf_model: Path):
+    from app.api import load_judge
+
+    pair = THREE.model_copy(update={"answers": THREE.answers[:2]})
+    with load_judge(
+        str(tiny_hf_model), backend="transformers", threads=1, detect_scenario=False
+    ) as judge:
+        judged = judge.judge(pair)
+    assert judged.model and judged.protocol is Protocol.PAIRWISE
+    # no probabilities to score with: the backend writes the reply, which is kept
+    assert judged.raw_output and judged.raw_output_swapped
+    if judged.status is Status.OK:
+        assert judged.winner in ("A", "B", "tie", "uncertain")
+    else:  # nonsense from a random model is recorded as unparsed, never invented
+        assert judged.status is Status.UNPARSED and judged.error and judged.winner is None
