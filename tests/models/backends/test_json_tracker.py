@@ -283,7 +283,7 @@ def test_never_raises_on_garbage() -> None:
     for _ in range(300):
         tracker = JsonTracker()
         tracker.feed("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))))
-        tracker.path()
-        tracker.partial_value()
-        tracker.expecting_value()
-        tracker.before_value()
+        tracker.path()  # raising would fail the test; the answers keep their types
+        assert tracker.partial_value() is None or isinstance(tracker.partial_value(), str)
+        assert isinstance(tracker.expecting_value(), bool)
+        assert isinstance(tracker.before_value(), bool)
