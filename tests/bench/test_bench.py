@@ -120,3 +120,20 @@ def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path)
     assert cell["peak_rss_mb"] < 2.5 * 1024 + model.stat().st_size / 2**20
     saved = [json.loads(line) for line in (tmp_path / "f-t1-n2.jsonl").read_text().splitlines()]
     assert all(j["verdict_parts"]["states"] != 0 for j in saved)
+
+
+def test_head_judges_are_given_as_ratios_to_the_reference_of_the_same_run():
+    from bench.heads import render
+
+    cells = {
+        "pj-qwen15-head": {"seconds": 20.0, "pairs": 5, "peak_rss_mb": 3000.0, "agreement": 40.0},
+        "pj-qwen15-pmi": {"seconds": 30.0, "pairs": 5, "peak_rss_mb": 1500.0, "agreement": 60.0},
+    }
+    table = render(cells, "pj-qwen15-head", 5, load_registry())
+    rows = {
+        line.split(" | ")[0]: line.split(" | ") for line in table.splitlines() if "| pj-" in line
+    }
+    head, pmi = rows["| pj-qwen15-head"], rows["| pj-qwen15-pmi"]
+    assert head[1:3] == ["4.00", "1.00"] and head[4] == "1.00"
+    assert pmi[1:3] == ["6.00", "1.50"] and pmi[3:5] == ["1500", "0.50"]
+    assert pmi[-1] == "60.0 |"
