@@ -31,11 +31,11 @@ from app.records import JudgeItem
 from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs, grade_rows
 from training.state_head import (
     agreement_by_source,
+    best_strength,
     choose_tie_band,
     fit_logistic,
-    log_loss,
-    out_of_fold,
     source_of,
+    variant_report,
     verdicts,
 )
 
@@ -101,17 +101,11 @@ def fit(args: argparse.Namespace) -> int:
             states if use_states else None, table, names, relevance if use_relevance else None
         )
         explicit = x.shape[1] - (states.shape[1] if use_states else 0)
-        tried = {c: out_of_fold(x, winners, groups, c, explicit) for c in CS}
-        c = min(tried, key=lambda c: log_loss(tried[c], winners))
-        loss = log_loss(tried[c], winners)
-        report["variants"][name] = {
-            "C": c,
-            "cross-validated log loss": round(loss, 4),
-            "agreement": agreement_by_source(verdicts(tried[c]), pairs),
-        }
+        c, loss, p_oof = best_strength(x, winners, groups, CS, explicit)
+        report["variants"][name] = variant_report(c, loss, p_oof, pairs)
         print(name, report["variants"][name], flush=True)
         if best is None or loss < best[0]:
-            best = (loss, name, c, tried[c], x, explicit)
+            best = (loss, name, c, p_oof, x, explicit)
     report["rules"] = {
         rule: agreement_by_source(
             verdicts(np.array([_sigmoid(t[0][f] - t[1][f]) for t in table])), pairs

@@ -191,6 +191,24 @@ def out_of_fold(
     return 1 / (1 + np.exp(-scores))
 
 
+def best_strength(
+    x: np.ndarray, winners: list[str], groups: list[str], cs: tuple[float, ...], explicit: int
+) -> tuple[float, float, np.ndarray]:
+    """The inverse L2 strength of `cs` with the lowest out-of-fold log loss: (C, that loss,
+    the out-of-fold P(A) of every pair)."""
+    tried = {c: out_of_fold(x, winners, groups, c, explicit) for c in cs}
+    c = min(tried, key=lambda c: log_loss(tried[c], winners))
+    return c, log_loss(tried[c], winners), tried[c]
+
+
+def variant_report(c: float, loss: float, p_oof: np.ndarray, pairs: list[JudgeItem]) -> dict:
+    return {
+        "C": c,
+        "cross-validated log loss": round(loss, 4),
+        "agreement": agreement_by_source(verdicts(p_oof), pairs),
+    }
+
+
 def log_loss(p_a: np.ndarray, winners: list[str]) -> float:
     rows = [(p, w) for p, w in zip(p_a, winners) if w in ("A", "B")]
     return float(-np.mean([np.log(max(p if w == "A" else 1 - p, 1e-9)) for p, w in rows]))
@@ -225,16 +243,10 @@ def fit(args: argparse.Namespace) -> int:
     best = None
     for name, signals in VARIANTS.items():
         x = design(states, extra, signals)
-        tried = {c: out_of_fold(x, winners, groups, c, len(signals)) for c in CS}
-        c = min(tried, key=lambda c: log_loss(tried[c], winners))
-        loss = log_loss(tried[c], winners)
-        report["variants"][name] = {
-            "C": c,
-            "cross-validated log loss": round(loss, 4),
-            "agreement": agreement_by_source(verdicts(tried[c]), pairs),
-        }
+        c, loss, p_oof = best_strength(x, winners, groups, CS, len(signals))
+        report["variants"][name] = variant_report(c, loss, p_oof, pairs)
         if best is None or loss < best[0]:
-            best = (loss, name, signals, c, tried[c], x)
+            best = (loss, name, signals, c, p_oof, x)
     report["relevance alone"] = agreement_by_source(verdicts(extra["relevance"] * 1e3), pairs)
     assert best is not None
     _, name, signals, c, p_oof, x = best

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError
+from models.backends.sequence_runner import shared_length
 from models.backends.state_reader import READ_CONTEXT, reading_context
 
 
@@ -70,7 +71,7 @@ class LikelihoodReader:
         tokens = list(prompt) + answer
         first_output = len(prompt) - 1  # the position that predicts the answer's first token
         with self._lock:
-            start = min(_common_length(self._cached, tokens), first_output)
+            start = min(shared_length(self._cached, tokens), first_output)
             self._forget_from(start)
             if len(self._cached) < start:  # the cache was cleared: decode from the beginning
                 start = 0
@@ -131,15 +132,6 @@ class LikelihoodReader:
 
     def close(self) -> None:
         self._stack.close()
-
-
-def _common_length(first: Sequence[int], second: Sequence[int]) -> int:
-    n = 0
-    for a, b in zip(first, second):
-        if a != b:
-            break
-        n += 1
-    return n
 
 
 LOGSUMEXP_ROWS = 32  # rows of logits turned to log-probabilities at a time (memory)
