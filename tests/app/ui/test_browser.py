@@ -456,7 +456,9 @@ def test_pairwise_item_with_reference(configured, shots: Path) -> None:
     )
     assert re.fullmatch(r"Verdict: (Tie|Answer [AB] is better|Uncertain \(leans to .+\))", shown)
     for label in ("Answer A", "Answer B", "Confidence", "Position consistency", "Time"):
-        assert page.locator('[data-testid="stMetric"]', has_text=label).count(), label
+        metric = page.locator('[data-testid="stMetric"]', has_text=label)
+        metric.first.wait_for(timeout=30_000)  # a loaded machine draws the metrics later
+        assert metric.count(), label
     wait_for_charts(page, 3)
     assert page.locator(".js-plotly-plot").count() == 3  # bars, radar (in its tab), metrics
     text = main_text(page)
