@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.batch_run import ExitCode
-from app.records import Judgment
+from app.records import Judgment, Status
 from tests.support.needs import need_module
 
 need_module(
@@ -93,8 +93,10 @@ def test_a_down_server_stops_the_batch_with_exit_3_and_the_rerun_judges_every_ro
     finally:
         server.terminate()
         server.wait(timeout=30)
-    assert up.returncode in (ExitCode.OK, ExitCode.ROWS_FAILED), up.stderr
     judged = [Judgment.model_validate(json.loads(line)) for line in out.read_text().splitlines()]
+    # the tiny model may leave a row unparsed: the exit code says so, and only then
+    failed = any(j.status is not Status.OK for j in judged)
+    assert up.returncode == (ExitCode.ROWS_FAILED if failed else ExitCode.OK), up.stderr
     assert [j.id for j in judged] == [f"q{n}" for n in range(1, ROWS + 1)]
     assert not any((j.error or "").startswith("backend failed") for j in judged)
     assert list(tmp_path.glob("out.jsonl.*.partial")) == []

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -508,31 +507,27 @@ def test_batch_preview_stop_resume_dashboard_and_downloads(
         assert f"line {line}" in shown and what in shown
 
     page.locator(".st-key-run_batch button").click()
+    # Stop as soon as the first rows are in: 50 rows take 20 s or more and a click takes
+    # under 1 s, so the stop must land mid-batch; a batch that ends first is a failure.
     running = watch(page, lambda p: p.done > 0 or p.state != "running", BATCH_S)[-1]
-    tested_stop = running.state == "running"
-    if tested_stop:  # stop as soon as the first rows are in
-        assert 0 < running.done < ROWS and running.total == ROWS
-        assert running.rate > 0 and running.eta, running  # count, rate and time left
-        page.locator(f".st-key-stop_batch{LIVE} button").first.click()
-        end = watch(page, lambda p: p.state in ("stopped", "done"), 60)[-1]
-        tested_stop = end.state == "stopped"
-    if tested_stop:
-        kept = end.done
-        page.get_by_text(f"Stopped after {kept} of {ROWS} rows").wait_for()
-        page.get_by_text(f"The files hold the {kept} rows judged so far").wait_for()
-        settle(page)
-        check_jsonl(download(page, "download_jsonl"), kept)  # the judged rows are kept
-        page.locator(f".st-key-resume_batch{LIVE} button").first.click()
-        resumed = watch(page, lambda p: p.state == "done", BATCH_S)
-        counts = [p.done for p in resumed]
-        assert counts == sorted(counts) and counts[0] >= kept, counts  # goes on, not over
-        assert len(set(counts)) > 2, counts  # the count advanced while we watched
-        print(f"stop clicked at {running.done} rows, {kept} kept, resumed {counts[0]}->{ROWS}")
-    else:  # the machine was fast enough to finish before the click: nothing to stop
-        warnings.warn(
-            "the batch finished before Stop was clicked; stop/resume not tested", stacklevel=1
-        )
-        watch(page, lambda p: p.state == "done", BATCH_S)
+    assert running.state == "running", f"the batch ended before Stop could be clicked: {running}"
+    assert 0 < running.done < ROWS and running.total == ROWS
+    assert running.rate > 0 and running.eta, running  # count, rate and time left
+    page.locator(f".st-key-stop_batch{LIVE} button").first.click()
+    end = watch(page, lambda p: p.state in ("stopped", "done"), 60)[-1]
+    assert end.state == "stopped", f"Stop was clicked at {running.done} rows but: {end}"
+    kept = end.done
+    assert running.done <= kept < ROWS, (running, end)
+    page.get_by_text(f"Stopped after {kept} of {ROWS} rows").wait_for()
+    page.get_by_text(f"The files hold the {kept} rows judged so far").wait_for()
+    settle(page)
+    check_jsonl(download(page, "download_jsonl"), kept)  # the judged rows are kept
+    page.locator(f".st-key-resume_batch{LIVE} button").first.click()
+    resumed = watch(page, lambda p: p.state == "done", BATCH_S)
+    counts = [p.done for p in resumed]
+    assert counts == sorted(counts) and counts[0] >= kept, counts  # goes on, not over
+    assert len(set(counts)) > 2, counts  # the count advanced while we watched
+    print(f"stop clicked at {running.done} rows, {kept} kept, resumed {counts[0]}->{ROWS}")
 
     page.get_by_text(f"Done: {ROWS} rows judged").wait_for(timeout=30_000)
     page.get_by_role("heading", name="Model leaderboard").wait_for()

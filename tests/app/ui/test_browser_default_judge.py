@@ -35,6 +35,9 @@ ANSWERS = (
     "Sydney is the capital of Australia. It is the largest city in the country, home to the "
     "Opera House and the Harbour Bridge, and its main financial centre.",
 )
+# Two copies of one answer: the judge reads both orders, so whatever its weights it gives
+# each answer exactly half; below any threshold above 0.5, so it must be shown uncertain.
+SAME = "Canberra is the capital of Australia."
 
 
 @pytest.fixture(scope="module")
@@ -51,22 +54,26 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     shots: Path,  # noqa: F811
 ) -> None:
     entry = load_registry().get()
-    page.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
-    page.locator(".st-key-answer_2").wait_for()
-    settle(page)
+    threshold = entry.uncertain_below
+    assert threshold and threshold > 0.5, "the default judge names a confidence threshold"
+    pairwise_form(page)
+    shown = judge_pair(page, question=QUESTION, answer_1=SAME, answer_2=SAME)
+    assert shown == "Verdict: Uncertain (leans to a tie)", shown
+    assert confidence_shown(page) == 0.5
+    assert "this is not a decision" in main_text(page)
+
+    # The README's pair: whatever the judge makes of it, what is shown follows its confidence.
+    page.reload()  # a new session: no verdict left from the first pair to mistake for this one
+    pairwise_form(page)
     shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
     screenshot(page, shots / "default_judge_result.png", main_only=True)
-
-    metric = page.locator('[data-testid="stMetric"]', has_text="Confidence").inner_text()
-    confidence = float(re.search(r"(\d+(?:\.\d+)?)\s*%", metric).group(1)) / 100
     text = main_text(page)
-    threshold = entry.uncertain_below
-    assert threshold and threshold > 0, "the default judge names its confidence threshold"
-    if confidence < threshold:
+    if confidence_shown(page) < threshold:
         assert re.fullmatch(r"Verdict: Uncertain \(leans to (answer [AB]|a tie)\)", shown), shown
         assert "this is not a decision" in text
     else:
         assert re.fullmatch(r"Verdict: (Tie|Answer [AB] is better)", shown), shown
+        assert "this is not a decision" not in text
     assert f"How often {entry.name} agrees with people" in text
     assert "the longer answer wins:" in text
     assert re.search(r"\d+\.\d %\s*agreement; the longer answer wins: \d+\.\d %", text), text
@@ -76,3 +83,18 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     warning = "it agrees less often than a coin tossed between the answers"
     assert (warning in text) is bool(below), text
     assert all(f"On {name}" in text.split(warning)[0] for name in below), text
+
+
+def confidence_shown(tab) -> float:
+    """The confidence metric on the result page, as a share."""
+    metric = tab.locator('[data-testid="stMetric"]', has_text="Confidence").inner_text()
+    return float(re.search(r"(\d+(?:\.\d+)?)\s*%", metric).group(1)) / 100
+
+
+def pairwise_form(tab) -> None:
+    """The one-item form set to pairwise comparison, once the page has settled."""
+    tab.wait_for_selector(".st-key-protocol")
+    settle(tab)
+    tab.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
+    tab.locator(".st-key-answer_2").wait_for()
+    settle(tab)

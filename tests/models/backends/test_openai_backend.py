@@ -26,9 +26,12 @@ need_module(
     "llama_cpp.server.app", install="run `make setup` (llama-cpp-python[server])", module_level=True
 )
 
-from app.criteria_resolution import CriteriaChoice  # noqa: E402 - after the check above
+from app.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
+from app.parsing import ParseFailure, parse_output  # noqa: E402 - after the check above
 from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
+from app.scenarios import load_catalog  # noqa: E402 - after the check above
+from app.scoring import ScoringRule  # noqa: E402 - after the check above
 from app.service import JudgeConfig, JudgeService  # noqa: E402 - after the check above
 from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams  # noqa: E402 - after the check above
 from models.backends.openai_backend import OpenAIBackend  # noqa: E402 - after the check above
@@ -122,22 +125,26 @@ def test_judges_a_pairwise_item_through_the_server(
         judge.close()
     assert judgment.protocol is Protocol.PAIRWISE
     assert judgment.swapped
-    assert judgment.status in (Status.OK, Status.UNPARSED), judgment.error
-    for raw in (judgment.raw_output, judgment.raw_output_swapped):
+    raws = (judgment.raw_output, judgment.raw_output_swapped)
+    for raw in raws:
         # The server turned the schema into a grammar: both orders are the judgment's JSON.
         assert raw is not None
         data = json.loads(raw, strict=False)  # that grammar lets raw newlines into strings
         assert set(data) == {"scores", "overall", "verdict", "feedback"}, raw
         assert set(data["scores"]) == {"A", "B"}
-    if judgment.status is Status.OK:
+    # A random model under a plain schema grammar can still write an overall that disagrees
+    # with its scores: the status must follow what the two replies hold.
+    rule = resolve(CONFIG.choice, ITEM, load_catalog()).rule
+    if all(readable(raw, rule) for raw in raws):
+        assert judgment.status is Status.OK, judgment.error
         assert judgment.winner in ("A", "B", "tie")
         assert len(judgment.answers) == 2
         # No logits over the API: no expected scores, no confidence.
         assert judgment.confidence is None
         assert all(a.expected_overall is None for a in judgment.answers)
     else:
-        # A random model under a plain schema grammar can still write an overall that
-        # disagrees with its scores; the raw text is kept and the reason is stated.
+        # The raw text is kept and the reason is stated.
+        assert judgment.status is Status.UNPARSED, judgment
         assert judgment.error and judgment.answers == ()
     assert judgment.prompt_tokens and judgment.completion_tokens
 
@@ -223,3 +230,12 @@ def test_bad_settings_are_unavailable() -> None:
             BackendOptions(base_url="http://127.0.0.1:9/v1", extra={"schema_form": "xml"}),
             backend="openai",
         )
+
+
+def readable(raw: str, rule: ScoringRule) -> bool:
+    """Whether one pairwise reply parses under `rule` (what the service must agree with)."""
+    try:
+        parse_output(raw, Protocol.PAIRWISE, rule, 2)
+    except ParseFailure:
+        return False
+    return True
