@@ -32,7 +32,7 @@ def test_the_readme_example_runs(tiny_gguf_model: Path, tmp_path: Path, monkeypa
     printed = capsys.readouterr().out.splitlines()
     saved = [line.split() for line in printed[-3:]]
     assert [s[0] for s in saved] == ["pair", "bad", "one"]
-    assert saved[0][1] in {"ok", "unparsed"} and saved[1][1] == "error"
+    assert saved[0][1] == "ok" and saved[1][1] == "error"  # the grammar keeps replies readable
     assert len(Path("judged.jsonl").read_text().splitlines()) == 3
 
 

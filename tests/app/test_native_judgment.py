@@ -19,7 +19,7 @@ import pytest
 
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.leaderboard import grade_scale
-from app.native_parsers import judgelm_pairwise
+from app.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.parsing import ParseFailure
 from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Protocol, Status
@@ -315,11 +315,14 @@ def test_the_cli_says_it_generates_and_records_it(
     (judgment,) = (Judgment.model_validate_json(line) for line in out.read_text().splitlines())
     assert judgment.mode == "generate" and judgment.template == "pandalm"
     assert judgment.raw_output  # the free text is recorded, parsed or not
-    # exit 0 for a parsed reply; 1 says the row is unparsed, with why
-    if judgment.status is Status.OK:
+    # the status follows what the two replies hold; exit 0 for a parsed row, 1 for unparsed
+    raws = (judgment.raw_output, judgment.raw_output_swapped)
+    if all(parses(pandalm_pairwise, raw or "") for raw in raws):
+        assert judgment.status is Status.OK, judgment.error
         assert code == 0 and judgment.winner in ("A", "B", "tie")
     else:
-        assert judgment.status is Status.UNPARSED and judgment.error and code == 1
+        assert judgment.status is Status.UNPARSED, judgment
+        assert judgment.error and code == 1
 
 
 def test_replace_keeps_the_native_fallback() -> None:

@@ -139,9 +139,12 @@ def test_judges_a_pairwise_item_through_the_server(
         assert judgment.status is Status.OK, judgment.error
         assert judgment.winner in ("A", "B", "tie")
         assert len(judgment.answers) == 2
-        # No logits over the API: no expected scores, no confidence.
-        assert judgment.confidence is None
+        # No logits over the API: no expected scores, and the verdict's probabilities are
+        # the share of the two orders that wrote each verdict (0, 1/2 or 1).
         assert all(a.expected_overall is None for a in judgment.answers)
+        assert set(judgment.verdict_probs.values()) <= {0.0, 0.5, 1.0}, judgment.verdict_probs
+        assert judgment.confidence == judgment.verdict_probs[judgment.winner]
+        assert judgment.consistent is (judgment.confidence == 1.0)
     else:
         # The raw text is kept and the reason is stated.
         assert judgment.status is Status.UNPARSED, judgment
