@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from app.criteria_resolution import resolve
+from app.output_format import ReplyLayout
+from app.parsing import ParseFailure, parse_output
+from app.prompts import get_template
 from app.records import JudgeItem, Protocol, Status
+from app.scenarios import load_catalog
+from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 
@@ -76,10 +82,30 @@ def test_a_whole_judgment_through_the_transformers_backend(tiny_hf_model: Path):
         str(tiny_hf_model), backend="transformers", threads=1, detect_scenario=False
     ) as judge:
         judged = judge.judge(pair)
+        config = judge.config
     assert judged.model and judged.protocol is Protocol.PAIRWISE
     # no probabilities to score with: the backend writes the reply, which is kept
-    assert judged.raw_output and judged.raw_output_swapped
-    if judged.status is Status.OK:
+    raws = (judged.raw_output, judged.raw_output_swapped)
+    assert all(raws)
+    # a random model: the status must follow what its two replies hold, never be invented
+    rule = resolve(config.choice, pair, load_catalog()).rule
+    layout = ReplyLayout(
+        decision_first=get_template(judged.template).decision_first,
+        criteria=config.criteria,
+        feedback=config.mode == "generate",
+    )
+    if all(readable(raw, rule, layout) for raw in raws):
+        assert judged.status is Status.OK, judged.error
         assert judged.winner in ("A", "B", "tie", "uncertain")
-    else:  # nonsense from a random model is recorded as unparsed, never invented
-        assert judged.status is Status.UNPARSED and judged.error and judged.winner is None
+    else:
+        assert judged.status is Status.UNPARSED, judged
+        assert judged.error and judged.winner is None
+
+
+def readable(raw: str, rule: ScoringRule, layout: ReplyLayout) -> bool:
+    """Whether one pairwise reply parses (what the service must agree with)."""
+    try:
+        parse_output(raw, Protocol.PAIRWISE, rule, 2, layout)
+    except ParseFailure:
+        return False
+    return True
