@@ -119,6 +119,7 @@ class LlamaCppBackend:
                 n_threads=options.n_threads,
                 n_threads_batch=options.n_threads,  # prompt processing too (None: default)
                 n_gpu_layers=options.n_gpu_layers,
+                use_mmap=options.use_mmap,
                 seed=0,
                 verbose=False,
             )
