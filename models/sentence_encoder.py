@@ -87,7 +87,7 @@ class SentenceEncoder:
         tokens = cut(llama.tokenize(text.encode("utf-8"), add_bos=True, special=False))
         llama._batch.reset()
         llama._ctx.kv_cache_clear()
-        llama._batch.add_sequence(tokens, 0, False)
+        llama._batch.add_sequence(tokens, 0, True)  # every token an output: no warning
         llama._ctx.decode(llama._batch)
         pointer = self._llama_cpp.llama_get_embeddings_seq(llama._ctx.ctx, 0)
         vector = np.ctypeslib.as_array(pointer, shape=(self.width,)).astype(np.float32)
