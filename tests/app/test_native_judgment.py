@@ -10,7 +10,6 @@ real llama.cpp backend on the tiny model, and through the CLI.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -20,13 +19,13 @@ import pytest
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.leaderboard import grade_scale
 from app.native_parsers import judgelm_pairwise, pandalm_pairwise
-from app.parsing import ParseFailure
 from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService, prompt_input, row_problem
 from models.backends.base import Generation, SamplingParams
 from tests.support.fake_backend import FakeBackend
+from tests.support.replies import parses
 
 CATALOG = load_catalog()
 # Score mode is what the CLI and the app ask for by default; scenario detection is
@@ -368,12 +367,3 @@ def test_the_templates_command_lists_the_reply_formats(capsys: pytest.CaptureFix
     assert listed["judgelm"]["reply"] == "judgelm"
     assert listed["judgelm"]["protocols"] == "pairwise, multi, anchored"
     assert listed["pocketjudge"]["reply"] == "pocketjudge"
-
-
-def parses(parser: Callable[[str], object], text: str) -> bool:
-    """Whether `parser` reads `text` (the check the service must agree with)."""
-    try:
-        parser(text)
-    except ParseFailure:
-        return False
-    return True

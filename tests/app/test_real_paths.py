@@ -11,13 +11,12 @@ import pytest
 
 from app.criteria_resolution import resolve
 from app.output_format import ReplyLayout
-from app.parsing import ParseFailure, parse_output
 from app.prompts import get_template
 from app.records import JudgeItem, Protocol, Status
 from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
+from tests.support.replies import pair_reply_parses
 
 THREE = JudgeItem(
     id="r",
@@ -94,18 +93,9 @@ def test_a_whole_judgment_through_the_transformers_backend(tiny_hf_model: Path):
         criteria=config.criteria,
         feedback=config.mode == "generate",
     )
-    if all(readable(raw, rule, layout) for raw in raws):
+    if all(pair_reply_parses(raw, rule, layout) for raw in raws):
         assert judged.status is Status.OK, judged.error
         assert judged.winner in ("A", "B", "tie", "uncertain")
     else:
         assert judged.status is Status.UNPARSED, judged
         assert judged.error and judged.winner is None
-
-
-def readable(raw: str, rule: ScoringRule, layout: ReplyLayout) -> bool:
-    """Whether one pairwise reply parses (what the service must agree with)."""
-    try:
-        parse_output(raw, Protocol.PAIRWISE, rule, 2, layout)
-    except ParseFailure:
-        return False
-    return True

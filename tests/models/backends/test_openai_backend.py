@@ -21,6 +21,7 @@ import openai
 import pytest
 
 from tests.support.needs import need_module
+from tests.support.replies import pair_reply_parses
 
 need_module(
     "llama_cpp.server.app", install="run `make setup` (llama-cpp-python[server])", module_level=True
@@ -28,10 +29,8 @@ need_module(
 
 from app.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
-from app.parsing import ParseFailure, parse_output  # noqa: E402 - after the check above
 from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
 from app.scenarios import load_catalog  # noqa: E402 - after the check above
-from app.scoring import ScoringRule  # noqa: E402 - after the check above
 from app.service import JudgeConfig, JudgeService  # noqa: E402 - after the check above
 from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams  # noqa: E402 - after the check above
 from models.backends.openai_backend import OpenAIBackend  # noqa: E402 - after the check above
@@ -135,7 +134,7 @@ def test_judges_a_pairwise_item_through_the_server(
     # A random model under a plain schema grammar can still write an overall that disagrees
     # with its scores: the status must follow what the two replies hold.
     rule = resolve(CONFIG.choice, ITEM, load_catalog()).rule
-    if all(readable(raw, rule) for raw in raws):
+    if all(pair_reply_parses(raw, rule) for raw in raws):
         assert judgment.status is Status.OK, judgment.error
         assert judgment.winner in ("A", "B", "tie")
         assert len(judgment.answers) == 2
@@ -233,12 +232,3 @@ def test_bad_settings_are_unavailable() -> None:
             BackendOptions(base_url="http://127.0.0.1:9/v1", extra={"schema_form": "xml"}),
             backend="openai",
         )
-
-
-def readable(raw: str, rule: ScoringRule) -> bool:
-    """Whether one pairwise reply parses under `rule` (what the service must agree with)."""
-    try:
-        parse_output(raw, Protocol.PAIRWISE, rule, 2)
-    except ParseFailure:
-        return False
-    return True
