@@ -81,7 +81,8 @@ class ReadingCache:
         groups: dict[str, list[str]] = {}
         for question, answer in todo:
             groups.setdefault(question, []).append(answer)
-        with tqdm(total=len(todo), desc=f"reads {label}", unit="answer", file=sys.stderr) as bar:
+        bar = tqdm(total=len(todo), desc=f"reads {label}", unit="answer", file=sys.stderr)
+        try:  # an interrupted run (Ctrl-C) keeps what it read
             for question, answers in groups.items():
                 for answer in answers:  # the request's reads first: they share its tokens
                     key = cond_key(question, answer) + ".lp"
@@ -95,7 +96,9 @@ class ReadingCache:
                     bar.update()
                 if len(self._pending) >= 3 * CHUNK:
                     self.flush()
-        self.flush()
+        finally:
+            bar.close()
+            self.flush()
 
     def flush(self) -> None:
         if not self._pending:

@@ -45,6 +45,23 @@ def test_the_cache_resumes_and_reads_each_answer_without_a_request_once(tmp_path
         again.get("never read", "answer 0")
 
 
+def test_an_interrupted_fill_keeps_what_it_read(tmp_path):
+    texts = [(f"q{n}", f"answer {n}") for n in range(5)]  # fewer than a chunk
+    read_cond, read_uncond = _fake_reads([])
+    calls = []
+
+    def stopped_on_the_fourth(answer: str) -> np.ndarray:
+        calls.append(answer)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return read_uncond(answer)
+
+    with pytest.raises(KeyboardInterrupt):
+        ReadingCache(tmp_path).fill(texts, read_cond, stopped_on_the_fourth, "part0")
+    kept = ReadingCache(tmp_path)
+    assert [kept.has(q, a) for q, a in texts] == [True, True, True, False, False]
+
+
 def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gguf_model):
     from app.service import JudgeConfig, JudgeService
     from app.state_head import StateHead
