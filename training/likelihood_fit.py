@@ -71,8 +71,8 @@ def fit(args: argparse.Namespace) -> int:
     from training.state_head import HELDOUT_FILE
     from training.state_head_data import single_rows
 
-    cache = cache_for(args.gguf)
-    every = fitting_pairs(args.alpacaeval)
+    cache = cache_for(args.gguf, args.cache)
+    every = fitting_pairs(args.alpacaeval, args.per_request)
     pairs = [p for p in every if all(cache.has(*cut(p.question, a)) for a in p.answers)]
     winners = [p.label.winner for p in pairs]
     groups = [p.question for p in pairs]
@@ -165,7 +165,7 @@ def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[
     y = np.array([1 if w == "A" else 0 for w in winners])
     c = report["variants"]["likelihood"]["C"]
     weights = fit_logistic(x[decisive], y[decisive], c, x.shape[1])
-    grade = fit_grades(cache_for(args.gguf), likelihood_only=True)
+    grade = fit_grades(cache_for(args.gguf, args.cache), likelihood_only=True)
     report["likelihood judge grades"] = grade["report"]
     return StateHead(
         base_file="any",

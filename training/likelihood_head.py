@@ -27,6 +27,7 @@ from app.state_head import ANSWER_CHARS, QUESTION_CHARS
 
 RUN_DIR = Path("training/runs/likelihood-head")
 ALPACAEVAL_PAIRS = 800
+PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.state_head_data)
 SEED = 0
 
 
@@ -34,10 +35,10 @@ def cut(question: str, answer: str) -> tuple[str, str]:
     return question[:QUESTION_CHARS], answer[:ANSWER_CHARS]
 
 
-def fitting_pairs(alpacaeval: int) -> list[JudgeItem]:
+def fitting_pairs(alpacaeval: int, per_request: int = PER_REQUEST) -> list[JudgeItem]:
     from training.state_head_data import saved_fitting_pairs
 
-    return saved_fitting_pairs(alpacaeval, RUN_DIR)
+    return saved_fitting_pairs(alpacaeval, RUN_DIR, per_request)
 
 
 def grade_rows() -> list[JudgeItem]:
@@ -46,9 +47,9 @@ def grade_rows() -> list[JudgeItem]:
     return rows()
 
 
-def work_order(alpacaeval: int) -> list[tuple[str, str]]:
+def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[str, str]]:
     """Every (question, answer) to read, cut, a pair's answers together, pairs shuffled."""
-    items = fitting_pairs(alpacaeval) + grade_rows()
+    items = fitting_pairs(alpacaeval, per_request) + grade_rows()
     random.Random(SEED).shuffle(items)
     seen: dict[tuple[str, str], None] = {}
     for item in items:
@@ -57,10 +58,10 @@ def work_order(alpacaeval: int) -> list[tuple[str, str]]:
     return list(seen)
 
 
-def cache_for(gguf: Path):  # type: ignore[no-untyped-def]
+def cache_for(gguf: Path, folder: Path | None = None):  # type: ignore[no-untyped-def]
     from training.reading_cache import ReadingCache
 
-    return ReadingCache(RUN_DIR / "cache" / gguf.stem)
+    return ReadingCache(folder or RUN_DIR / "cache" / gguf.stem)
 
 
 def read(args: argparse.Namespace) -> int:
@@ -68,7 +69,7 @@ def read(args: argparse.Namespace) -> int:
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
 
-    texts = work_order(args.alpacaeval)
+    texts = work_order(args.alpacaeval, args.per_request)
     questions = sorted({q for q, _ in texts})
     mine = set(questions[args.part :: args.parts])  # a question's answers in one process
     texts = [t for t in texts if t[0] in mine]
@@ -81,7 +82,7 @@ def read(args: argparse.Namespace) -> int:
     def read_uncond(answer: str) -> np.ndarray:
         return backend.read_reply("", answer, states=False).logprobs
 
-    cache_for(args.gguf).fill(texts, read_cond, read_uncond, f"part{args.part}")
+    cache_for(args.gguf, args.cache).fill(texts, read_cond, read_uncond, f"part{args.part}")
     print(f"{len(texts)} answers read into the cache of {args.gguf.name}")
     return 0
 
@@ -93,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name)
         command.add_argument("--gguf", type=Path, required=True)
         command.add_argument("--alpacaeval", type=int, default=ALPACAEVAL_PAIRS)
+        command.add_argument(
+            "--per-request", type=int, default=PER_REQUEST, help="AlpacaEval pairs per instruction"
+        )
+        command.add_argument(
+            "--cache", type=Path, help="the reading cache (default: the GGUF's under the run)"
+        )
     read_command = commands.choices["read"]
     read_command.add_argument("--part", type=int, default=0)
     read_command.add_argument("--parts", type=int, default=1)

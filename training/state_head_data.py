@@ -38,7 +38,9 @@ ALPACA_PER_REQUEST = 4  # pairs of one instruction at most (other models' answer
 SEED = 0
 
 
-def fitting_pairs(alpacaeval: int, seed: int = SEED) -> list[JudgeItem]:
+def fitting_pairs(
+    alpacaeval: int, seed: int = SEED, per_request: int = ALPACA_PER_REQUEST
+) -> list[JudgeItem]:
     """The labelled pairs of the fitting set (see the module's docstring)."""
     from app.scenarios import load_catalog
     from training.alpacaeval import length_balanced, read_decisive
@@ -52,11 +54,11 @@ def fitting_pairs(alpacaeval: int, seed: int = SEED) -> list[JudgeItem]:
     autoj_counter = counterexamples(decisive, AUTOJ_COUNTER_SHARE, seed, catalog, report, "nearest")
     pairs = autoj + autoj_counter
     if alpacaeval:
-        per_request: dict[str, int] = {}
+        taken: dict[str, int] = {}
         pool = []
         for item in read_decisive(resolve_path(config.alpacaeval_file)):
-            if per_request.get(item.question, 0) < ALPACA_PER_REQUEST:
-                per_request[item.question] = per_request.get(item.question, 0) + 1
+            if taken.get(item.question, 0) < per_request:
+                taken[item.question] = taken.get(item.question, 0) + 1
                 pool.append(item.model_copy(update={"reference": None}))
         chosen = length_balanced(pool, alpacaeval, seed)
         made = counterexamples(chosen, ALPACA_COUNTER_SHARE, seed, catalog, report, "nearest")
@@ -64,15 +66,18 @@ def fitting_pairs(alpacaeval: int, seed: int = SEED) -> list[JudgeItem]:
     return pairs
 
 
-def saved_fitting_pairs(alpacaeval: int, folder: Path) -> list[JudgeItem]:
+def saved_fitting_pairs(
+    alpacaeval: int, folder: Path, per_request: int = ALPACA_PER_REQUEST
+) -> list[JudgeItem]:
     """The fitting set, built once and kept in `folder`: its nearest-request counterexamples
     come from MiniLM similarities, whose near-ties may break another way with another
     thread count, and the cached states must be those of exactly these texts."""
-    path = folder / f"fitting_pairs-alpacaeval{alpacaeval}.jsonl"
+    more = "" if per_request == ALPACA_PER_REQUEST else f"-per{per_request}"
+    path = folder / f"fitting_pairs-alpacaeval{alpacaeval}{more}.jsonl"
     if path.is_file():
         lines = path.read_text(encoding="utf-8").splitlines()
         return [JudgeItem.model_validate_json(line) for line in lines]
-    pairs = fitting_pairs(alpacaeval)
+    pairs = fitting_pairs(alpacaeval, per_request=per_request)
     folder.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
     partial.write_text("".join(p.model_dump_json() + "\n" for p in pairs), encoding="utf-8")

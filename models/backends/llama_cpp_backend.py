@@ -344,8 +344,13 @@ class LlamaCppBackend:
         empty request) and the final-layer states at the positions that predict them."""
         if self._likelihood_reader is None:
             self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
+        return self._likelihood_reader.read(*self.reply_tokens(request, answer), states)
+
+    def reply_tokens(self, request: str, answer: str) -> tuple[list[int], list[int]]:
+        """The tokens `read_reply` reads: the prompt before the reply, and the answer with
+        the end-of-turn token (uncut: the reader cuts it to what its context holds)."""
         tokens = [*self._tokenize_text(self._defuse(answer)), self._end_of_turn_token()]
-        return self._likelihood_reader.read(self._reply_prompt(request), tokens, states)
+        return self._reply_prompt(request), tokens
 
     def _reply_prompt(self, request: str) -> list[int]:
         """The tokens before the model's reply to `request` (kept: the empty request's is
