@@ -245,7 +245,8 @@ def load_reads(path: Path) -> dict[str, np.ndarray]:
 
 def merge(args: argparse.Namespace) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
-    for number, path in enumerate(args.reads):
+    first = len(list(args.cache.glob("gpu-*.npz")))  # after an earlier merge's files
+    for number, path in enumerate(args.reads, start=first):
         entries = load_reads(path)
         np.savez(args.cache / f"gpu-{number:05d}.npz", **entries)
         print(f"{path}: {len(entries)} entries into {args.cache}")

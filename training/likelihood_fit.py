@@ -28,7 +28,7 @@ import numpy as np
 
 from app.likelihood import FEATURES, AnswerReading
 from app.records import JudgeItem
-from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs, grade_rows
+from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs
 from training.state_head import (
     agreement_by_source,
     best_strength,
@@ -184,6 +184,31 @@ def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[
     )
 
 
+def refit_grades(args: argparse.Namespace) -> int:
+    """Fit the grade head of the judge in `args.out` again on the single rows read now,
+    leaving its pairwise head as it is (the pairwise cross-validation takes most of `fit`)."""
+    from app.state_head import StateHead
+
+    path = args.out / "state_head.json"
+    head = StateHead.model_validate_json(path.read_text(encoding="utf-8"))
+    grade = fit_grades(cache_for(args.gguf, args.cache))
+    head = head.model_copy(
+        update={
+            "grade_weights": grade["weights"],
+            "grade_intercept": grade["intercept"],
+            "grade_likelihood": grade["likelihood"],
+            "fitted_on": {**head.fitted_on, "single_rows": grade["report"]["rows"]},
+        }
+    )
+    path.write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    report_path = args.out / "fit_report.json"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    report["grades"] = grade["report"]
+    report_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(grade["report"], indent=2))
+    return 0
+
+
 def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no-untyped-def]
     """Ridge regression to the 1-10 grade from the states, the likelihood features or both,
     whichever cross-validates best (Spearman); the likelihood features alone for a head
@@ -192,7 +217,11 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
     from sklearn.linear_model import RidgeCV
     from sklearn.model_selection import cross_val_predict
 
-    rows = [r for r in grade_rows() if cache.has(*cut(r.question, r.answers[0]))]
+    from training.state_head_data import single_rows
+
+    # every single row of the fitting split that has been read (`read` reads a sample of
+    # them; a GPU machine reads all: training/gpu_reads.py)
+    rows = [r for r in single_rows()[0] if cache.has(*cut(r.question, r.answers[0]))]
     if len(rows) < MIN_GRADE_ROWS:
         return {
             "weights": None,

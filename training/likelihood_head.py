@@ -4,13 +4,15 @@ states read in the same pass (issue 29).
     python -m training.likelihood_head read --gguf models/store/X.gguf --part 0 --parts 2
     python -m training.likelihood_head read --gguf models/store/X.gguf --part 1 --parts 2
     python -m training.likelihood_head fit --gguf models/store/X.gguf --out models/judges/NAME
+    python -m training.likelihood_head grades --gguf models/store/X.gguf --out models/judges/NAME
 
 `read` reads the fitting set (training split only: training/state_head_data.py, with
 more AlpacaEval pairs) with the frozen GGUF into a resumable cache
 (training/reading_cache.py): each answer as the model's reply after its request (token
 log-probabilities and states) and after an empty request. The work is shuffled once
 (seeded), so whatever share of it is read is a fair sample of every source.
-`fit` uses the pairs read so far; see `fit` for what it chooses and how.
+`fit` uses the pairs read so far; see `fit` for what it chooses and how. `grades` fits
+the grade head again on the single rows read so far, the pairwise head left as it is.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def read(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.likelihood_head", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("read", "fit"):
+    for name in ("read", "fit", "grades"):
         command = commands.add_parser(name)
         command.add_argument("--gguf", type=Path, required=True)
         command.add_argument("--alpacaeval", type=int, default=ALPACAEVAL_PAIRS)
@@ -104,14 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     read_command.add_argument("--part", type=int, default=0)
     read_command.add_argument("--parts", type=int, default=1)
     read_command.add_argument("--threads", type=int, default=1)
-    fit_command = commands.choices["fit"]
-    fit_command.add_argument("--out", type=Path, required=True, help="the judge's folder")
+    commands.choices["fit"].add_argument(
+        "--out", type=Path, required=True, help="the judge's folder"
+    )
+    commands.choices["grades"].add_argument(
+        "--out", type=Path, required=True, help="the folder of a judge `fit` wrote"
+    )
     args = parser.parse_args(argv)
     if args.command == "read":
         return read(args)
-    from training.likelihood_fit import fit
+    from training.likelihood_fit import fit, refit_grades
 
-    return fit(args)
+    return fit(args) if args.command == "fit" else refit_grades(args)
 
 
 if __name__ == "__main__":
