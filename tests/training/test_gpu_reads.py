@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.backends.base import BackendOptions
+from tests.models.backends.test_likelihood_reader import backend  # noqa: F401 - a fixture
 
 QUESTION = "Which planet is closest to the sun?"
 TEXTS = [
@@ -21,16 +21,7 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def backend(tiny_gguf_model: Path):
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-
-    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def torch_reads(backend, tiny_gguf_model: Path):
+def torch_reads(backend, tiny_gguf_model: Path):  # noqa: F811
     from training.gpu_reads import load_model, read_sequences, tokenize_reads
 
     table = tokenize_reads(backend, TEXTS)
@@ -49,7 +40,7 @@ def test_each_answer_is_read_after_its_request_and_once_without(torch_reads):
     assert table.lengths.sum() == len(table.flat)
 
 
-def test_torch_reads_equal_the_engine_reads(backend, torch_reads):
+def test_torch_reads_equal_the_engine_reads(backend, torch_reads):  # noqa: F811
     from app.state_head import pooled
     from training.reading_cache import cond_key, uncond_key
 
