@@ -256,6 +256,17 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
         )
     lengths = [len(r.answers[0]) for r in rows]
     name = max(found, key=lambda k: found[k][0])
+    if found[name][0] <= 0:  # worse than no grade head: grades come from the model's reply
+        return {
+            "weights": None,
+            "likelihood": {},
+            "intercept": 0.0,
+            "report": {
+                "rows": len(rows),
+                "chosen": "none: no option cross-validates above 0",
+                "cross-validated Spearman": {k: round(v[0], 3) for k, v in found.items()},
+            },
+        }
     _rho, model, scale, has_states, predicted = found[name]
     # A strong ridge pulls every grade toward the mean (here 4-5 for answers rated 1-10), and
     # the grade a user sees is rounded: stretch the head so its out-of-fold grades spread as
