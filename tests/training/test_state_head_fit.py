@@ -90,7 +90,7 @@ def test_the_fitting_set_is_built_once_and_read_back_as_it_was(tmp_path, monkeyp
                   label=Label(winner="B"), metadata={"counterexample": True}),
     ]  # fmt: skip
     calls = []
-    monkeypatch.setattr(state_head_data, "fitting_pairs", lambda n: calls.append(n) or built)
+    monkeypatch.setattr(state_head_data, "fitting_pairs", lambda n, **_: calls.append(n) or built)
     first = state_head_data.saved_fitting_pairs(200, tmp_path)
     again = state_head_data.saved_fitting_pairs(200, tmp_path)
     assert first == again == built and calls == [200]  # the second read builds nothing
