@@ -146,6 +146,11 @@ class Judgment(_Frozen):
     # state head (app/state_judging.py): each signal's share of the score (states, relevance,
     # length, their sum), or each answer's utility for a ranking
     verdict_parts: dict[str, float] | None = None
+    # a state head's judgment with criterion scores: the decision those scores give on their
+    # own (pairwise verdict, or multi ranking), and why there are none when they failed
+    criteria_verdict: Verdict | None = None
+    criteria_ranking: tuple[int, ...] | None = None
+    criteria_note: str | None = None
     # a cascaded run (app/cascade.py): which judge decided, and what the first one said
     cascade: dict[str, Any] | None = None
     # the answers' overall grades are on this scale (lowest, highest) when the template grades

@@ -222,7 +222,8 @@ class JudgeService:
                 yield plan
                 continue
             if config.mode != "score":
-                self._run([plan], config)
+                # a head's criterion calls are always scored: they hold no critique
+                self._run([plan], replace(config, mode="score") if plan.by_head else config)
             judgment = self._finish(plan)
             if config.cascade is not None:
                 judgment = config.cascade.decide(plan.item, judgment)
@@ -300,14 +301,44 @@ class JudgeService:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
         if decides(config.state_head, config.protocol):
-            truncated = _cut_by_head(item, config.state_head)
-            base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            return _Plan(item, config, resolved, base, calls=[], by_head=True)
+            return self._head_plan(item, config, resolved, base)
         layout = ReplyLayout(
             decision_first=template.decision_first,
             criteria=config.criteria,
             feedback=config.mode == "generate",
         )
+        calls, truncated = self._calls(item, config, resolved, template, layout, decision)
+        base = base.model_copy(update={"truncated": truncated})
+        return _Plan(item, config, resolved, base, calls)
+
+    def _head_plan(
+        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
+    ) -> _Plan:
+        """A plan the state head decides. With criteria asked for, it also holds the calls
+        that read each criterion's score: a decision-last reply scored from the model's
+        probabilities, so the scores are read apart from the head's verdict (and can
+        disagree with it, which the judgment then says)."""
+        truncated = _cut_by_head(item, config.state_head)
+        if not (config.criteria and resolved.rule.specs):
+            base = base.model_copy(update={"truncated": truncated, "criteria": ()})
+            return _Plan(item, config, resolved, base, calls=[], by_head=True)
+        template = get_template(criteria_template(config.template))
+        layout = ReplyLayout(decision_first=False, criteria=True, feedback=False)
+        scoring = replace(config, mode="score", template=template.name)
+        calls, cut = self._calls(item, scoring, resolved, template, layout, None)
+        base = base.model_copy(update={"truncated": truncated or cut})
+        return _Plan(item, config, resolved, base, calls=calls, by_head=True)
+
+    def _calls(
+        self,
+        item: JudgeItem,
+        config: JudgeConfig,
+        resolved: ResolvedCriteria,
+        template: PromptTemplate,
+        layout: ReplyLayout,
+        decision: str | tuple[int, ...] | None,
+    ) -> tuple[list[_Call], bool]:
+        """One call per answer order the protocol reads; True when a text was cut."""
         protocol = config.protocol
         assert protocol is not None
         if protocol in (Protocol.SINGLE, Protocol.ANCHORED):
@@ -329,8 +360,7 @@ class JudgeService:
             messages, cut = self._fitted_messages(item, config, resolved, template, order, output)
             truncated = truncated or cut
             calls.append(_Call(order, messages, output, layout))
-        base = base.model_copy(update={"truncated": truncated})
-        return _Plan(item, config, resolved, base, calls)
+        return calls, truncated
 
     def _scenario_guesses(self, item: JudgeItem, config: JudgeConfig) -> list[ScenarioGuess]:
         """The classifier's guesses when the scenario is left to it, else none."""
@@ -444,7 +474,39 @@ class JudgeService:
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
-        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
+        judgment = judgment.model_copy(
+            update={"latency_s": round(time.perf_counter() - started, 3)}
+        )
+        return self._with_criteria(plan, judgment) if plan.calls else judgment
+
+    def _with_criteria(self, plan: _Plan, judgment: Judgment) -> Judgment:
+        """The head's judgment with the criterion scores its plan's calls read. Both orders
+        of a pair are averaged (position-calibrated), and the decision those scores give
+        is kept beside the head's, so a disagreement is shown, never hidden."""
+        config = replace(
+            plan.config,
+            template=criteria_template(plan.config.template),
+            pair_combine="calibrated",
+            tie_margin=0.0,
+        )
+        scored = self._build(replace(plan, config=config))
+        raw = {"raw_output": scored.raw_output, "raw_output_swapped": scored.raw_output_swapped}
+        if scored.status is not Status.OK:
+            note = f"the criterion scores could not be read ({scored.error})"
+            return judgment.model_copy(update={**raw, "criteria_note": note, "criteria": ()})
+        answers = scored.answers
+        if judgment.answers:  # the head's grades stand; the criteria are read beside them
+            answers = tuple(
+                graded.model_copy(
+                    update={"criteria": s.criteria, "expected_criteria": s.expected_criteria}
+                )
+                for graded, s in zip(judgment.answers, scored.answers)
+            )
+        update = {**raw, "answers": answers, "criteria_verdict": scored.winner}
+        if judgment.protocol is Protocol.MULTI:
+            update["criteria_verdict"] = None
+            update["criteria_ranking"] = scored.ranking
+        return judgment.model_copy(update=update)
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
@@ -492,6 +554,21 @@ class JudgeService:
                     f"the judgment was complete; raise max_tokens ({exc})"
                 )
             return None, failure
+
+
+CRITERIA_TEMPLATES = {
+    "pocketjudge-decision": "pocketjudge",
+    "pocketjudge-decision-compact": "pocketjudge-compact",
+}
+
+
+def criteria_template(name: str) -> str:
+    """The template a state head's criterion scores are read with: the decision-last twin
+    of the judge's own, whose reply gives every criterion's score before any decision."""
+    if name in CRITERIA_TEMPLATES:
+        return CRITERIA_TEMPLATES[name]
+    template = get_template(name)
+    return "pocketjudge" if template.native or template.decision_first else name
 
 
 def row_problem(item: JudgeItem, config: JudgeConfig, catalog: Catalog) -> str | None:

@@ -57,7 +57,8 @@ def head(tiny) -> StateHead:
 
 
 def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
-    return JudgeConfig(protocol=protocol, state_head=head, **more)
+    """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
+    return JudgeConfig(protocol=protocol, state_head=head, **{"criteria": False, **more})
 
 
 def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, head):
@@ -131,8 +132,14 @@ def test_the_cli_decider_judges_any_gguf_by_likelihood(tiny_gguf_model, tmp_path
     args = ["judge", str(source), "--out", str(out), "--model", str(tiny_gguf_model)]
     assert main([*args, "--threads", "1", "--quiet", "--decider", "likelihood"]) == 0
     judged = Judgment.model_validate_json(out.read_text().splitlines()[0])
-    assert judged.status is Status.OK and judged.raw_output is None
+    assert judged.status is Status.OK
     assert "fit" in judged.verdict_parts and "pmi_mean_difference" in judged.verdict_parts
+    # criterion scores are read beside the verdict unless turned off
+    assert judged.criteria and judged.criteria_verdict is not None and judged.raw_output
+    fast = [*args, "--threads", "1", "--quiet", "--decider", "likelihood", "--no-criteria"]
+    assert main(fast) == 0
+    judged = Judgment.model_validate_json(out.read_text().splitlines()[0])
+    assert judged.status is Status.OK and judged.raw_output is None and not judged.answers
 
 
 def test_a_head_file_checks_its_likelihood_features(tmp_path):

@@ -116,7 +116,8 @@ def head(tiny_service) -> StateHead:
 
 
 def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
-    return JudgeConfig(protocol=protocol, state_head=head, **more)
+    """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
+    return JudgeConfig(protocol=protocol, state_head=head, **{"criteria": False, **more})
 
 
 def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
