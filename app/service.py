@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from app import criterion_reads
 from app.calibration import ConfidenceCalibration
 from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError, UnknownNameError
@@ -123,6 +124,7 @@ class _Call:
     messages: list[Message]
     output: OutputSpec
     layout: ReplyLayout
+    criterion: str | None = None  # a criterion read beside a state head: its key
 
 
 @dataclass
@@ -314,19 +316,27 @@ class JudgeService:
     def _head_plan(
         self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
     ) -> _Plan:
-        """A plan the state head decides. With criteria asked for, it also holds the calls
-        that read each criterion's score: a decision-last reply scored from the model's
-        probabilities, so the scores are read apart from the head's verdict (and can
-        disagree with it, which the judgment then says)."""
+        """A plan the state head decides. With criteria asked for, it also holds one call per
+        answer and criterion (app/criterion_reads.py), read apart from the head's verdict."""
         truncated = _cut_by_head(item, config.state_head)
         if not (config.criteria and resolved.rule.specs):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             return _Plan(item, config, resolved, base, calls=[], by_head=True)
-        template = get_template(criteria_template(config.template))
-        layout = ReplyLayout(decision_first=False, criteria=True, feedback=False)
-        scoring = replace(config, mode="score", template=template.name)
-        calls, cut = self._calls(item, scoring, resolved, template, layout, None)
-        base = base.model_copy(update={"truncated": truncated or cut})
+        template = get_template(criterion_reads.TEMPLATE)
+        one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
+        reading = replace(config, protocol=one, mode="score", template=template.name)
+        calls: list[_Call] = []
+        for answer in range(len(item.answers)):
+            for rule in criterion_reads.criterion_rules(resolved.rule):
+                alone = replace(resolved, rule=rule)
+                output = criterion_reads.criterion_output(rule)
+                messages, cut = self._fitted_messages(
+                    item, reading, alone, template, (answer,), output
+                )
+                truncated = truncated or cut
+                call = _Call((answer,), messages, output, criterion_reads.LAYOUT, rule.keys[0])
+                calls.append(call)
+        base = base.model_copy(update={"truncated": truncated})
         return _Plan(item, config, resolved, base, calls=calls, by_head=True)
 
     def _calls(
@@ -480,33 +490,12 @@ class JudgeService:
         return self._with_criteria(plan, judgment) if plan.calls else judgment
 
     def _with_criteria(self, plan: _Plan, judgment: Judgment) -> Judgment:
-        """The head's judgment with the criterion scores its plan's calls read. Both orders
-        of a pair are averaged (position-calibrated), and the decision those scores give
-        is kept beside the head's, so a disagreement is shown, never hidden."""
-        config = replace(
-            plan.config,
-            template=criteria_template(plan.config.template),
-            pair_combine="calibrated",
-            tie_margin=0.0,
-        )
-        scored = self._build(replace(plan, config=config))
-        raw = {"raw_output": scored.raw_output, "raw_output_swapped": scored.raw_output_swapped}
-        if scored.status is not Status.OK:
-            note = f"the criterion scores could not be read ({scored.error})"
-            return judgment.model_copy(update={**raw, "criteria_note": note, "criteria": ()})
-        answers = scored.answers
-        if judgment.answers:  # the head's grades stand; the criteria are read beside them
-            answers = tuple(
-                graded.model_copy(
-                    update={"criteria": s.criteria, "expected_criteria": s.expected_criteria}
-                )
-                for graded, s in zip(judgment.answers, scored.answers)
-            )
-        update = {**raw, "answers": answers, "criteria_verdict": scored.winner}
-        if judgment.protocol is Protocol.MULTI:
-            update["criteria_verdict"] = None
-            update["criteria_ranking"] = scored.ranking
-        return judgment.model_copy(update=update)
+        """The head's judgment with the criterion scores its plan's calls read."""
+        reads = [
+            criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
+            for call, generation in zip(plan.calls, plan.generations)
+        ]
+        return criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
@@ -554,21 +543,6 @@ class JudgeService:
                     f"the judgment was complete; raise max_tokens ({exc})"
                 )
             return None, failure
-
-
-CRITERIA_TEMPLATES = {
-    "pocketjudge-decision": "pocketjudge",
-    "pocketjudge-decision-compact": "pocketjudge-compact",
-}
-
-
-def criteria_template(name: str) -> str:
-    """The template a state head's criterion scores are read with: the decision-last twin
-    of the judge's own, whose reply gives every criterion's score before any decision."""
-    if name in CRITERIA_TEMPLATES:
-        return CRITERIA_TEMPLATES[name]
-    template = get_template(name)
-    return "pocketjudge" if template.native or template.decision_first else name
 
 
 def row_problem(item: JudgeItem, config: JudgeConfig, catalog: Catalog) -> str | None:

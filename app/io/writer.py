@@ -34,6 +34,7 @@ HEAD_COLUMNS = (
     "uncertain",
     "ranking",
 )
+CRITERIA_COLUMNS = ("criteria_verdict", "criteria_ranking", "criteria_note")
 TAIL_COLUMNS = (
     "confidence",
     "consistent",
@@ -93,6 +94,10 @@ def judgment_to_row(judgment: Judgment) -> dict[str, Any]:
     }
     if judgment.overall_scale is not None:  # a native template's own scale, e.g. 1-5
         row["overall_scale"] = "{}-{}".format(*judgment.overall_scale)
+    for column in CRITERIA_COLUMNS:  # a state head's criteria: their own decision, or why none
+        value = getattr(judgment, column)
+        if value is not None:
+            row[column] = ",".join(map(str, value)) if isinstance(value, tuple) else value
     for number, scores in enumerate(judgment.answers, start=1):
         row[f"overall_{number}"] = scores.overall
         if scores.expected_overall is not None:
@@ -115,7 +120,7 @@ def _number(value: float) -> float | int:
 def criterion_column(criterion: str, number: int) -> str:
     """`<criterion>_<n>`, prefixed when it would clash with a fixed column."""
     column = f"{criterion}_{number}"
-    fixed = column in HEAD_COLUMNS or column in TAIL_COLUMNS
+    fixed = column in (*HEAD_COLUMNS, *CRITERIA_COLUMNS, *TAIL_COLUMNS)
     if fixed or column.startswith(("overall_", "expected_overall_")):
         return f"criterion_{column}"
     return column
@@ -142,6 +147,7 @@ def csv_columns(judgments: Sequence[Judgment]) -> list[str]:
     columns = list(HEAD_COLUMNS)
     if any(j.overall_scale is not None for j in judgments):
         columns.append("overall_scale")
+    columns += [c for c in CRITERIA_COLUMNS if any(getattr(j, c) is not None for j in judgments)]
     columns += [f"overall_{n}" for n in range(1, most + 1)]
     columns += [f"expected_overall_{n}" for n in sorted(expected)]
     columns += [criterion_column(c, n) for c in criteria for n in range(1, most + 1)]

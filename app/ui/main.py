@@ -21,12 +21,19 @@ from app.ui.state import init_state
 def main() -> None:
     st.set_page_config(page_title="PocketJudge", layout="wide")
     init_state()
-    judge = st.Page("app_pages/judge.py", title="Judge one item", url_path="judge", default=True)
+    # The default page is served at the root and Streamlit ignores its url_path, so its
+    # own URL (/judge) is a hidden page that opens it.
+    judge = st.Page("app_pages/judge.py", title="Judge one item", url_path="home", default=True)
+    judge_url = st.Page(
+        lambda: st.switch_page(judge), title="Judge one item", url_path="judge", visibility="hidden"
+    )
     batch = st.Page("app_pages/batch.py", title="Batch", url_path="batch")
     runs = st.Page("app_pages/runs.py", title="Runs", url_path="runs")
     criteria = st.Page("app_pages/criteria.py", title="Scenario and criteria", url_path="criteria")
     about = st.Page("app_pages/about.py", title="About and help", url_path="about")
-    page = st.navigation({"Judge": [judge, batch, runs], "Set up": [criteria], "Help": [about]})
+    page = st.navigation(
+        {"Judge": [judge, batch, runs, judge_url], "Set up": [criteria], "Help": [about]}
+    )
     render_sidebar(criteria)
     page.run()
 

@@ -82,6 +82,7 @@ class Settings:
     template: str = _JUDGING.template
     mode: Literal["score", "generate"] = "score"
     critiques: bool = False  # batches: write a critique of every row (slower)
+    criterion_scores: bool = True  # off: the verdict or grade alone (faster); on: as the model says
     uncertain_below: float = _JUDGING.uncertain_below  # less confident verdicts are "uncertain"
     reference_metrics: bool = True
     scenario: str = AUTO
@@ -113,6 +114,7 @@ class Settings:
                 pair_combine=self.pair_combine,
                 tie_margin=self.tie_margin,
                 uncertain_below=self.uncertain_below,
+                criteria=None if self.criterion_scores else False,
             ),
             context_tokens=self.n_ctx,
         )

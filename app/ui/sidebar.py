@@ -132,6 +132,13 @@ def _protocol() -> None:
         "verdict (one more generation per row). Single items have an Explain button instead.",
     )
     st.toggle(
+        "Criterion scores",
+        key="criterion_scores",
+        help="Each criterion's score beside the verdict (the per-criterion chart and radar). "
+        "With the default judge they are read apart from its verdict, one more read of the "
+        "item; off is faster for big batches.",
+    )
+    st.toggle(
         "Use the reference answer",
         key="use_reference",
         help="When an item has a reference answer, the judge sees it. Anchored grading needs it.",

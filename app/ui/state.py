@@ -36,6 +36,7 @@ SIDEBAR_DEFAULTS: dict[str, Any] = {
     "swap": Settings.swap,
     "mode": Settings.mode,
     "critiques": Settings.critiques,
+    "criterion_scores": Settings.criterion_scores,
     "cascade_model": Settings.cascade_model,
     "cascade_below": Settings.cascade_below,
 }
@@ -135,6 +136,7 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         mode=state.get("mode", Settings.mode),
         uncertain_below=float(state.get("uncertain_below", Settings.uncertain_below)),
         critiques=bool(state.get("critiques", Settings.critiques)),
+        criterion_scores=bool(state.get("criterion_scores", Settings.criterion_scores)),
         cascade_model=state.get("cascade_model") or "",
         cascade_below=float(state.get("cascade_below", Settings.cascade_below)),
         reference_metrics=bool(state["reference_metrics"]),

@@ -58,8 +58,12 @@ def show_judgment(
             "Some text was cut from the middle to fit the model's context (marked in the "
             "prompt as '[... N characters cut ...]'); the judge did not read all of it."
         )
+    if (note := criteria_agreement_note(judgment)) is not None:
+        st.caption(note)
     if judgment.answers and judgment.answers[0].criteria:
         _charts(judgment, names, scale, key)
+    if charts.has_reference_metrics(judgment):
+        st.plotly_chart(charts.reference_metrics_chart(judgment), key=f"{key}_reference")
     _feedback(judgment, key, on_explain)
     _raw(judgment)
 
@@ -167,6 +171,34 @@ def scenario_note(chosen: str, guesses: Mapping[str, float], names: Mapping[str,
     return f"{head} Pick a scenario on the Scenario and criteria page to override."
 
 
+def criteria_agreement_note(judgment: Judgment) -> str | None:
+    """What the criterion scores read beside a head's decision say of it: they agree, they
+    disagree (shown, never hidden), or they could not be read."""
+    if judgment.criteria_note:
+        return f"No criterion scores: {judgment.criteria_note}."
+    read = (
+        "The criterion scores below are read apart from the verdict, from the same model's "
+        "probabilities with the criteria (and the reference, when there is one)"
+    )
+    if judgment.criteria_ranking is not None and judgment.ranking is not None:
+        if judgment.criteria_ranking[0] == judgment.ranking[0]:
+            return f"{read}; they put the same answer first."
+        return (
+            f"{read}; they put answer {judgment.criteria_ranking[0]} first, not answer "
+            f"{judgment.ranking[0]}: the two readings disagree, so weigh this ranking with care."
+        )
+    criteria, leaning = judgment.criteria_verdict, judgment.leaning
+    if criteria is None or judgment.protocol is not Protocol.PAIRWISE:
+        return None
+    if criteria == leaning:
+        return f"{read}; they favour {criteria} too."
+    favour = "see no difference" if criteria == "tie" else f"favour {criteria}"
+    return (
+        f"{read}; they {favour} while the verdict leans to {leaning}: the two readings "
+        "disagree, so weigh this verdict with care."
+    )
+
+
 def head_note(parts: dict[str, float]) -> str:
     """How much each signal of a head moved a pairwise verdict (logit units), in words."""
     from app.state_head import part_phrases
@@ -176,7 +208,8 @@ def head_note(parts: dict[str, float]) -> str:
     caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
     return (
-        f"Decided by a head on the model's {reads} (not a written reply): "
+        f"Decided by a head on the model's {reads} of the request and each answer (not a "
+        "written reply; it reads neither the criteria nor a reference): "
         + "; ".join(part_phrases(parts))
         + caveat
         + "."
@@ -266,8 +299,6 @@ def _charts(
         st.plotly_chart(charts.criterion_bars(judgment, names, scale), key=f"{key}_bars")
     with radar:
         st.plotly_chart(charts.criterion_radar(judgment, names, scale), key=f"{key}_radar")
-    if charts.has_reference_metrics(judgment):
-        st.plotly_chart(charts.reference_metrics_chart(judgment), key=f"{key}_reference")
 
 
 def _feedback(judgment: Judgment, key: str, on_explain: Callable[[], None] | None) -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app import criterion_reads
 from app.criteria_resolution import CriteriaChoice
-from app.records import JudgeItem, Protocol, Status
+from app.records import JudgeItem, Judgment, Protocol, Status
 from app.rubrics import load_rubric
-from app.service import JudgeConfig, JudgeService, criteria_template
+from app.service import JudgeConfig, JudgeService
 from app.state_head import StateHead
 from models.backends.base import BackendOptions
 
@@ -70,20 +71,35 @@ def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
     assert both.verdict_probs == alone.verdict_probs and both.winner == alone.winner
     keys = both.criteria
     assert keys and all(set(a.criteria) == set(keys) for a in both.answers)
-    assert both.criteria_verdict in ("A", "B", "tie")
-    # the scores are the ones a decision-last judge reads from the same prompts
-    plain = service.judge(
-        PAIR,
-        JudgeConfig(
-            protocol=Protocol.PAIRWISE,
-            template="pocketjudge",
-            pair_combine="calibrated",
-            context_tokens=CONTEXT,
-        ),
-    )
-    assert [a.criteria for a in both.answers] == [a.criteria for a in plain.answers]
-    assert both.criteria_verdict == plain.winner
-    assert both.raw_output == plain.raw_output and both.raw_output_swapped
+    overall = [a.expected_overall for a in both.answers]
+    assert both.criteria_verdict == ("A" if overall[0] > overall[1] else "B")
+    # each score is the expected level of that answer graded on that criterion alone
+    for number, answer in enumerate(PAIR.answers):
+        for key in keys[:2]:
+            single = JudgeItem(id="s", question=PAIR.question, answers=(answer,))
+            config = JudgeConfig(
+                protocol=Protocol.SINGLE,
+                template=criterion_reads.TEMPLATE,
+                choice=CriteriaChoice(scenario=both.scenario, criteria=(key,)),
+                criteria=False,
+                context_tokens=CONTEXT,
+            )
+            read = service.judge(single, config).answers[0]
+            expected = both.answers[number].expected_criteria[key]
+            assert read.expected_overall == pytest.approx(expected, abs=1e-6)
+            assert both.answers[number].criteria[key] == round(expected, 1)
+    assert both.raw_output.count('{"overall": ') == 2 * len(keys)
+
+
+def test_a_reference_reaches_the_criteria_and_not_the_verdict(tiny, head):
+    service, _ = tiny
+    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
+    without = service.judge(item, _config(head, Protocol.PAIRWISE, use_reference=False))
+    given = service.judge(item, _config(head, Protocol.PAIRWISE))
+    assert given.verdict_probs == without.verdict_probs
+    assert [a.expected_criteria for a in given.answers] != [
+        a.expected_criteria for a in without.answers
+    ]
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):
@@ -117,8 +133,27 @@ def test_a_ranking_keeps_the_heads_order_and_the_criteria_order_apart(tiny, head
     assert sorted(both.criteria_ranking) == [1, 2, 3] and len(both.answers) == 3
 
 
-def test_the_criteria_template_is_the_decision_last_twin():
-    assert criteria_template("pocketjudge-decision") == "pocketjudge"
-    assert criteria_template("pocketjudge-decision-compact") == "pocketjudge-compact"
-    assert criteria_template("pocketjudge") == "pocketjudge"
-    assert criteria_template("autoj") == "pocketjudge"
+def test_a_read_without_probabilities_leaves_the_scores_out_and_says_why():
+    """Logic around the backend: a reply with no level probabilities (a backend that
+    gives none) is never turned into an invented score."""
+    from app.criteria_types import CriterionSpec
+    from app.scoring import ScoringRule
+    from models.backends.base import Generation
+
+    head_said = Judgment(
+        id="p",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="A",
+        leaning="A",
+        criteria=("accuracy",),
+    )
+    rule = ScoringRule((CriterionSpec(key="accuracy", name="Accuracy", description="."),))
+    reads = [
+        criterion_reads.CriterionRead(0, "accuracy", Generation(text='{"overall": 7}')),
+        criterion_reads.CriterionRead(1, "accuracy", Generation(text='{"overall": 5}')),
+    ]
+    judged = criterion_reads.with_criteria(head_said, reads, rule)
+    assert judged.winner == "A" and judged.answers == () and judged.criteria == ()
+    assert "no probabilities" in judged.criteria_note
+    assert '{"overall": 7}' in judged.raw_output

@@ -204,3 +204,13 @@ def test_error_judgment_with_an_explicit_message() -> None:
     assert judgment.scenario == "code" and judgment.template == "t" and judgment.line == 7
     row = InputRow(line=2, item=None, error=InputError(2, "", "x"), raw=None)
     assert error_judgment(row, Protocol.MULTI).error == "line 2: x"
+
+
+def test_a_heads_criteria_verdict_gets_a_column_only_where_there_is_one() -> None:
+    judged = PAIRWISE.model_copy(update={"criteria_verdict": "B"})
+    assert "criteria_verdict" not in csv_columns([PAIRWISE])
+    columns = csv_columns([PAIRWISE, judged])
+    assert columns.index("criteria_verdict") < columns.index("overall_1")
+    assert judgment_to_row(judged)["criteria_verdict"] == "B"
+    ranked = PAIRWISE.model_copy(update={"criteria_ranking": (2, 1)})
+    assert judgment_to_row(ranked)["criteria_ranking"] == "2,1"
