@@ -18,7 +18,7 @@ class CriteriaChoice:
 
     scenario: str | None = None  # None or "auto": the item's own scenario, else default
     criteria: tuple[str, ...] | None = None  # custom criteria replace the scenario's
-    rubric: Rubric | None = None  # a rubric replaces both
+    rubric: Rubric | None = None  # a rubric replaces both, and the row's own rubric
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,14 @@ class ResolvedCriteria:
 
 
 def resolve(choice: CriteriaChoice, item: JudgeItem, catalog: Catalog) -> ResolvedCriteria:
-    """Raises UnknownNameError for an unknown scenario or criterion."""
-    if choice.rubric is not None:
-        rubric = choice.rubric
+    """The criteria that judge `item`, the first of: the run's rubric, the row's rubric, the
+    run's criteria, the row's criteria, the scenario's (the run's, else the row's, else the
+    default). A rubric is judged without a scenario (it is labelled `rubric:<id>`).
+
+    Raises UnknownNameError for an unknown scenario or criterion.
+    """
+    rubric = choice.rubric if choice.rubric is not None else item.rubric
+    if rubric is not None:
         return ResolvedCriteria(
             ScoringRule(rubric.specs(), rubric.aggregate), None, f"rubric:{rubric.id}"
         )

@@ -83,16 +83,21 @@ def validate(model: type[M], data: Any, path: Path) -> M:
 
 
 def _to_config_error(exc: ValidationError, model: type[BaseModel], path: Path) -> ConfigError:
-    errors = exc.errors()
-    first = errors[0]
-    loc = first["loc"]
-    where, message = _loc_to_path(loc), _message(first, model)
+    where, message = first_problem(exc, model)
+    if exc.error_count() > 1:
+        message += f" (and {exc.error_count() - 1} more problem(s) in this file)"
+    return ConfigError(path, where, message)
+
+
+def first_problem(exc: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
+    """The field path and message of the first problem in `exc`, as file errors give them
+    (for data of a file's form that came from elsewhere, e.g. a rubric inside an input row)."""
+    first = exc.errors()[0]
+    where, message = _loc_to_path(first["loc"]), _message(first, model)
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, FieldError):
         where, message = _join_path(where, cause.subpath), cause.message
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem(s) in this file)"
-    return ConfigError(path, where, message)
+    return where, message
 
 
 def _loc_to_path(loc: Iterable[int | str]) -> str:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.rubrics import Rubric
+
 MAX_ANSWERS = 6
 Winner = Literal["A", "B", "tie"]
 # What a pairwise judgment reports: a winner, or "uncertain" when the judge's confidence is
@@ -57,7 +59,12 @@ class Label(_Frozen):
 
 
 class JudgeItem(_Frozen):
-    """One thing to judge: a question with 1..6 answers."""
+    """One thing to judge: a question with 1..6 answers.
+
+    `rubric` is the row's own rubric (a Prometheus row carries one): it replaces the
+    row's and the run's criteria, but not a rubric chosen for the run
+    (app.criteria_resolution.resolve).
+    """
 
     id: str
     question: str
@@ -65,6 +72,7 @@ class JudgeItem(_Frozen):
     reference: str | None = None
     scenario: str | None = None
     criteria: tuple[str, ...] | None = None
+    rubric: Rubric | None = None
     answer_models: tuple[str | None, ...] | None = None
     label: Label | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -192,6 +192,14 @@ class JudgeService:
     def judge(self, item: JudgeItem, config: JudgeConfig, line: int | None = None) -> Judgment:
         return next(self._judged([(item, line)], config))
 
+    def score_requests(self, item: JudgeItem, config: JudgeConfig) -> list[ScoreRequest]:
+        """The score-mode replies judging `item` reads (a state head's criterion reads, or a
+        score-mode judge's calls), e.g. to read them elsewhere first; none for a bad row."""
+        plan = self._plan(item, config, None)
+        if isinstance(plan, Judgment):
+            return []
+        return [ScoreRequest(tuple(c.messages), c.output, config.sampling) for c in plan.calls]
+
     @staticmethod
     def _entries(rows: Sequence[InputRow]) -> list[tuple[JudgeItem, int | None] | InputRow]:
         return [(row.item, row.line) if row.item is not None else row for row in rows]
@@ -375,7 +383,7 @@ class JudgeService:
     def _scenario_guesses(self, item: JudgeItem, config: JudgeConfig) -> list[ScenarioGuess]:
         """The classifier's guesses when the scenario is left to it, else none."""
         choice = config.choice
-        if not config.detect_scenario or choice.rubric is not None or item.scenario:
+        if not config.detect_scenario or choice.rubric or item.rubric or item.scenario:
             return []
         if choice.scenario not in (None, AUTO):
             return []

@@ -1,14 +1,14 @@
 """Recognise the field layout of one input row and map it to a JudgeItem.
 
 Judge data comes in many shapes (our own, Alpaca/EasyJudge, JudgeLM, PandaLM,
-Auto-J, LLMBar, plain pointwise scores). The layout is detected per row from
+Auto-J, LLMBar, Prometheus, plain pointwise scores). The layout is detected per row from
 the keys present, so one file may mix layouts. Every field that the mapping does
 not consume is kept in `item.metadata` (unknown fields pass through), together
 with `metadata["layout"]`.
 
 Label sources that a `Label` cannot hold in full (JudgeLM's two scores,
-PandaLM's three annotator votes) are turned into a label *and* left in the
-metadata, so meta-evaluation can still see the raw votes.
+PandaLM's three annotator votes, Prometheus's three GPT-4 grades) are turned into
+a label *and* left in the metadata, so meta-evaluation can still see the raw votes.
 
 Every problem raises `InputError(line, field, message)` naming the exact field
 as written in the row (`answers[1]` is the second element, 0-based as in JSON
@@ -25,8 +25,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.datafiles import first_problem
 from app.errors import InputError, validation_message
+from app.io.prometheus import PromptError, is_prompt, make_rubric, split_prompt, strip_brackets
 from app.records import MAX_ANSWERS, JudgeItem, Label
+from app.rubrics import Rubric
 
 UNKNOWN = "unknown"
 
@@ -61,8 +64,9 @@ def to_item(row: Mapping[str, Any], line: int) -> JudgeItem:
     if layout == UNKNOWN:
         raise InputError(line, "", _unknown_layout_message(row))
     fields = _Fields(row, line)
-    values = LAYOUT_RECORDS[layout].mapper(fields)
-    item_id = fields.item_id()
+    record = LAYOUT_RECORDS[layout]
+    values = record.mapper(fields)
+    item_id = (record.row_id and record.row_id(row)) or fields.item_id()
     metadata = {**fields.leftover(), "layout": layout}
     try:
         return JudgeItem(id=item_id, metadata=metadata, **values)
@@ -73,6 +77,10 @@ def to_item(row: Mapping[str, Any], line: int) -> JudgeItem:
 def row_id(row: Mapping[str, Any] | None, line: int) -> str:
     """The id a row would get, without validating anything (never raises)."""
     if isinstance(row, Mapping):
+        layout = LAYOUT_RECORDS.get(detect_layout(row))
+        own = layout.row_id(row) if layout is not None and layout.row_id is not None else None
+        if own:
+            return own
         for key in ID_KEYS:
             value = row.get(key)
             if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -255,6 +263,7 @@ def _map_ours(fields: _Fields) -> dict[str, Any]:
         "criteria": _ours_criteria(fields),
         "answer_models": _ours_answer_models(fields, len(answers)),
         "label": _ours_label(fields),
+        "rubric": _ours_rubric(fields),
     }
     extra = fields.take("metadata")
     if extra is not None:
@@ -343,6 +352,24 @@ def _ours_label(fields: _Fields) -> Label | None:
             f"{detail.get('msg')}; use {{'winner': 'A'|'B'|'tie'}} "
             "or {'score': N, 'scale_max': M}",
         ) from None
+
+
+def _ours_rubric(fields: _Fields) -> Rubric | None:
+    """A rubric written as in a rubric file (scenarios/rubrics/*.yaml), checked the same way."""
+    value = fields.take("rubric")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise fields.error(
+            "rubric",
+            f"expected an object written like a rubric file (scenarios/rubrics/*.yaml), "
+            f"got {type_name(value)}",
+        )
+    try:
+        return Rubric.model_validate(value)
+    except ValidationError as exc:
+        where, message = first_problem(exc, Rubric)
+        raise fields.error(f"rubric.{where}" if where else "rubric", message) from None
 
 
 def _map_alpaca(fields: _Fields) -> dict[str, Any]:
@@ -563,6 +590,90 @@ def _scale_max(fields: _Fields) -> float | None:
     return None
 
 
+def _map_prometheus(fields: _Fields) -> dict[str, Any]:
+    """The whole prompt in `instruction` (vicuna_eval.json), or the Feedback Collection's
+    `orig_*` fields (preferred when present: they need no parsing)."""
+    if "orig_instruction" in fields.row:
+        values = _prometheus_fields(fields)
+        if is_prompt(fields.row.get("instruction")):
+            fields.take("instruction")  # the same parts again, as one prompt
+    else:
+        values = _prometheus_prompt(fields)
+    source = fields.row.get("response_source")
+    if isinstance(source, str) and source.strip():
+        fields.take("response_source")
+        values["answer_models"] = (source.strip(),)
+    return {**values, "label": _prometheus_label(fields)}
+
+
+def _prometheus_prompt(fields: _Fields) -> dict[str, Any]:
+    text = fields.text("instruction", what="the Prometheus prompt")
+    try:
+        prompt = split_prompt(text)
+    except PromptError as exc:
+        raise fields.error("instruction", str(exc)) from None
+    for key in ("question", "answers", "reference", "rubric"):
+        fields.sources[key] = "instruction"
+    return {
+        "question": prompt.question,
+        "answers": (prompt.response,),
+        "reference": prompt.reference,
+        "rubric": prompt.rubric,
+    }
+
+
+def _prometheus_fields(fields: _Fields) -> dict[str, Any]:
+    question = fields.text("orig_instruction", what="the instruction to evaluate")
+    fields.sources["question"] = "orig_instruction"
+    answer = fields.answer("orig_response")
+    fields.sources["answers"] = "orig_response"
+    reference = fields.reference("orig_reference_answer")
+    criterion = fields.text("orig_criteria", what="the rubric's criterion")
+    levels = {
+        n: fields.text(f"orig_score{n}_description", what=f"the rubric's level for score {n}")
+        for n in range(1, 6)
+    }
+    if not strip_brackets(criterion):
+        raise fields.error("orig_criteria", "the criterion is empty; give the rubric's question")
+    return {
+        "question": question,
+        "answers": (answer,),
+        "reference": reference,
+        "rubric": make_rubric(criterion, levels),
+    }
+
+
+def _prometheus_id(row: Mapping[str, Any]) -> str | None:
+    """`idx` numbers the request, shared by its answers (four in vicuna_eval.json), so the id
+    adds `response_source`: "12-vicuna". None when the row has its own id or lacks either."""
+    if any(row.get(key) is not None for key in ID_KEYS[: ID_KEYS.index("idx")]):
+        return None
+    idx, source = row.get("idx"), row.get("response_source")
+    if isinstance(idx, bool) or not isinstance(idx, (str, int, float)):
+        return None
+    if not isinstance(source, str) or not source.strip() or not _id_text(idx):
+        return None
+    return f"{_id_text(idx)}-{source.strip()}"
+
+
+def _prometheus_label(fields: _Fields) -> Label | None:
+    """The mean of `gpt4_score` (several grades 1-5, left in metadata), else `orig_score`."""
+    if fields.has("gpt4_score"):
+        value = fields.row["gpt4_score"]
+        grades = [_number(g) for g in (value if isinstance(value, (list, tuple)) else [value])]
+        numbers = [n for n in grades if n is not None and 1 <= n <= 5]
+        if not numbers or len(numbers) != len(grades):
+            raise fields.error("gpt4_score", f"expected grades from 1 to 5, got {value!r}")
+        return Label(score=sum(numbers) / len(numbers), scale_max=5.0)
+    if fields.has("orig_score"):
+        value = fields.take("orig_score")
+        score = _number(value)
+        if score is None or not 1 <= score <= 5:
+            raise fields.error("orig_score", f"expected a grade from 1 to 5, got {value!r}")
+        return Label(score=score, scale_max=5.0)
+    return None
+
+
 Rule = Callable[[Mapping[str, Any]], bool]
 
 
@@ -576,6 +687,8 @@ class Layout:
     keys: str
     rules: tuple[tuple[int, Rule], ...]
     mapper: Callable[[_Fields], dict[str, Any]]
+    # the row's id when the layout makes its own (else the first of ID_KEYS, else row-N)
+    row_id: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 def _has(*keys: str) -> Rule:
@@ -587,7 +700,8 @@ LAYOUT_RECORDS: dict[str, Layout] = {
     for layout in (
         Layout(
             "ours",
-            "{question, answers[, id, reference, scenario, criteria, answer_models, label]}",
+            "{question, answers[, id, reference, scenario, criteria, answer_models, label, "
+            "rubric]}",
             ((6, _has("answers")), (8, _has("question"))),
             _map_ours,
         ),
@@ -639,6 +753,16 @@ LAYOUT_RECORDS: dict[str, Layout] = {
             "{question | instruction, response[, reference, score, scale_max | scale]}",
             ((7, lambda row: "response" in row and ("question" in row or "instruction" in row)),),
             _map_pointwise,
+        ),
+        Layout(
+            "prometheus",
+            "{instruction (the whole prompt: ###The instruction to evaluate:, ###Response to "
+            "evaluate:, ###Reference Answer (Score 5):, ###Score Rubrics:)[, gpt4_score, idx, "
+            "response_source]} | {orig_instruction, orig_response, orig_reference_answer, "
+            "orig_criteria, orig_score1..5_description[, orig_score]}",
+            ((0, lambda row: "orig_instruction" in row or is_prompt(row.get("instruction"))),),
+            _map_prometheus,
+            _prometheus_id,
         ),
     )
 }

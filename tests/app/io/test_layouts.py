@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from app.datafiles import read_mapping
 from app.errors import InputError
 from app.io.layouts import LAYOUTS, UNKNOWN, detect_layout, row_id, to_item
 from app.records import JudgeItem, Label
+from app.rubrics import Rubric, builtin_rubrics, load_rubric
 from tests.support.needs import SHARED_DATA, missing
 
 AUTOJ_PROMPT = (
@@ -19,6 +21,28 @@ AUTOJ_PROMPT = (
     "  \n[BEGIN DATA]\n***\n[Query]: Name a prime number.\n***\n[Response]: 7 is prime.\n"
     "***\nIt really is.\n***\n[END DATA]\n\nWrite critiques for this response."
 )
+
+# A row's own rubric, written as in a rubric file (scenarios/rubrics/*.yaml)
+ROW_RUBRIC: dict[str, Any] = {
+    "id": "tone",
+    "name": "Tone",
+    "description": "How the answer sounds.",
+    "criteria": [
+        {
+            "id": "politeness",
+            "name": "Politeness",
+            "description": "Is it polite?",
+            "scale": {"min": 1, "max": 4},
+            "levels": {1: "rude", "2-3": "neutral", "4": "warm"},
+        }
+    ],
+}
+
+
+def _with_rubric_criterion(**changes: Any) -> dict[str, Any]:
+    criterion = {**ROW_RUBRIC["criteria"][0], **changes}
+    return {"question": "q", "answers": ["a"], "rubric": {**ROW_RUBRIC, "criteria": [criterion]}}
+
 
 # (case, row, layout, expected JudgeItem fields; metadata lists only what must be in it)
 GOOD_ROWS: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
@@ -53,6 +77,12 @@ GOOD_ROWS: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
         {"question": "Q", "answers": ["a"], "label": {"score": 4, "scale_max": 5}},
         "ours",
         {"id": "row-3", "answers": ("a",), "label": Label(score=4, scale_max=5)},
+    ),
+    (
+        "ours-row-rubric",
+        {"question": "Q", "answers": ["a"], "rubric": ROW_RUBRIC},
+        "ours",
+        {"rubric": Rubric.model_validate(ROW_RUBRIC), "metadata": {}},
     ),
     (
         "ours-nested-metadata",
@@ -340,6 +370,42 @@ BAD_ROWS: list[tuple[str, Any, str, str]] = [
         "reference",
         "expected a string",
     ),
+    (
+        "ours-rubric-string",
+        {"question": "q", "answers": ["a"], "rubric": "tone"},
+        "rubric",
+        "written like a rubric file",
+    ),
+    (
+        "ours-rubric-missing-field",
+        {"question": "q", "answers": ["a"], "rubric": {"id": "tone", "criteria": []}},
+        "rubric.name",
+        "required field is missing",
+    ),
+    (
+        "ours-rubric-unknown-field",
+        {"question": "q", "answers": ["a"], "rubric": {**ROW_RUBRIC, "colour": "red"}},
+        "rubric.colour",
+        "unknown field 'colour'; allowed: id, name",
+    ),
+    (
+        "ours-rubric-levels-gap",
+        _with_rubric_criterion(levels={1: "rude", "4": "warm"}),
+        "rubric.criteria[0].levels",
+        "no level for score(s) 2, 3",
+    ),
+    (
+        "ours-rubric-bad-scale",
+        _with_rubric_criterion(scale={"min": 4, "max": 1}),
+        "rubric.criteria[0].scale",
+        "must be below max",
+    ),
+    (
+        "ours-rubric-bad-id",
+        {"question": "q", "answers": ["a"], "rubric": {**ROW_RUBRIC, "id": "Tone!"}},
+        "rubric.id",
+        "not a valid id",
+    ),
     ("alpaca-missing-output", {"instruction": "i", "input": ""}, "output", "add a non-empty"),
     ("alpaca-empty-second", {"instruction": "i", "output": "a", "output2": ""}, "output2", "empty"),
     ("judgelm-missing-answer2", {"question_body": "q", "answer1_body": "a"}, "answer2_body", "add"),
@@ -433,6 +499,7 @@ REAL_FILES = {
     "single_train.jsonl": "autoj_single",
     "natural.json": "llmbar",
     "adversarial_neighbor.json": "llmbar",
+    "vicuna_eval.json": "prometheus",
     "scenario_classifier_train.jsonl": "missing:output",
     "scenario_classifier_test.jsonl": "missing:output",
 }
@@ -490,9 +557,17 @@ def test_dumped_item_reads_back_unchanged() -> None:
         criteria=("accuracy",),
         answer_models=("m", None),
         label=Label(winner="tie"),
+        rubric=Rubric.model_validate(ROW_RUBRIC),
         metadata={"layout": "ours", "source": {"k": 1}},
     )
     assert to_item(json.loads(json.dumps(item.model_dump(mode="json"))), 1) == item
+
+
+@pytest.mark.parametrize("name", sorted(builtin_rubrics()))
+def test_a_rubric_file_pasted_into_a_row_is_that_rubric(name: str) -> None:
+    path = builtin_rubrics()[name]
+    row = {"question": "q", "answers": ["a"], "rubric": read_mapping(path)}
+    assert to_item(row, 1).rubric == load_rubric(path)
 
 
 def test_every_layout_is_one_record_with_its_keys_rules_and_mapping():
