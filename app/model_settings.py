@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 
 from app.calibration import ConfidenceCalibration, load_calibration
 from app.prompts import DEFAULT_TEMPLATE
+from app.scenario_detection import ScenarioClassifier, load_classifier
 from app.state_head import StateHead, load_state_head
 from app.verdicts import PairCombine, RelevanceJoin
 from models.backends.base import SamplingParams
@@ -40,6 +41,7 @@ class SettingsLayer:
     relevance_join: RelevanceJoin | Literal[False] | None = None  # False: turned off
     state_head: StateHead | Literal[False] | None = None  # False: turned off
     calibration: ConfidenceCalibration | None = None
+    scenario_classifier: ScenarioClassifier | None = None
 
     def merge(self, over: SettingsLayer) -> SettingsLayer:
         """This layer with every value `over` sets put over it."""
@@ -63,6 +65,11 @@ class SettingsLayer:
             calibration=(
                 load_calibration(MODELS_DIR / entry.calibration) if entry.calibration else None
             ),
+            scenario_classifier=(
+                load_classifier(MODELS_DIR / entry.scenario_classifier)
+                if entry.scenario_classifier
+                else None
+            ),
         )
 
 
@@ -83,6 +90,7 @@ class ModelJudgeSettings:
     relevance_join: RelevanceJoin | None = None  # pairwise verdicts joined with relevance
     state_head: StateHead | None = None  # verdicts read from the model's states by a head
     calibration: ConfidenceCalibration | None = None  # confidence -> share of right verdicts
+    scenario_classifier: ScenarioClassifier | None = None  # None: the shipped MiniLM one
 
     def config_fields(self) -> dict:
         """Keyword arguments for JudgeConfig."""

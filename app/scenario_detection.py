@@ -15,7 +15,7 @@ and `auto` falls back to `default`, as before.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,11 +40,13 @@ class ScenarioGuess:
 
 @dataclass(frozen=True)
 class ScenarioClassifier:
-    """Softmax(W x + b) over `labels`, x the unit MiniLM embedding of the request."""
+    """Softmax(W x + b) over `labels`: x the unit MiniLM embedding of the request, or the
+    judge model's own states of it (mean and last token, `reads == "states"`)."""
 
     labels: tuple[str, ...]
-    weights: np.ndarray  # (labels, embedding size)
+    weights: np.ndarray  # (labels, vector size)
     bias: np.ndarray  # (labels,)
+    reads: str = "minilm"  # "minilm" or "states"
 
     def probabilities(self, vectors: np.ndarray) -> np.ndarray:
         logits = vectors @ self.weights.T + self.bias
@@ -71,6 +73,7 @@ class ScenarioClassifier:
             labels=np.array(self.labels),
             weights=self.weights.astype(np.float32),
             bias=self.bias.astype(np.float32),
+            reads=np.array(self.reads),
         )
 
     @classmethod
@@ -78,9 +81,18 @@ class ScenarioClassifier:
         with np.load(path, allow_pickle=False) as data:
             labels = tuple(str(label) for label in data["labels"])
             weights, bias = data["weights"], data["bias"]
+            reads = str(data["reads"]) if "reads" in data.files else "minilm"
         if weights.shape != (len(labels), weights.shape[1]) or bias.shape != (len(labels),):
             raise ValueError(f"{path}: weights {weights.shape} and bias {bias.shape} do not match")
-        return cls(labels, weights, bias)
+        if reads not in ("minilm", "states"):
+            raise ValueError(f"{path}: reads is {reads!r}, not 'minilm' or 'states'")
+        return cls(labels, weights, bias, reads)
+
+
+@functools.cache
+def load_classifier(path: Path) -> ScenarioClassifier:
+    """A judge's own classifier file (read once per process)."""
+    return ScenarioClassifier.load(path)
 
 
 @functools.cache
@@ -101,13 +113,27 @@ def request_text(question: str) -> str:
 
 
 def detect_scenarios(
-    questions: Sequence[str], allowed: Sequence[str], top: int = TOP
+    questions: Sequence[str],
+    allowed: Sequence[str],
+    top: int = TOP,
+    classifier: ScenarioClassifier | None = None,
+    read_states: Callable[[str], np.ndarray] | None = None,
 ) -> list[list[ScenarioGuess]] | None:
-    """Top guesses per request among `allowed` scenarios; None when detection is off."""
-    classifier = shipped_classifier()
+    """Top guesses per request among `allowed` scenarios; None when detection is off.
+
+    `classifier` (a judge's own, reading its states through `read_states`) replaces the
+    shipped MiniLM one; without `read_states` (a backend that reads no states) the
+    shipped one is used."""
+    if classifier is None or (classifier.reads == "states" and read_states is None):
+        classifier = shipped_classifier()
     if classifier is None:
         return None
-    from app.relevance import embed
+    texts = [request_text(q) for q in questions]
+    if classifier.reads == "states":
+        assert read_states is not None
+        vectors = np.stack([read_states(text) for text in texts])
+    else:
+        from app.relevance import embed
 
-    vectors = embed([request_text(q) for q in questions])
+        vectors = embed(texts)
     return classifier.guesses(vectors, allowed, top)

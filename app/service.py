@@ -27,7 +27,12 @@ from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.records import JudgeItem, Judgment, Mode, Protocol, Status
-from app.scenario_detection import ScenarioGuess, chosen_scenario, detect_scenarios
+from app.scenario_detection import (
+    ScenarioClassifier,
+    ScenarioGuess,
+    chosen_scenario,
+    detect_scenarios,
+)
 from app.scenarios import Catalog, load_catalog
 from app.state_head import StateHead
 from app.state_judging import decides, head_judgment
@@ -84,6 +89,8 @@ class JudgeConfig:
     cascade: Cascade | None = None
     # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
     calibration: ConfidenceCalibration | None = None
+    # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
+    scenario_classifier: ScenarioClassifier | None = None
 
 
 @dataclass
@@ -387,7 +394,13 @@ class JudgeService:
             return []
         if choice.scenario not in (None, AUTO):
             return []
-        found = detect_scenarios([item.question], list(self.catalog.scenarios))
+        reads = self.backend.state_features if self.backend.capabilities.states else None
+        found = detect_scenarios(
+            [item.question],
+            list(self.catalog.scenarios),
+            classifier=config.scenario_classifier,
+            read_states=reads,
+        )
         return found[0] if found else []
 
     def _fitted_messages(

@@ -50,6 +50,10 @@ class ModelEntry(BaseModel):
     # Its confidence mapped to how often such verdicts are right (app/calibration.py): a
     # JSON file under models/, fitted by training.confidence_calibration; None: none.
     calibration: str | None = None
+    # `scenario: auto` read from the judge model's own states of the request: a classifier
+    # file under models/ (app/scenario_detection.py, fitted by training.scenario_classifier
+    # --states); None: the shipped MiniLM classifier.
+    scenario_classifier: str | None = None
     cascade_below: float = Field(default=0.6, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
@@ -91,6 +95,17 @@ class ModelEntry(BaseModel):
                 load_calibration(MODELS_DIR / self.calibration)
             except ConfigError as exc:
                 raise ValueError(f"calibration: {exc}") from exc
+        return self
+
+    @model_validator(mode="after")
+    def _scenario_classifier_reads(self) -> ModelEntry:
+        if self.scenario_classifier is not None:
+            from app.scenario_detection import ScenarioClassifier
+
+            try:
+                ScenarioClassifier.load(MODELS_DIR / self.scenario_classifier)
+            except (OSError, ValueError, KeyError) as exc:
+                raise ValueError(f"scenario_classifier: {exc}") from exc
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

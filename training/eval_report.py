@@ -87,6 +87,10 @@ def _pairwise(entry: Mapping[str, Any]) -> list[str]:
         from training.signal_parts import render
 
         lines += render(entry["signals"])
+    if entry.get("criteria"):
+        from training import criteria_agreement
+
+        lines += criteria_agreement.render(entry["criteria"])
     return lines
 
 

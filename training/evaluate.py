@@ -39,6 +39,7 @@ from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.registry import ModelEntry
+from training.criteria_agreement import criteria_agreement
 from training.eval_report import render_markdown
 from training.labelled_files import (
     FILE_KEY,
@@ -97,6 +98,8 @@ def _judge_files(
     overrides: Overrides = Overrides(),
     fresh: bool = False,
     reading_cache: Path | None = None,
+    score_cache: Path | None = None,
+    state_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Judge every file's labelled rows, writing the judgments to `out` as they come.
 
@@ -109,6 +112,8 @@ def _judge_files(
 
     judge = open_judge(model, options, backend=backend)
     cached = _cached_reads(judge.backend, reading_cache, out)
+    scored = _cached_scores(judge.backend, score_cache, out)
+    states = _cached_states(judge.backend, state_cache, out)
     service = JudgeService(judge.backend, judge.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
@@ -126,8 +131,9 @@ def _judge_files(
                     judged = service.judge_rows(todo, config, on_judgment=bar.update)
                     write_jsonl(_tagged(judged, file), stream)
     finally:
-        if cached is not None:
-            cached.close()
+        for wrapper in (cached, scored, states):
+            if wrapper is not None:
+                wrapper.close()
         judge.close()
     attach_judgments(files, read_judgments(out))
     return {
@@ -150,6 +156,33 @@ def _cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore
 
     cached = CachedReads(backend.read_answers, ReadingCache(folder), f"eval-{out.parent.name}")
     backend.read_answers = cached
+    return cached
+
+
+def _cached_scores(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+    """With --score-cache: the backend's score-mode replies (a head's criterion reads) come
+    from and go to that folder (training.score_cache): replies read elsewhere, a GPU's
+    (training.gpu_levels), or in an earlier run, are not read again."""
+    if folder is None or not hasattr(backend, "prompt_tokens"):
+        return None
+    from training.score_cache import CachedScores, ScoreCache
+
+    cached = CachedScores(
+        backend.score, backend.prompt_tokens, ScoreCache(folder, f"eval-{out.parent.name}")
+    )
+    backend.score = cached
+    return cached
+
+
+def _cached_states(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+    """With --state-cache: the request states scenario detection reads (a judge with its own
+    classifier) come from and go to that folder (training.state_cache)."""
+    if folder is None or not hasattr(backend, "state_features"):
+        return None
+    from training.state_cache import CachedStates
+
+    cached = CachedStates(backend.state_features, folder, f"eval-{out.parent.name}")
+    backend.state_features = cached
     return cached
 
 
@@ -206,6 +239,8 @@ def evaluate_files(
     base_judgments: str | Path | None = None,
     calibration: str | Path | None = None,
     reading_cache: str | Path | None = None,
+    score_cache: str | Path | None = None,
+    state_cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Judge (or re-score, with `judgments`) labelled files; write and return the report.
 
@@ -262,6 +297,8 @@ def evaluate_files(
             overrides,
             fresh,
             Path(reading_cache) if reading_cache is not None else None,
+            Path(score_cache) if score_cache is not None else None,
+            Path(state_cache) if state_cache is not None else None,
         )
     second = read_judgments(Path(second_judgments)) if second_judgments is not None else None
     base = read_judgments(Path(base_judgments)) if base_judgments is not None else None
@@ -293,6 +330,9 @@ def build_report(
             signals = signal_agreement(file.rows, file.judgments)
             if signals is not None:
                 entries[file.name]["signals"] = signals
+            criteria = criteria_agreement(file.rows, file.judgments)
+            if criteria is not None:
+                entries[file.name]["criteria"] = criteria
         pairs += rows
     return {
         **run,
@@ -356,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             base_judgments=args.base_judgments,
             calibration=args.calibration,
             reading_cache=args.reading_cache,
+            score_cache=args.score_cache,
+            state_cache=args.state_cache,
         )
     except (PocketJudgeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -420,6 +462,18 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="a folder where a likelihood head's answer reads are kept by (request, answer): "
         "another head on the same model judges the same rows again without reading them",
+    )
+    parser.add_argument(
+        "--score-cache",
+        type=Path,
+        help="a folder where score-mode replies (a head's criterion reads) are kept by prompt: "
+        "replies read before, or on a GPU (training.gpu_levels), are not read again",
+    )
+    parser.add_argument(
+        "--state-cache",
+        type=Path,
+        help="a folder where the request states a judge's own scenario classifier reads are "
+        "kept by text (training.state_cache)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser

@@ -26,13 +26,14 @@ weights), so probabilities differ a little: `compare` measures it on replies bot
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+
+from training.state_cache import text_key
 
 LEVEL_CHARS = set('0123456789,]}"')
 BATCH_TOKENS = 32768
@@ -79,10 +80,6 @@ def level_ids(pieces: list[str]) -> np.ndarray:
     )
 
 
-def text_key(text: str) -> str:
-    return "t" + hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
 # -- here: the reads as token ids -----------------------------------------------------
 def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
     """(item, config) of every labelled row whose criterion reads are wanted."""
@@ -92,12 +89,18 @@ def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
 
     entry = load_registry().get()
     jobs = []
-    if "autoj-dev" in which:
-        from training.labelled_files import load_labelled
+    pairwise = {
+        "autoj-dev": "autoj/pairwise_dev.jsonl",
+        "llmbar-natural": "llmbar/natural.json",
+        "llmbar-neighbor": "llmbar/adversarial_neighbor.json",
+    }
+    for name, path in pairwise.items():
+        if name in which:
+            from training.labelled_files import load_labelled
 
-        rows = load_labelled(_shared("autoj/pairwise_dev.jsonl"), "autoj-dev").rows
-        config = judge_config("pairwise", entry, 4096)
-        jobs += [(row.item, config) for row in rows]
+            rows = load_labelled(_shared(path), name).rows
+            config = judge_config("pairwise", entry, 4096)
+            jobs += [(row.item, config) for row in rows]
     if "vicuna" in which:
         from app.io.reader import read_rows
 
@@ -158,18 +161,26 @@ def build_table(backend, service, jobs, texts: list[str]) -> LevelTable:  # type
     )
 
 
-def build_tokens(gguf: Path, which: list[str], scenarios: bool, out: Path) -> int:
+def build_tokens(
+    gguf: Path, which: list[str], scenarios: bool, out: Path, state_cache: Path | None = None
+) -> int:
     from app.service import JudgeService
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
 
     backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=4096, n_threads=1))
+    if state_cache is not None:  # scenario detection reads these states (and keeps new ones)
+        from training.state_cache import CachedStates
+
+        backend.state_features = CachedStates(backend.state_features, state_cache, "tokens")
     service = JudgeService(backend, "gpu-levels")
     texts = _scenario_texts() if scenarios else []
     table = build_table(backend, service, criterion_requests(which), texts)
     table.save(out)
     if "vicuna" in which:
         likelihood_tokens(backend, out.with_name(out.stem + "-likelihood.npz"))
+    if state_cache is not None:
+        backend.state_features.close()
     backend.close()
     tokens = table.lengths.sum()
     print(f"{len(table.keys)} criterion reads ({tokens} tokens), {len(texts)} texts")
@@ -395,6 +406,10 @@ def merge(args: argparse.Namespace) -> int:
 
     table = LevelTable.load(args.tokens)
     backend = LlamaCppBackend(str(args.gguf), BackendOptions(n_ctx=4096, n_threads=1))
+    if args.state_cache is not None and args.state_cache.is_dir():
+        from training.state_cache import CachedStates
+
+        backend.state_features = CachedStates(backend.state_features, args.state_cache, "merge")
     service = JudgeService(backend, "gpu-levels")
     cache = ScoreCache(args.score_cache, label="gpu")
     merged = merge_replies(
@@ -418,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     tokens.add_argument("--out", type=Path, required=True)
     tokens.add_argument("--which", nargs="*", default=["autoj-dev", "vicuna"])
     tokens.add_argument("--scenarios", action="store_true")
+    tokens.add_argument("--state-cache", type=Path, help="request states for scenario detection")
     read = commands.add_parser("read")
     read.add_argument("--gguf", type=Path, required=True)
     read.add_argument("--tokens", type=Path, required=True)
@@ -433,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     merged.add_argument("--state-cache", type=Path)
     args = parser.parse_args(argv)
     if args.command == "tokens":
-        return build_tokens(args.gguf, args.which, args.scenarios, args.out)
+        return build_tokens(args.gguf, args.which, args.scenarios, args.out, args.state_cache)
     return {"read": gpu_read, "merge": merge}[args.command](args)
 
 

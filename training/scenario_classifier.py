@@ -26,6 +26,7 @@ TRAIN_FILE = DATA_DIR / "scenario_classifier_train.jsonl"
 TEST_FILE = DATA_DIR / "scenario_classifier_test.jsonl"
 RUN_DIR = Path(__file__).resolve().parent / "runs" / "scenario_classifier"
 STRENGTHS = (1.0, 4.0, 16.0, 64.0)  # C of scikit-learn's LogisticRegression
+STATE_STRENGTHS = (0.003, 0.01, 0.03, 0.1)  # on standardized states (3,072 dimensions)
 FOLDS = 5
 SEED = 0
 
@@ -62,16 +63,41 @@ def embeddings(texts: Sequence[str], cache: Path) -> np.ndarray:
     return vectors
 
 
-def fit(vectors: np.ndarray, labels: Sequence[str], strength: float) -> ScenarioClassifier:
+def cached_states(texts: Sequence[str], folder: Path) -> np.ndarray:
+    """The judge model's states of each request (as detection reads it), from a state cache."""
+    from training.gpu_levels import text_key
+
+    found: dict[str, np.ndarray] = {}
+    for path in sorted(folder.glob("*.npz")):
+        with np.load(path) as chunk:
+            found |= {key: chunk[key] for key in chunk.files}
+    try:
+        return np.stack([found[text_key(request_text(t))] for t in texts]).astype(np.float32)
+    except KeyError:
+        raise SystemExit(f"{folder}: a request has no states; read them first") from None
+
+
+def fit(
+    vectors: np.ndarray, labels: Sequence[str], strength: float, reads: str = "minilm"
+) -> ScenarioClassifier:
+    """Logistic regression on `vectors`. States are standardized first (their dimensions
+    differ in scale by orders of magnitude); the scaling is folded into the weights, so
+    the classifier reads raw states."""
     from sklearn.linear_model import LogisticRegression
 
+    center = vectors.mean(axis=0) if reads == "states" else np.zeros(vectors.shape[1])
+    spread = vectors.std(axis=0) + 1e-6 if reads == "states" else np.ones(vectors.shape[1])
     model = LogisticRegression(C=strength, max_iter=3000, random_state=SEED)
-    model.fit(vectors, labels)
+    model.fit((vectors - center) / spread, labels)
     classes = tuple(str(c) for c in model.classes_)
-    return ScenarioClassifier(classes, model.coef_.astype(np.float32), model.intercept_)
+    weights = model.coef_ / spread
+    bias = model.intercept_ - weights @ center
+    return ScenarioClassifier(classes, weights.astype(np.float32), bias, reads)
 
 
-def cross_validated_accuracy(vectors: np.ndarray, labels: Sequence[str], strength: float) -> float:
+def cross_validated_accuracy(
+    vectors: np.ndarray, labels: Sequence[str], strength: float, reads: str = "minilm"
+) -> float:
     from sklearn.model_selection import StratifiedKFold
 
     labels_array = np.array(labels)
@@ -79,7 +105,7 @@ def cross_validated_accuracy(vectors: np.ndarray, labels: Sequence[str], strengt
     folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=SEED)
     right = 0
     for train, held in folds.split(vectors, labels_array):
-        classifier = fit(vectors[train], labels_array[train].tolist(), strength)
+        classifier = fit(vectors[train], labels_array[train].tolist(), strength, reads)
         guesses = classifier.guesses(vectors[held], top=1)
         right += sum(g[0].scenario == label for g, label in zip(guesses, labels_array[held]))
     return right / len(labels)
@@ -104,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train", type=Path, default=TRAIN_FILE)
     parser.add_argument("--test", type=Path, default=TEST_FILE)
     parser.add_argument("--runs", type=Path, default=RUN_DIR)
+    parser.add_argument(
+        "--states",
+        type=Path,
+        help="fit on the judge model's states of each request instead of MiniLM: a state "
+        "cache of training.gpu_levels (request texts read for their states)",
+    )
     args = parser.parse_args(argv)
     for path in (args.train, args.test):
         if not path.is_file():
@@ -112,14 +144,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     train_texts, train_labels = read_split(args.train)
     test_texts, test_labels = read_split(args.test)
-    print(f"embedding {len(train_texts)} + {len(test_texts)} requests (MiniLM)", file=sys.stderr)
-    train_vectors = embeddings(train_texts, args.runs / "train.npy")
-    test_vectors = embeddings(test_texts, args.runs / "test.npy")
-    scores = {c: cross_validated_accuracy(train_vectors, train_labels, c) for c in STRENGTHS}
-    best = max(STRENGTHS, key=lambda c: scores[c])
-    classifier = fit(train_vectors, train_labels, best)
+    reads = "states" if args.states is not None else "minilm"
+    if args.states is not None:
+        train_vectors = cached_states(train_texts, args.states)
+        test_vectors = cached_states(test_texts, args.states)
+        strengths = STATE_STRENGTHS
+    else:
+        print(f"embedding {len(train_texts)} + {len(test_texts)} requests", file=sys.stderr)
+        train_vectors = embeddings(train_texts, args.runs / "train.npy")
+        test_vectors = embeddings(test_texts, args.runs / "test.npy")
+        strengths = STRENGTHS
+    scores = {c: cross_validated_accuracy(train_vectors, train_labels, c, reads) for c in strengths}
+    best = max(strengths, key=lambda c: scores[c])
+    classifier = fit(train_vectors, train_labels, best, reads)
     catalog = list(load_catalog().scenarios)
     report = {
+        "reads": reads,
         "train_rows": len(train_labels),
         "test_rows": len(test_labels),
         "cv_accuracy_by_C": {str(c): round(a, 4) for c, a in scores.items()},

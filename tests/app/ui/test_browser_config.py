@@ -154,3 +154,16 @@ def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
         assert "also the id of line 1" in shown
         assert "got a string" in shown
         screenshot(page, shots / "batch_preview.png", main_only=True)
+
+
+def test_every_page_url_opens_its_page(chromium: Path, app_url: str) -> None:  # noqa: F811
+    """The judge page is the default (served at the root), and its own URL opens it too."""
+    pages = {"": "Judge one item", "judge": "Judge one item", "batch": "Batch", "runs": "Runs"}
+    pages |= {"criteria": "Scenario and criteria", "about": "About and help"}
+    with opened(chromium, app_url) as page:
+        for path, heading in pages.items():
+            page.goto(f"{app_url}/{path}")
+            page.wait_for_selector(IDLE)
+            settle(page)
+            page.get_by_role("heading", name=heading).first.wait_for()
+            assert "Page not found" not in page.locator("body").inner_text(), path

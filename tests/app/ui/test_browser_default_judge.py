@@ -3,7 +3,9 @@
 What a user sees when the judge is not sure: a verdict below the judge's confidence
 threshold is shown as "uncertain" with its leaning, never as "Answer A is better", and the
 page shows how often this judge agrees with people beside "the longer answer wins" (from
-its model card). With POCKETJUDGE_SCREENSHOTS=1 the screenshot goes to docs/screenshots/.
+its model card). With a reference: the per-criterion chart, the radar and the reference
+metrics chart, and what the criterion scores say of the verdict. With
+POCKETJUDGE_SCREENSHOTS=1 the screenshots go to docs/screenshots/.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from models.registry import load_registry
 from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     app_server,
     chromium,  # noqa: F401 - a fixture
-    judge_pair,
     main_text,
     page,  # noqa: F401 - a fixture
     screenshot,
     settle,
     shots,  # noqa: F401 - a fixture
+    wait_for_charts,
 )
 from tests.support.needs import need_model
 
@@ -98,3 +100,33 @@ def pairwise_form(tab) -> None:
     tab.locator(".st-key-protocol").get_by_text("Pairwise comparison").click()
     tab.locator(".st-key-answer_2").wait_for()
     settle(tab)
+
+
+def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_metrics(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    pairwise_form(page)
+    page.locator(".st-key-reference textarea").fill("Canberra.")
+    shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
+    assert shown.startswith("Verdict: "), shown
+    wait_for_charts(page, 3, timeout_ms=120_000)
+    plots = page.locator(".js-plotly-plot")
+    assert plots.count() == 3  # criterion bars, radar (in its tab), reference metrics
+    text = main_text(page)
+    assert "Similarity to the reference" in text
+    assert "read apart from the verdict" in text  # what the criteria say of the verdict
+    assert "Accuracy" in plots.first.inner_text()  # the scenario's criteria, by name
+    screenshot(page, shots / "default_judge_criteria.png", main_only=True)
+
+
+def judge_pair(tab, **fields: str) -> str:
+    """Fill the one-item form, judge, and return the verdict headline once the run is over
+    (criterion reads with the real model take minutes on a busy CPU)."""
+    for key, text in fields.items():
+        tab.locator(f".st-key-{key} textarea").fill(text)
+    tab.locator(".st-key-judge button").click()
+    verdict = tab.get_by_role("heading", name=re.compile(r"^Verdict: "))
+    verdict.wait_for(timeout=900_000)
+    settle(tab)
+    return verdict.inner_text().strip()
