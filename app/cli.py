@@ -371,7 +371,7 @@ def _run_batch(
     from app.batch_run import write_batch
     from app.io.resumable import ResumableOutput, run_key
     from app.progress import ProgressBar
-    from app.service import JudgeService
+    from app.service import JudgeService, reference_note
 
     entry = judge.entry
     config = _judge_config(args, choice, entry)
@@ -387,6 +387,8 @@ def _run_batch(
         from models.cards import untrained_note
 
         print(f"note: '{judge.name}' is {untrained_note(entry)}", file=sys.stderr)
+    if (note := reference_note(config)) is not None:
+        print(f"note: '{judge.name}' {note}", file=sys.stderr)
     if args.mode == "score" and get_template(config.template).native:
         print(
             f"note: template '{config.template}' writes free text (the native format of "

@@ -566,6 +566,19 @@ class JudgeService:
             return None, failure
 
 
+def reference_note(config: JudgeConfig) -> str | None:
+    """What a judge whose state head decides does with a reference answer (its head reads
+    none), for a front end to say once; None for a judge that reads it in its prompt."""
+    if config.state_head is None or not config.use_reference:
+        return None
+    if config.criteria:
+        return (
+            "decides from the request and the answers alone: a reference answer reaches only "
+            "the criterion scores, not the verdict or the grade"
+        )
+    return "reads no reference answer (its head decides; criterion scores are off)"
+
+
 def row_problem(item: JudgeItem, config: JudgeConfig, catalog: Catalog) -> str | None:
     """Why `item` would be an error row under `config` before any model call, or None.
 

@@ -51,8 +51,8 @@ def main(argv: list[str]) -> int:
     # through torch, app/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
-    if mode == "f" and entry.state_head is None:
-        raise SystemExit(f"mode f needs a judge with a state head; {entry.name} has none")
+    if mode in ("f", "g") and entry.state_head is None:
+        raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
     rows = list(islice(read_rows(DEV), pairs))
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
     started = time.perf_counter()
@@ -63,12 +63,14 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d", "e", "f") else "generate",
+        mode="score" if mode in ("c", "d", "e", "f", "g") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
         **model_judge_settings(
-            entry, None if mode == "f" else judge_alone, context_tokens=N_CTX
+            entry, None if mode in ("f", "g") else judge_alone, context_tokens=N_CTX
         ).config_fields(),
     )
+    if mode in ("f", "g"):  # the head alone (f), or with its criterion reads (g)
+        config = replace(config, criteria=mode == "g")
     if mode == "e":
         config = replace(config, template="pocketjudge-decision-compact", criteria=False)
     if mode == "a":  # nothing constrains plain generate: give it the model's own template

@@ -5,9 +5,11 @@
 
 Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
-reference first. The table gives seconds per pair and peak RSS, each as a ratio to the
-reference measured in the same run, and the model file's size (a head judge's memory goal
-is the file plus what it reads with). Cells are saved in bench/runs/heads/ as they finish.
+reference first; the default judge again with its criterion scores read (mode g), so their
+cost per item is the difference. The table gives seconds per pair and peak RSS, each as a
+ratio to the reference measured in the same run, and the model file's size (a head judge's
+memory goal is the file plus what it reads with). Cells are saved in bench/runs/heads/ as
+they finish.
 """
 
 from __future__ import annotations
@@ -37,23 +39,26 @@ def main(argv: list[str] | None = None) -> int:
     registry = load_registry()
     names = [args.reference, *(args.models.split(",") if args.models else [registry.default])]
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
+    default = registry.default
+    if registry.get(default).criteria:  # the criterion scores' cost per item, beside it
+        cells[f"{default} + criterion scores"] = run(default, args.pairs, args.fresh, "g")
     table = render(cells, args.reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
     print(table)
     return 0
 
 
-def run(name: str, pairs: int, fresh: bool) -> dict:
+def run(name: str, pairs: int, fresh: bool, mode: str = "f") -> dict:
     import os
     import subprocess
 
-    out = RUNS / f"{name}-n{pairs}.json"
+    out = RUNS / f"{name}-n{pairs}{'' if mode == 'f' else '-' + mode}.json"
     if out.is_file() and not fresh:
         return _load_cell(out)
     print(f"{name}: {pairs} pairs ...", file=sys.stderr, flush=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     subprocess.run(
-        [sys.executable, "-m", "bench.cell", "f", "1", str(pairs), str(out), name],
+        [sys.executable, "-m", "bench.cell", mode, "1", str(pairs), str(out), name],
         check=True,
         cwd=REPO,
         env=env,
@@ -77,7 +82,7 @@ def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: i
     ]
     for name, cell in cells.items():
         seconds = cell["seconds"] / cell["pairs"]
-        path = registry.get(name).path()
+        path = registry.get(name.split(" + ")[0]).path()
         size = path.stat().st_size / 2**20 if path is not None and path.is_file() else 0.0
         lines.append(
             f"| {name} | {seconds:.2f} | {seconds / (base['seconds'] / base['pairs']):.2f} | "

@@ -157,3 +157,13 @@ def test_a_read_without_probabilities_leaves_the_scores_out_and_says_why():
     assert judged.winner == "A" and judged.answers == () and judged.criteria == ()
     assert "no probabilities" in judged.criteria_note
     assert '{"overall": 7}' in judged.raw_output
+
+
+def test_a_head_judge_says_where_a_reference_goes(head):
+    from app.service import reference_note
+
+    assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
+    off = reference_note(_config(head, Protocol.PAIRWISE, criteria=False))
+    assert off.startswith("reads no reference")
+    assert reference_note(JudgeConfig(template="pocketjudge")) is None  # its prompt reads it
+    assert reference_note(_config(head, Protocol.PAIRWISE, use_reference=False)) is None

@@ -9,6 +9,7 @@ from app.errors import PocketJudgeError, validation_message
 from app.followup import ask
 from app.records import JudgeItem, Judgment, Protocol
 from app.scenarios import load_catalog
+from app.service import reference_note
 from app.ui import state
 from app.ui.options import answer_label, answer_range
 from app.ui.run_setup import prepare_run
@@ -107,8 +108,10 @@ def explain(settings: Settings) -> None:
 
 
 def show_result(result: tuple[Judgment, object, JudgeItem], settings: Settings) -> None:
-    judgment, rubric, _ = result
+    judgment, rubric, item = result
     st.divider()
+    if item.reference and (note := reference_note(settings.judge_config())) is not None:
+        st.caption(f"This judge {note}.")
     show_judgment(
         judgment,
         names=criterion_names(judgment, load_catalog(), rubric),

@@ -116,6 +116,7 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
     text = main_text(page)
     assert "Similarity to the reference" in text
     assert "read apart from the verdict" in text  # what the criteria say of the verdict
+    assert "reaches only the criterion scores" in text  # where the reference went
     assert "Accuracy" in plots.first.inner_text()  # the scenario's criteria, by name
     screenshot(page, shots / "default_judge_criteria.png", main_only=True)
 
