@@ -394,7 +394,8 @@ class JudgeService:
             return []
         if choice.scenario not in (None, AUTO):
             return []
-        reads = self.backend.state_features if self.backend.capabilities.states else None
+        states = self.backend.capabilities.states
+        reads = getattr(self.backend, "state_features", None) if states else None
         found = detect_scenarios(
             [item.question],
             list(self.catalog.scenarios),

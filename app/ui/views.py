@@ -171,6 +171,14 @@ def scenario_note(chosen: str, guesses: Mapping[str, float], names: Mapping[str,
     return f"{head} Pick a scenario on the Scenario and criteria page to override."
 
 
+# measured on the default judge (its card): where its criteria and its verdict disagreed
+DISAGREEMENT = (
+    "Where they disagreed on the measured sets, the verdict was right more often than the "
+    "criteria: on 57 % of such pairs of Auto-J dev (ties left out), 68 % of LLMBar natural "
+    "and 86 % of its adversarial neighbours."
+)
+
+
 def criteria_agreement_note(judgment: Judgment) -> str | None:
     """What the criterion scores read beside a head's decision say of it: they agree, they
     disagree (shown, never hidden), or they could not be read."""
@@ -185,7 +193,7 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
             return f"{read}; they put the same answer first."
         return (
             f"{read}; they put answer {judgment.criteria_ranking[0]} first, not answer "
-            f"{judgment.ranking[0]}: the two readings disagree, so weigh this ranking with care."
+            f"{judgment.ranking[0]}: the two readings disagree. {DISAGREEMENT}"
         )
     criteria, leaning = judgment.criteria_verdict, judgment.leaning
     if criteria is None or judgment.protocol is not Protocol.PAIRWISE:
@@ -195,7 +203,7 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     favour = "see no difference" if criteria == "tie" else f"favour {criteria}"
     return (
         f"{read}; they {favour} while the verdict leans to {leaning}: the two readings "
-        "disagree, so weigh this verdict with care."
+        f"disagree. {DISAGREEMENT}"
     )
 
 

@@ -2,17 +2,21 @@
 
 The head was fitted on the states of exactly this GGUF file: its size must match the
 model's features, and a verdict must come out the same whatever order the answers are in.
+The criterion scores read beside it take the reference: one that names the right answer
+moves the criteria's decision toward it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import islice
 
 import pytest
 
+from app.criteria_resolution import CriteriaChoice
 from app.io.reader import read_rows
 from app.model_settings import model_judge_settings
-from app.records import Protocol, Status
+from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from app.state_head import PART_WORDS
 from bench.cell import DEV
@@ -37,6 +41,7 @@ def judged():
         service = JudgeService(judge.backend, entry.name)
         row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
         config = JudgeConfig(protocol=Protocol.PAIRWISE, **settings.config_fields())
+        config = replace(config, criteria=False)  # the head alone (criteria: below)
         swapped = row.item.model_copy(update={"answers": row.item.answers[::-1]})
         yield (
             entry,
@@ -68,3 +73,31 @@ def test_a_real_pair_gets_one_verdict_in_either_order(judged):
     assert parts["score"] == pytest.approx(sum(parts[name] for name in signals), abs=1e-3)
     # a verdict below the judge's threshold is shown as uncertain, never as a decision
     assert (first.winner == "uncertain") is (first.confidence < settings.uncertain_below)
+
+
+def test_a_reference_naming_the_right_answer_moves_the_criteria_toward_it(judged):
+    entry, settings, judge, _, _ = judged
+    service = JudgeService(judge.backend, entry.name)
+    pair = JudgeItem(
+        id="canberra",
+        question="What is the capital of Australia?",
+        answers=(
+            "Canberra.",
+            "Sydney is the capital of Australia. It is the largest city in the country, home "
+            "to the Opera House and the Harbour Bridge, and its main financial centre.",
+        ),
+        reference="Canberra.",
+    )
+    config = JudgeConfig(protocol=Protocol.PAIRWISE, **settings.config_fields())
+    # two criteria keep it short: four criterion reads a judgment
+    config = replace(config, choice=CriteriaChoice(criteria=("accuracy", "relevance")))
+    given = service.judge(pair, config)
+    without = service.judge(pair, replace(config, use_reference=False))
+    assert given.verdict_probs == without.verdict_probs  # the head reads no reference
+
+    def lead_of_a(judgment) -> float:
+        first, second = judgment.answers
+        return first.expected_criteria["accuracy"] - second.expected_criteria["accuracy"]
+
+    assert lead_of_a(given) > lead_of_a(without) + 1.0, (lead_of_a(given), lead_of_a(without))
+    assert given.criteria_verdict == "A"

@@ -16,6 +16,7 @@ LAYOUT_NAMES = {
     "autoj_single": "Auto-J single",
     "llmbar": "LLMBar",
     "pointwise": "Pointwise scores",
+    "prometheus": "Prometheus (absolute grading with a rubric)",
 }
 
 PROTOCOLS = pd.DataFrame(

@@ -35,7 +35,8 @@ def test_every_page_loads(make_app: Callable[..., AppTest]) -> None:
 def test_about_lists_the_input_layouts(make_app: Callable[..., AppTest]) -> None:
     at = make_app("app_pages/about.py", fast=False)
     layouts = at.dataframe[1].value
-    assert "JudgeLM" in list(layouts["layout"]) and len(layouts) == 8
+    assert "JudgeLM" in list(layouts["layout"]) and len(layouts) == 9
+    assert "Prometheus (absolute grading with a rubric)" in list(layouts["layout"])
     assert any("Confidence" in m.value for m in at.markdown)
 
 

@@ -67,3 +67,41 @@ def test_scenario_note_names_the_pick_or_says_it_is_unsure() -> None:
     unsure = scenario_note("default", {"code_generation": 0.15, "math_reasoning": 0.1}, names)
     assert unsure.startswith("Scenario: not sure (best guess Code generation (15%)")
     assert "criteria of **General** were used" in unsure
+
+
+def reference_only_view() -> None:
+    from app.records import Judgment, Protocol, Status
+    from app.ui.views import show_judgment
+
+    show_judgment(
+        Judgment(
+            id="x",
+            protocol=Protocol.PAIRWISE,
+            status=Status.OK,
+            winner="A",
+            leaning="A",
+            reference_metrics=({"rougeL": 0.5, "bleu": 0.2}, {"rougeL": 0.1, "bleu": 0.0}),
+        ),
+        key="r",
+    )
+
+
+def test_the_reference_metrics_chart_is_drawn_without_criterion_scores() -> None:
+    at = AppTest.from_function(reference_only_view).run()
+    assert not at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1 and "reference" in charts[0].proto.spec.lower()
+
+
+def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
+    from app.records import Judgment, Protocol, Status
+    from app.ui.views import DISAGREEMENT, criteria_agreement_note
+
+    base = Judgment(id="x", protocol=Protocol.PAIRWISE, status=Status.OK, winner="A", leaning="A")
+    agree = criteria_agreement_note(base.model_copy(update={"criteria_verdict": "A"}))
+    assert agree.endswith("they favour A too.")
+    disagree = criteria_agreement_note(base.model_copy(update={"criteria_verdict": "B"}))
+    assert "they favour B while the verdict leans to A" in disagree and DISAGREEMENT in disagree
+    failed = criteria_agreement_note(base.model_copy(update={"criteria_note": "no probabilities"}))
+    assert failed == "No criterion scores: no probabilities."
+    assert criteria_agreement_note(base) is None  # a judge whose reply holds the scores
