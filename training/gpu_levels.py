@@ -33,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
+from training.gpu_reads import ArrayTable, padded_batches
 from training.state_cache import text_key
 
 LEVEL_CHARS = set('0123456789,]}"')
-BATCH_TOKENS = 32768
 
 
 @dataclass
-class LevelTable:
+class LevelTable(ArrayTable):
     """Every criterion read as token ids. Read i (`keys[i]`, a score-cache key) is one or
     more sequences s (`seq_read[s] == i`): sequence s is `lengths[s]` tokens of `flat`
     whose first `value_at[s]` lead to the value, then `seq_ahead[s]` (-1: nothing) where
@@ -58,18 +58,6 @@ class LevelTable:
     text_keys: np.ndarray
     text_flat: np.ndarray
     text_lengths: np.ndarray
-
-    def save(self, path: Path) -> None:
-        np.savez_compressed(path, **vars(self))
-
-    @classmethod
-    def load(cls, path: Path) -> LevelTable:
-        with np.load(path) as table:
-            return cls(**{name: table[name] for name in table.files})
-
-    @property
-    def starts(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
 
 def level_ids(pieces: list[str]) -> np.ndarray:
@@ -222,22 +210,12 @@ def read_levels(model, table: LevelTable, deadline: float):  # type: ignore[no-u
 
     device = next(model.parameters()).device
     ids = torch.from_numpy(table.ids.astype(np.int64)).to(device)
-    order = np.argsort(-table.lengths, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]]).astype(np.int64)
     n = len(table.lengths)
     at_value = np.zeros((n, len(table.ids)), dtype=np.float16)
     after = np.zeros((n, len(table.ids)), dtype=np.float16)
     entropy = np.full(n, np.nan, dtype=np.float32)
     done = np.zeros(n, dtype=bool)
-    begin = 0
-    while begin < n and time.time() < deadline:
-        longest = int(table.lengths[order[begin]])
-        batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
-        begin += len(batch)
-        tokens = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, i in enumerate(batch):
-            piece = table.flat[starts[i] : starts[i] + table.lengths[i]]
-            tokens[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+    for batch, tokens in padded_batches(table.flat, table.lengths, deadline):
         with torch.inference_mode():
             hidden = model.model(input_ids=tokens.to(device)).last_hidden_state
             for row, i in enumerate(batch):
@@ -251,7 +229,6 @@ def read_levels(model, table: LevelTable, deadline: float):  # type: ignore[no-u
                 if table.seq_ahead[i] >= 0:
                     after[i] = picked[1].cpu().numpy()
                 done[i] = True
-        print(f"levels {begin}/{n}", flush=True)
     return at_value, after, entropy, done
 
 
@@ -260,26 +237,13 @@ def read_texts(model, table: LevelTable, deadline: float) -> tuple[np.ndarray, n
     import torch
 
     device = next(model.parameters()).device
-    n = len(table.text_keys)
-    starts = np.concatenate([[0], np.cumsum(table.text_lengths)[:-1]]).astype(np.int64)
-    order = np.argsort(-table.text_lengths, kind="stable")
-    states: list[np.ndarray | None] = [None] * n
-    begin = 0
-    while begin < n and time.time() < deadline:
-        longest = int(table.text_lengths[order[begin]])
-        batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
-        begin += len(batch)
-        tokens = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, i in enumerate(batch):
-            piece = table.text_flat[starts[i] : starts[i] + table.text_lengths[i]]
-            tokens[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+    states: list[np.ndarray | None] = [None] * len(table.text_keys)
+    for batch, tokens in padded_batches(table.text_flat, table.text_lengths, deadline):
         with torch.inference_mode():
             hidden = model.model(input_ids=tokens.to(device)).last_hidden_state
             for row, i in enumerate(batch):
-                length = int(table.text_lengths[i])
-                seq = hidden[row, :length].float()
+                seq = hidden[row, : int(table.text_lengths[i])].float()
                 states[i] = torch.cat([seq.mean(0), seq[-1]]).cpu().numpy()
-        print(f"texts {begin}/{n}", flush=True)
     found = np.array([s is not None for s in states])
     width = next((len(s) for s in states if s is not None), 0)
     stacked = np.stack([s if s is not None else np.zeros(width) for s in states])
@@ -301,16 +265,16 @@ def write_reads(model, table: LevelTable, out: Path, deadline: float) -> None:  
 
 
 def gpu_read(args: argparse.Namespace) -> int:
-    import torch
+    from training.gpu_reads import (
+        TokenTable,
+        load_model,
+        read_sequences,
+        torch_device,
+        write_shards,
+    )
 
-    from training.gpu_reads import TokenTable, load_model, read_sequences, write_shards
-
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
     started = time.time()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        torch.set_num_threads(1)
+    device = torch_device()
     model = load_model(args.gguf, device)
     print(f"loaded in {time.time() - started:.0f} s on {device}", flush=True)
     write_reads(model, LevelTable.load(args.tokens), args.out, started + args.seconds)

@@ -39,8 +39,40 @@ SHARD_READS = 3500  # reads per file: a file of them stays under 16 MB (what a c
 STATE_LEVELS = 127  # states travel as int8 with one scale per dimension
 
 
+class ArrayTable:
+    """A dataclass of numpy arrays, kept as one compressed .npz file."""
+
+    def save(self, path: Path) -> None:
+        np.savez_compressed(path, **vars(self))
+
+    @classmethod
+    def load(cls, path: Path):  # type: ignore[no-untyped-def]
+        with np.load(path) as table:
+            return cls(**{name: table[name] for name in table.files})
+
+
+def padded_batches(flat: np.ndarray, lengths: np.ndarray, deadline: float = float("inf")):  # type: ignore[no-untyped-def]
+    """(indices, right-padded token ids) of the sequences `flat` holds back to back, longest
+    first in batches of about BATCH_TOKENS tokens, until `deadline` (time.time())."""
+    import torch
+
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    begin = 0
+    while begin < len(order) and time.time() < deadline:
+        longest = int(lengths[order[begin]])
+        batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
+        begin += len(batch)
+        tokens = torch.zeros((len(batch), longest), dtype=torch.long)
+        for row, i in enumerate(batch):
+            piece = flat[starts[i] : starts[i] + lengths[i]]
+            tokens[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+        yield batch, tokens
+        print(f"{begin}/{len(order)} read", flush=True)
+
+
 @dataclass
-class TokenTable:
+class TokenTable(ArrayTable):
     """Every read as token ids: `keys[i]` (the reading cache's key) reads the i-th
     `lengths[i]` tokens of `flat`, whose last `answer_lengths[i]` are the answer."""
 
@@ -48,14 +80,6 @@ class TokenTable:
     flat: np.ndarray
     lengths: np.ndarray
     answer_lengths: np.ndarray
-
-    def save(self, path: Path) -> None:
-        np.savez_compressed(path, **vars(self))
-
-    @classmethod
-    def load(cls, path: Path) -> TokenTable:
-        with np.load(path) as table:
-            return cls(**{name: table[name] for name in table.files})
 
 
 def tokenize_reads(backend, texts: list[tuple[str, str]]) -> TokenTable:  # type: ignore[no-untyped-def]
@@ -160,15 +184,21 @@ def read_sequences(
     return found_keys, logprobs, states
 
 
-def read_all(args: argparse.Namespace) -> int:
+def torch_device() -> str:
+    """ "cuda" (TF32 matmuls) where there is a GPU, else one CPU thread."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
+    if torch.cuda.is_available():
+        return "cuda"
+    torch.set_num_threads(1)
+    return "cpu"
+
+
+def read_all(args: argparse.Namespace) -> int:
     started = time.time()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        torch.set_num_threads(1)
+    device = torch_device()
     table = TokenTable.load(args.tokens)
     wanted = np.arange(len(table.keys) if args.limit is None else min(args.limit, len(table.keys)))
     if args.keys:
