@@ -517,6 +517,10 @@ class JudgeService:
             criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
             for call, generation in zip(plan.calls, plan.generations)
         ]
+        read_s = sum(g.latency_s or 0.0 for g in plan.generations)  # their share of the batch
+        judgment = judgment.model_copy(
+            update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
+        )
         return criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
 
     def _build(self, plan: _Plan) -> Judgment:

@@ -159,7 +159,7 @@ def test_the_preview_flags_rows_the_chosen_protocol_cannot_judge(
 def test_every_page_url_opens_its_page(chromium: Path, app_url: str) -> None:  # noqa: F811
     """The judge page is the default (served at the root), and its own URL opens it too."""
     pages = {"": "Judge one item", "judge": "Judge one item", "batch": "Batch", "runs": "Runs"}
-    pages |= {"criteria": "Scenario and criteria", "about": "About and help"}
+    pages |= {"criteria": "Scenario and criteria", "about": "About PocketJudge"}
     with opened(chromium, app_url) as page:
         for path, heading in pages.items():
             page.goto(f"{app_url}/{path}")

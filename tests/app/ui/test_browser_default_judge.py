@@ -106,6 +106,7 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
+    page.reload()  # a new session: no verdict left from another test to mistake for this one
     pairwise_form(page)
     page.locator(".st-key-reference textarea").fill("Canberra.")
     shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
