@@ -165,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge = open_judge(args.model, BackendOptions(n_threads=args.threads))
     try:
         config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
+        config = replace(config, criteria=False)  # verdicts and grades; criteria cost minutes
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
     finally:
         judge.close()

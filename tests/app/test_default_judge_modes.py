@@ -40,7 +40,9 @@ def setting():
     shared_file("autoj/pairwise_dev.jsonl")
     entry = load_registry().get()
     need_model(entry.path(), entry.name)
-    replies = SettingsLayer(state_head=False)
+    # the model's own replies: the head off, and the verdict alone (the head's criterion
+    # scores are always read in score mode: app/criterion_reads.py)
+    replies = SettingsLayer(state_head=False, criteria=False)
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE, **model_judge_settings(entry, replies).config_fields()
     )

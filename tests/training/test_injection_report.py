@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,9 @@ def test_the_default_judge_on_the_injection_set() -> None:
     judge = open_judge(None, BackendOptions(n_threads=1))
     try:
         config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
+        # the verdicts and grades under injection; criterion scores (about 90 s a pair on
+        # one thread) would make this set take over an hour
+        config = replace(config, criteria=False)
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
     finally:
         judge.close()
