@@ -105,8 +105,8 @@ def test_the_default_judge_on_the_injection_set() -> None:
     try:
         config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
         # the verdicts and grades under injection; criterion scores (about 90 s a pair on
-        # one thread) would make this set take over an hour
-        config = replace(config, criteria=False)
+        # one thread) would make this set take over an hour, and the head reads no scenario
+        config = replace(config, criteria=False, detect_scenario=False)
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
     finally:
         judge.close()
