@@ -25,6 +25,7 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     screenshot,
     settle,
     shots,  # noqa: F401 - a fixture
+    sidebar_switch,
     wait_for_charts,
 )
 from tests.support.needs import need_model
@@ -58,6 +59,7 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     entry = load_registry().get()
     threshold = entry.uncertain_below
     assert threshold and threshold > 0.5, "the default judge names a confidence threshold"
+    criteria_off(page)  # the verdict is what is tested here (criterion reads: the next test)
     pairwise_form(page)
     shown = judge_pair(page, question=QUESTION, answer_1=SAME, answer_2=SAME)
     assert shown == "Verdict: Uncertain (leans to a tie)", shown
@@ -66,6 +68,7 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
 
     # The README's pair: whatever the judge makes of it, what is shown follows its confidence.
     page.reload()  # a new session: no verdict left from the first pair to mistake for this one
+    criteria_off(page)
     pairwise_form(page)
     shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
     screenshot(page, shots / "default_judge_result.png", main_only=True)
@@ -132,3 +135,12 @@ def judge_pair(tab, **fields: str) -> str:
     verdict.wait_for(timeout=900_000)
     settle(tab)
     return verdict.inner_text().strip()
+
+
+def criteria_off(tab) -> None:
+    """The sidebar's criterion scores switched off (about 90 s a pair on one thread)."""
+    tab.wait_for_selector(".st-key-criterion_scores")
+    settle(tab)
+    tab.locator(".st-key-criterion_scores label").first.click()
+    settle(tab)
+    assert not sidebar_switch(tab, "criterion_scores").is_checked()
