@@ -334,7 +334,10 @@ class JudgeService:
         """A plan the state head decides. With criteria asked for, it also holds one call per
         answer and criterion (app/criterion_reads.py), read apart from the head's verdict."""
         truncated = _cut_by_head(item, config.state_head)
-        if not (config.criteria and resolved.rule.specs):
+        assert config.state_head is not None
+        # no criterion reads for a judgment that will be an error (a backend the head
+        # cannot read through): they would be sent and thrown away
+        if not (config.criteria and resolved.rule.specs and self._reads_for(config.state_head)):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             return _Plan(item, config, resolved, base, calls=[], by_head=True)
         template = get_template(criterion_reads.TEMPLATE)
@@ -487,12 +490,16 @@ class JudgeService:
             judgment = judgment.model_copy(update={"reference_metrics": tuple(metrics)})
         return judgment
 
+    def _reads_for(self, head: StateHead) -> bool:
+        """Whether this backend reads what `head` decides from (likelihoods or states)."""
+        capable = self.backend.capabilities
+        return capable.likelihoods if head.reads == "reply" else capable.states
+
     def _by_head(self, plan: _Plan) -> Judgment:
         """The state head's judgment, from the model's states of each answer."""
         head = plan.config.state_head
         assert head is not None
-        capable = self.backend.capabilities
-        if not (capable.likelihoods if head.reads == "reply" else capable.states):
+        if not self._reads_for(head):
             what = "likelihoods" if head.reads == "reply" else "hidden states"
             error = (
                 f"'{self.model_name}' decides from the model's {what}, which the "
