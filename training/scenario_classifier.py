@@ -65,12 +65,9 @@ def embeddings(texts: Sequence[str], cache: Path) -> np.ndarray:
 
 def cached_states(texts: Sequence[str], folder: Path) -> np.ndarray:
     """The judge model's states of each request (as detection reads it), from a state cache."""
-    from training.gpu_levels import text_key
+    from training.state_cache import load_states, text_key
 
-    found: dict[str, np.ndarray] = {}
-    for path in sorted(folder.glob("*.npz")):
-        with np.load(path) as chunk:
-            found |= {key: chunk[key] for key in chunk.files}
+    found = load_states(folder)
     try:
         return np.stack([found[text_key(request_text(t))] for t in texts]).astype(np.float32)
     except KeyError:

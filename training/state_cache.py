@@ -19,6 +19,15 @@ def text_key(text: str) -> str:
     return "t" + hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+def load_states(folder: Path) -> dict[str, np.ndarray]:
+    """Every cached state under `folder`, by text key."""
+    states: dict[str, np.ndarray] = {}
+    for path in sorted(folder.glob("*.npz")):
+        with np.load(path) as chunk:
+            states |= {key: chunk[key] for key in chunk.files}
+    return states
+
+
 class CachedStates:
     """`read(text)` served from `folder` (`*.npz`, one array per text key)."""
 
@@ -26,10 +35,7 @@ class CachedStates:
         self._read = read
         self._folder = folder
         self._path = folder / f"{label}.npz"
-        self.states: dict[str, np.ndarray] = {}
-        for path in sorted(folder.glob("*.npz")):
-            with np.load(path) as chunk:
-                self.states |= {key: chunk[key] for key in chunk.files}
+        self.states = load_states(folder)
         self._new: dict[str, np.ndarray] = {}
 
     def __call__(self, text: str) -> np.ndarray:
