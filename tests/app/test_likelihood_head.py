@@ -119,6 +119,10 @@ def test_a_backend_without_likelihoods_gives_a_clear_error(head):
     judged = JudgeService(backend, "remote").judge(PAIR, _config(head, Protocol.PAIRWISE))
     assert judged.status is Status.ERROR
     assert "likelihoods" in judged.error and "llama-cpp backend" in judged.error
+    # with criterion scores asked for, none is read for a judgment that cannot be made
+    asked = _config(head, Protocol.PAIRWISE, criteria=True)
+    assert JudgeService(backend, "remote").judge(PAIR, asked).status is Status.ERROR
+    assert backend.calls == []
 
 
 def test_the_cli_decider_judges_any_gguf_by_likelihood(tiny_gguf_model, tmp_path):
