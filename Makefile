@@ -65,7 +65,8 @@ EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natu
 	../shared/data/llmbar/adversarial_neighbor.json
 EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
-# the rubric grades on vicuna_eval (training/rubric_eval.py), e.g. --score-cache DIR
+# the rubric grades on vicuna_eval (training/rubric_eval.py) and its pairs with references
+# (training/reference_pairs.py), e.g. --score-cache DIR
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -80,6 +81,8 @@ eval: setup models
 		$(if $(SECOND_JUDGMENTS),--second-judgments $(SECOND_JUDGMENTS),)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.rubric_eval $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
 		$(RUBRIC_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.reference_pairs \
+		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
 # the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);

@@ -35,7 +35,7 @@ from app.scenario_detection import (
 )
 from app.scenarios import Catalog, load_catalog
 from app.state_head import StateHead
-from app.state_judging import decides, head_judgment
+from app.state_judging import decides, head_judgment, with_reference_reading
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
 from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
 from models.backends.base import (
@@ -528,7 +528,18 @@ class JudgeService:
         judgment = judgment.model_copy(
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
-        return criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
+        judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
+        head = plan.config.state_head
+        if head is None or not (plan.item.reference and plan.config.use_reference):
+            return judgment
+        if judgment.protocol is not Protocol.PAIRWISE:
+            return judgment
+        return with_reference_reading(
+            judgment,
+            head.reference_weight,
+            plan.resolved.rule.overall_range(),
+            plan.config.tie_margin,
+        )
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
@@ -583,6 +594,15 @@ def reference_note(config: JudgeConfig) -> str | None:
     none), for a front end to say once; None for a judge that reads it in its prompt."""
     if config.state_head is None or not config.use_reference:
         return None
+    if (
+        config.criteria
+        and config.state_head.reference_weight
+        and (config.protocol is Protocol.PAIRWISE)
+    ):
+        return (
+            "reads a reference answer through the criterion scores: they are read with it, "
+            "and the verdict adds their lead to the head's reading (which reads none)"
+        )
     if config.criteria:
         return (
             "decides from the request and the answers alone: a reference answer reaches only "

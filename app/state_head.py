@@ -59,6 +59,9 @@ class StateHead(BaseModel):
     grade_weights: tuple[float, ...] | None = None
     grade_intercept: float = 0.0
     grade_likelihood: dict[str, float] = Field(default_factory=dict)
+    # pairwise with a reference: the score adds this times A's lead in the criterion scores
+    # read with the reference, on 0-1 of their range (app.state_judging.with_reference_reading)
+    reference_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -196,6 +199,7 @@ PART_WORDS = {  # what each part of a head's score means, for a user
     "states": "the model's reading of the answers",
     "relevance": "request relevance",
     "length": "answer length",
+    "reference": "agrees with the reference answer (the criterion scores read with it)",
 }
 
 

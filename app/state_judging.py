@@ -107,22 +107,43 @@ def _verdict(
     if first is not None and second is not None:  # the raw differences, for reports
         for name in FEATURES:
             parts[f"{name}_difference"] = round(first[name] - second[name], 4)
+    return base.model_copy(update={"status": Status.OK, **_verdict_fields(parts, tie_band)})
+
+
+def _verdict_fields(parts: dict[str, float], tie_band: float) -> dict[str, Any]:
+    """A pairwise judgment's verdict from the head's score (its logit) in `parts`."""
     p_a = probability_a(parts["score"])
     leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
     winner = "tie" if abs(p_a - 0.5) <= tie_band else leaning
-    return base.model_copy(
-        update={
-            "status": Status.OK,
-            "winner": winner,
-            "leaning": winner,
-            "confidence": round(max(p_a, 1 - p_a), 4),
-            "verdict_probs": {"A": round(p_a, 4), "B": round(1 - p_a, 4), "tie": 0.0},
-            "margin": round(2 * p_a - 1, 4),
-            "consistent": True,  # one verdict for both orders, by construction
-            "order_winners": (winner, winner),
-            "verdict_parts": parts,
-        }
-    )
+    return {
+        "winner": winner,
+        "leaning": winner,
+        "confidence": round(max(p_a, 1 - p_a), 4),
+        "verdict_probs": {"A": round(p_a, 4), "B": round(1 - p_a, 4), "tie": 0.0},
+        "margin": round(2 * p_a - 1, 4),
+        "consistent": True,  # one verdict for both orders, by construction
+        "order_winners": (winner, winner),
+        "verdict_parts": parts,
+    }
+
+
+def with_reference_reading(
+    judgment: Judgment, weight: float, overall_range: tuple[int, int], tie_band: float
+) -> Judgment:
+    """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
+    times A's lead in the criterion scores read with the reference (each answer's weighted
+    mean, on 0-1 of its range). The head reads no reference; the criterion reads do, so this
+    is how a reference naming the right answer moves the verdict. The share is the
+    verdict's part "reference". Unchanged without both answers' criterion scores."""
+    parts = judgment.verdict_parts
+    overall = [a.expected_overall for a in judgment.answers]
+    if not weight or parts is None or len(overall) != 2 or None in overall:
+        return judgment
+    low, high = overall_range
+    lead = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
+    share = round(weight * lead, 4)
+    parts = {**parts, "reference": share, "score": round(parts["score"] + share, 4)}
+    return judgment.model_copy(update=_verdict_fields(parts, tie_band))
 
 
 def _ranking(

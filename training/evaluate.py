@@ -111,9 +111,9 @@ def _judge_files(
     from models.loader import open_judge
 
     judge = open_judge(model, options, backend=backend)
-    cached = _cached_reads(judge.backend, reading_cache, out)
-    scored = _cached_scores(judge.backend, score_cache, out)
-    states = _cached_states(judge.backend, state_cache, out)
+    cached = cached_reads(judge.backend, reading_cache, out)
+    scored = cached_scores(judge.backend, score_cache, out)
+    states = cached_states(judge.backend, state_cache, out)
     service = JudgeService(judge.backend, judge.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
@@ -147,7 +147,7 @@ def _judge_files(
     }
 
 
-def _cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+def cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
     """With --reading-cache: the backend's answer reads (a likelihood head's) come from and go
     to that folder, so another head on the same model judges the same rows without reading."""
     if folder is None or not hasattr(backend, "read_answers"):
@@ -159,7 +159,7 @@ def _cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore
     return cached
 
 
-def _cached_scores(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+def cached_scores(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
     """With --score-cache: the backend's score-mode replies (a head's criterion reads) come
     from and go to that folder (training.score_cache): replies read elsewhere, a GPU's
     (training.gpu_levels), or in an earlier run, are not read again."""
@@ -174,7 +174,7 @@ def _cached_scores(backend: Any, folder: Path | None, out: Path):  # type: ignor
     return cached
 
 
-def _cached_states(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
+def cached_states(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
     """With --state-cache: the request states scenario detection reads (a judge with its own
     classifier) come from and go to that folder (training.state_cache)."""
     if folder is None or not hasattr(backend, "state_features"):

@@ -40,13 +40,13 @@ def judge_rows(args: argparse.Namespace) -> tuple[list[Any], dict[str, list[Judg
     from app.service import JudgeService
     from models.backends.base import BackendOptions
     from models.loader import open_judge
-    from training.evaluate import _cached_reads, _cached_scores, judge_config
+    from training.evaluate import cached_reads, cached_scores, judge_config
 
     rows = [row for row in read_rows(args.file) if row.item is not None][: args.limit]
     judge = open_judge(args.model, BackendOptions(n_ctx=4096, n_threads=args.threads))
     wrappers = [
-        _cached_reads(judge.backend, args.reading_cache, args.out / "x"),
-        _cached_scores(judge.backend, args.score_cache, args.out / "x"),
+        cached_reads(judge.backend, args.reading_cache, args.out / "x"),
+        cached_scores(judge.backend, args.score_cache, args.out / "x"),
     ]
     service = JudgeService(judge.backend, judge.name)
     config = judge_config("single", judge.entry, 4096)

@@ -188,6 +188,11 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
         "The criterion scores below are read apart from the verdict, from the same model's "
         "probabilities with the criteria (and the reference, when there is one)"
     )
+    if "reference" in (judgment.verdict_parts or {}):
+        read = (
+            "The criterion scores below are read from the same model's probabilities with "
+            "the criteria and the reference, and the verdict adds their lead to the head's"
+        )
     if judgment.criteria_ranking is not None and judgment.ranking is not None:
         if judgment.criteria_ranking[0] == judgment.ranking[0]:
             return f"{read}; they put the same answer first."
@@ -215,9 +220,14 @@ def head_note(parts: dict[str, float]) -> str:
     rewards += ["length rewards more text"] if parts.get("length") else []
     caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
+    sees = (
+        "a reference reaches it through the criterion scores"
+        if "reference" in parts
+        else "it reads neither the criteria nor a reference"
+    )
     return (
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
-        "written reply; it reads neither the criteria nor a reference): "
+        f"written reply; {sees}): "
         + "; ".join(part_phrases(parts))
         + caveat
         + "."

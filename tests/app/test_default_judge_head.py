@@ -3,7 +3,7 @@
 The head was fitted on the states of exactly this GGUF file: its size must match the
 model's features, and a verdict must come out the same whatever order the answers are in.
 The criterion scores read beside it take the reference: one that names the right answer
-moves the criteria's decision toward it.
+moves the criteria's decision, and through them the verdict, toward it.
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ def test_a_real_pair_gets_one_verdict_in_either_order(judged):
     assert (first.winner == "uncertain") is (first.confidence < settings.uncertain_below)
 
 
-def test_a_reference_naming_the_right_answer_moves_the_criteria_toward_it(judged):
+def test_a_reference_naming_the_right_answer_moves_the_criteria_and_the_verdict_toward_it(
+    judged,
+):
     entry, settings, judge, _, _ = judged
     service = JudgeService(judge.backend, entry.name)
     pair = JudgeItem(
@@ -93,7 +95,10 @@ def test_a_reference_naming_the_right_answer_moves_the_criteria_toward_it(judged
     config = replace(config, choice=CriteriaChoice(criteria=("accuracy", "relevance")))
     given = service.judge(pair, config)
     without = service.judge(pair, replace(config, use_reference=False))
-    assert given.verdict_probs == without.verdict_probs  # the head reads no reference
+    # the head reads no reference; the verdict adds the criteria's lead read with it
+    assert given.verdict_parts["reference"] > 0
+    assert given.verdict_probs["A"] > without.verdict_probs["A"], (given, without)
+    assert "reference" not in without.verdict_parts
 
     def lead_of_a(judgment) -> float:
         first, second = judgment.answers

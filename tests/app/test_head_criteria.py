@@ -96,10 +96,58 @@ def test_a_reference_reaches_the_criteria_and_not_the_verdict(tiny, head):
     item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
     without = service.judge(item, _config(head, Protocol.PAIRWISE, use_reference=False))
     given = service.judge(item, _config(head, Protocol.PAIRWISE))
-    assert given.verdict_probs == without.verdict_probs
+    assert given.verdict_probs == without.verdict_probs  # a head with no reference weight
+    assert "reference" not in given.verdict_parts
     assert [a.expected_criteria for a in given.answers] != [
         a.expected_criteria for a in without.answers
     ]
+
+
+def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_reference(tiny, head):
+    service, _ = tiny
+    weighted = head.model_copy(update={"reference_weight": 6.0})
+    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
+    plain = service.judge(item, _config(head, Protocol.PAIRWISE))
+    given = service.judge(item, _config(weighted, Protocol.PAIRWISE))
+    first, second = (a.expected_overall for a in given.answers)
+    low, high = 1, 10  # the scenario's criteria, each 1-10
+    share = 6.0 * (first - second) / (high - low)
+    assert given.verdict_parts["reference"] == pytest.approx(share, abs=1e-3)
+    assert given.verdict_parts["score"] == pytest.approx(
+        plain.verdict_parts["score"] + share, abs=1e-3
+    )
+    assert (given.verdict_probs["A"] > plain.verdict_probs["A"]) is (share > 0)
+    # no reference, or the reference turned off: the head's verdict alone
+    for off in (
+        service.judge(PAIR, _config(weighted, Protocol.PAIRWISE)),
+        service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False)),
+    ):
+        assert "reference" not in off.verdict_parts
+
+
+def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
+    """The arithmetic of `with_reference_reading` on a judgment built by hand."""
+    from app.records import AnswerScores
+    from app.state_judging import with_reference_reading
+
+    judged = Judgment(
+        id="p",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="B",
+        leaning="B",
+        verdict_parts={"states": -0.4, "score": -0.4},
+        answers=(
+            AnswerScores(criteria={"a": 4.5}, overall=4.5, expected_overall=4.5),
+            AnswerScores(criteria={"a": 2.5}, overall=2.5, expected_overall=2.5),
+        ),
+    )
+    moved = with_reference_reading(judged, 2.0, (1, 5), tie_band=0.0)
+    assert moved.verdict_parts == {"states": -0.4, "reference": 1.0, "score": 0.6}
+    assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
+    assert with_reference_reading(judged, 0.0, (1, 5), tie_band=0.0) is judged
+    one_read = judged.model_copy(update={"answers": judged.answers[:1]})
+    assert with_reference_reading(one_read, 2.0, (1, 5), tie_band=0.0) is one_read
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):
@@ -163,6 +211,10 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     from app.service import reference_note
 
     assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
+    weighted = head.model_copy(update={"reference_weight": 6.0})
+    said = reference_note(_config(weighted, Protocol.PAIRWISE))
+    assert "the verdict adds their lead" in said
+    assert "only the criterion scores" in reference_note(_config(weighted, Protocol.SINGLE))
     off = reference_note(_config(head, Protocol.PAIRWISE, criteria=False))
     assert off.startswith("reads no reference")
     assert reference_note(JudgeConfig(template="pocketjudge")) is None  # its prompt reads it

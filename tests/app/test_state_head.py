@@ -199,6 +199,10 @@ def test_the_app_says_what_moved_a_head_verdict():
     assert note.index("request relevance") < note.index("reading of")  # largest first
     assert "length" not in note  # a signal the head does not use is not named
     assert "relevance rewards the request's topic, not correctness" in note
+    assert "reads neither the criteria nor a reference" in note
+    anchored = head_note({"states": 0.8, "reference": 0.5, "score": 1.3})
+    assert "a reference reaches it through the criterion scores" in anchored
+    assert "agrees with the reference answer (the criterion scores read with it): 0.50" in anchored
 
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):

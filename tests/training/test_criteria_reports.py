@@ -100,3 +100,45 @@ def test_the_rubric_report_puts_the_grades_beside_length():
     assert grades["rubric grade, without it"]["spearman"] < 0.5
     assert grades["the longer, the better (answer length)"]["spearman"] == pytest.approx(1.0)
     assert "| rubric grade, with the reference | 4 |" in render_rubric(result)
+
+
+def _graded_row(line: int, question: str, answer: str, score: float) -> InputRow:
+    item = JudgeItem(
+        id=str(line), question=question, answers=(answer,), reference="r", label=Label(score=score)
+    )
+    return InputRow(line=line, item=item, error=None, raw=None)
+
+
+def test_graded_answers_to_one_request_make_labelled_pairs_and_equal_grades_none():
+    from training.reference_pairs import pairs_of
+
+    rows = [
+        _graded_row(1, "q1", "a", 4.0),
+        _graded_row(2, "q1", "b", 2.0),
+        _graded_row(3, "q1", "c", 4.0),  # as good as "a": no pair with it
+        _graded_row(4, "q2", "d", 1.0),  # alone with its request
+    ]
+    pairs = pairs_of(rows)
+    assert [(p.item.answers, p.item.label.winner) for p in pairs] == [
+        (("a", "b"), "A"),
+        (("b", "c"), "B"),
+    ]
+    assert all(p.item.reference == "r" for p in pairs)
+
+
+def test_the_reference_weight_fit_recovers_a_known_weight_across_request_folds():
+    import numpy as np
+
+    from training.reference_pairs import cross_validated_weight, fit_weight
+
+    rng = np.random.default_rng(0)
+    offsets = rng.normal(0.0, 1.0, 4000)
+    leads = rng.uniform(-0.5, 0.5, 4000)
+    a_wins = (rng.random(4000) < 1 / (1 + np.exp(-(offsets + 4.0 * leads)))).astype(float)
+    assert fit_weight(offsets, leads, a_wins) == pytest.approx(4.0, abs=0.5)
+    groups = [f"q{n // 4}" for n in range(4000)]
+    cv = cross_validated_weight(offsets, leads, a_wins, groups)
+    assert len(cv["fold_weights"]) == 5 and cv["accuracy"] > 0.6
+    # a lead that says nothing gets no weight
+    noise = rng.uniform(-0.5, 0.5, 4000)
+    assert fit_weight(offsets, noise, a_wins) < 1.0

@@ -119,8 +119,8 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
     assert plots.count() == 3  # criterion bars, radar (in its tab), reference metrics
     text = main_text(page)
     assert "Similarity to the reference" in text
-    assert "read apart from the verdict" in text  # what the criteria say of the verdict
-    assert "reaches only the criterion scores" in text  # where the reference went
+    assert "the verdict adds their lead" in text  # what the criteria say of the verdict
+    assert "reads a reference answer through the criterion scores" in text  # where it went
     assert "Accuracy" in plots.first.inner_text()  # the scenario's criteria, by name
     screenshot(page, shots / "default_judge_criteria.png", main_only=True)
 

@@ -105,3 +105,8 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
     failed = criteria_agreement_note(base.model_copy(update={"criteria_note": "no probabilities"}))
     assert failed == "No criterion scores: no probabilities."
     assert criteria_agreement_note(base) is None  # a judge whose reply holds the scores
+    anchored = base.model_copy(
+        update={"criteria_verdict": "A", "verdict_parts": {"reference": 0.4, "score": 0.9}}
+    )
+    assert "the verdict adds their lead" in criteria_agreement_note(anchored)
+    assert "read apart" in agree  # no reference read into the verdict
