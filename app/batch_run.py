@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from app.io.resumable import ResumableOutput
-from app.records import Judgment, Status
-from app.service import backend_failed
+from app.records import Judgment, Status, backend_failed
 
 BACKEND_STREAK = 3  # rows in a row the backend failed on before a run gives up
 

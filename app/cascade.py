@@ -21,8 +21,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.records import JudgeItem, Judgment, Status
-from app.service import backend_failed
+from app.records import JudgeItem, Judgment, Status, backend_failed
 
 if TYPE_CHECKING:
     from app.service import JudgeConfig, JudgeService

@@ -62,6 +62,10 @@ class UnknownNameError(PocketJudgeError):
         super().__init__(f"unknown {kind} '{name}'; {hint}valid: {shown}")
 
 
+class MetricsUnavailable(PocketJudgeError):
+    """A package that a reference metric (or the MiniLM encoder) needs is missing or broken."""
+
+
 class BackendUnavailable(PocketJudgeError):
     """A backend's package is missing or its model cannot be loaded."""
 

@@ -12,7 +12,7 @@ from typing import get_args
 
 from app.model_settings import SettingsLayer
 from app.prompts import DEFAULT_TEMPLATE, template_names
-from app.verdicts import PairCombine
+from models.verdict_settings import PairCombine
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:

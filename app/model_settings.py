@@ -21,9 +21,9 @@ from app.calibration import ConfidenceCalibration, load_calibration
 from app.prompts import DEFAULT_TEMPLATE
 from app.scenario_detection import ScenarioClassifier, load_classifier
 from app.state_head import StateHead, load_state_head
-from app.verdicts import PairCombine, RelevanceJoin
 from models.backends.base import SamplingParams
 from models.registry import MODELS_DIR, ModelEntry
+from models.verdict_settings import PairCombine, RelevanceJoin
 
 
 @dataclass(frozen=True)

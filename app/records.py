@@ -191,3 +191,11 @@ class Judgment(_Frozen):
         if self.status is not Status.OK and self.answers:
             raise ValueError("only an ok judgment carries scores")
         return self
+
+
+BACKEND_FAILED = "backend failed: "  # how an error row caused by the backend begins
+
+
+def backend_failed(judgment: Judgment) -> bool:
+    """Whether a row failed because the backend did (not because of the row itself)."""
+    return judgment.status is Status.ERROR and (judgment.error or "").startswith(BACKEND_FAILED)

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.verdicts import RelevanceJoin
 from models.sentence_encoder import SentenceEncoder, build_encoder
+from models.verdict_settings import RelevanceJoin
 
 QUESTION_CHARS = 1000
 ANSWER_CHARS = 2000

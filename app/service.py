@@ -26,7 +26,7 @@ from app.native_judgment import NativeAttempt, native_judgment
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
-from app.records import JudgeItem, Judgment, Mode, Protocol, Status
+from app.records import BACKEND_FAILED, JudgeItem, Judgment, Mode, Protocol, Status
 from app.scenario_detection import (
     ScenarioClassifier,
     ScenarioGuess,
@@ -37,7 +37,7 @@ from app.scenarios import Catalog, load_catalog
 from app.state_head import StateHead
 from app.state_judging import decides, head_judgment, with_reference_reading
 from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
-from app.verdicts import PairCombine, RelevanceJoin, mark_uncertain
+from app.verdicts import mark_uncertain
 from models.backends.base import (
     Backend,
     Generation,
@@ -46,6 +46,7 @@ from models.backends.base import (
     SamplingParams,
     ScoreRequest,
 )
+from models.verdict_settings import PairCombine, RelevanceJoin
 
 if TYPE_CHECKING:
     from app.cascade import Cascade
@@ -54,7 +55,6 @@ PAIR_LABELS = ("A", "B")
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
 FIT_ROUNDS = 3
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
-BACKEND_FAILED = "backend failed: "  # how an error row caused by the backend begins
 
 
 _DEFAULTS = ModelJudgeSettings()  # the built-in judging settings (app/model_settings.py)
@@ -649,11 +649,6 @@ def _native_generate(config: JudgeConfig) -> JudgeConfig:
         return config
     stop = config.sampling.stop + tuple(s for s in template.stop if s not in config.sampling.stop)
     return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))
-
-
-def backend_failed(judgment: Judgment) -> bool:
-    """Whether a row failed because the backend did (not because of the row itself)."""
-    return judgment.status is Status.ERROR and (judgment.error or "").startswith(BACKEND_FAILED)
 
 
 def _reply_tokens(config: JudgeConfig, output: OutputSpec, backend: Backend) -> int:

@@ -1,7 +1,7 @@
 """A pairwise verdict read from the judge model's own hidden states: a classification head.
 
 The judge model reads each answer with its request (`state_text`); the mean and
-the last of its final-layer token states (`pooled`) describe that answer. A
+the last of its final-layer token states (`models.readings.pooled`) describe that answer. A
 linear head, fitted on labelled training-split pairs by `python -m
 training.state_head`, turns the difference of the two answers' features into a
 preference, optionally joined with two explicit signals fitted beside it:
@@ -24,7 +24,6 @@ beside the registry entry.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -47,11 +46,11 @@ class StateHead(BaseModel):
     question_chars: int = Field(default=QUESTION_CHARS, ge=1)
     answer_chars: int = Field(default=ANSWER_CHARS, ge=1)
     # "text": states of `state_text` (request and answer as plain text); "reply": the answer
-    # read as the model's own reply to the request (app/likelihood.py), its states taken
+    # read as the model's own reply to the request (models/readings.py), its states taken
     # where the answer's tokens are predicted, beside its likelihood features
     reads: Literal["text", "reply"] = "text"
     weights: tuple[float, ...]  # per pooled feature (mean states, then last-token states)
-    # weight per likelihood feature (app.likelihood.FEATURES) of an answer; reads "reply"
+    # weight per likelihood feature (models.readings.FEATURES) of an answer; reads "reply"
     likelihood: dict[str, float] = Field(default_factory=dict)
     relevance: float = 0.0  # weight of cos(request, A) - cos(request, B); 0: not used
     length: float = 0.0  # weight of log(len(A) / len(B)); 0: not used
@@ -75,7 +74,7 @@ class StateHead(BaseModel):
             raise ValueError("grade_weights: mean and last-token states, so an even count")
         if (self.likelihood or self.grade_likelihood) and self.reads != "reply":
             raise ValueError("likelihood: likelihood features need reads: reply")
-        from app.likelihood import FEATURES
+        from models.readings import FEATURES
 
         for field_name in ("likelihood", "grade_likelihood"):
             unknown = sorted(set(getattr(self, field_name)) - set(FEATURES))
@@ -125,12 +124,6 @@ def state_text(
 ) -> str:
     """What the judge model reads for one answer: the request and the answer, both cut."""
     return f"Request: {question[:question_chars]}\n\nAnswer: {answer[:answer_chars]}"
-
-
-def pooled(token_states: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
-    """Mean and last token state side by side: the answer's whole text and its end."""
-    states = np.asarray(token_states, dtype=np.float32)
-    return np.concatenate([states.mean(axis=0), states[-1]])
 
 
 def length_log_ratio(first: str, second: str) -> float:

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from app.likelihood import FEATURES
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from app.state_head import StateHead, answer_parts, probability_a, state_text, verdict_parts
+from models.readings import FEATURES
 
 Likelihoods = list[dict[str, float] | None]
 

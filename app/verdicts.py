@@ -19,28 +19,12 @@ the judge's threshold the verdict is reported as "uncertain", with its leaning.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from app.records import Judgment, Protocol, Status, Winner
 from app.scoring import probability_of_verdict
 
 VERDICT_ORDER: tuple[Winner, ...] = ("A", "B", "tie")
-# How the two orders of a pair make one verdict: "agree" (a verdict both orders give, else a
-# flagged tie) or "calibrated" (both orders' probabilities or expected scores averaged).
-PairCombine = Literal["agree", "calibrated"]
 SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
-
-
-class RelevanceJoin(BaseModel):
-    """Weights of a pairwise verdict joined with request relevance (app/relevance.py):
-    P(A) = sigmoid(margin * (P(A) - P(B)) + relevance * (cos(request, A) - cos(request, B)))."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    margin: float
-    relevance: float
 
 
 def from_overall_distributions(a: Mapping[int, float], b: Mapping[int, float]) -> dict[str, float]:

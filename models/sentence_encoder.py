@@ -40,11 +40,11 @@ def build_encoder(store: Path = STORE_DIR) -> tuple[Path, bool]:
     with _BUILD_LOCK:
         if path.is_file():
             return path, False
-        from app.metrics.reference import bertscore_model_dir, set_offline
         from models.converter import convert_hf_to_gguf
+        from models.minilm import minilm_dir, set_offline
 
         set_offline()
-        return convert_hf_to_gguf(bertscore_model_dir(), path, "f16"), True
+        return convert_hf_to_gguf(minilm_dir(), path, "f16"), True
 
 
 def cut(tokens: list[int], limit: int = MAX_TOKENS) -> list[int]:

@@ -1,13 +1,15 @@
 """The import rules of the layers (README, Layout): what may import what.
 
     bottom   app.errors, app.datafiles           nothing of ours but each other
-    models   models.*                            the bottom layer and the app core; never
-                                                 training, the CLI or the UI
+    models   models.*                            the bottom layer and each other; never the
+                                                 core, training, the CLI or the UI
+    core     app.* (not the fronts)              the bottom layer, models and each other
     training training.*                          anything but the CLI and the UI
     fronts   app.cli, app.ui.*, app.__main__     nothing imports them but themselves
 
-Read from the source with an AST walk (imports inside functions count too), so a
-lazy import cannot slip past.
+and no module imports itself through others (no cycles). Read from the source with an
+AST walk (imports inside functions count too), so a lazy import cannot slip past; an
+import under `if TYPE_CHECKING:` names a type and runs nothing, so cycles leave it out.
 """
 
 import ast
@@ -26,9 +28,24 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _type_only(tree: ast.AST) -> set[ast.AST]:
+    """The import nodes under `if TYPE_CHECKING:`."""
+    return {
+        inner
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for branch in node.body
+        for inner in ast.walk(branch)
+    }
+
+
+def _imports(path: Path, *, runtime: bool = False) -> set[str]:
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_only(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if node in skipped:
+            continue
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -37,11 +54,12 @@ def _imports(path: Path) -> set[str]:
     return {name for name in names if name.split(".")[0] in OURS}
 
 
-MODULES = {
-    _module(path): _imports(path)
+PATHS = {
+    _module(path): path
     for package in ("app", "models", "training")
     for path in sorted((ROOT / package).rglob("*.py"))
 }
+MODULES = {module: _imports(path) for module, path in PATHS.items()}
 
 
 def _within(name: str, prefixes: tuple[str, ...] | set[str]) -> bool:
@@ -55,9 +73,40 @@ def test_the_bottom_layer_imports_nothing_of_ours_but_itself():
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _within(m, ("models",))))
-def test_models_never_import_training_or_a_front(module):
-    bad = {name for name in MODULES[module] if _within(name, ("training", *FRONTS))}
+def test_models_import_only_the_bottom_layer_and_each_other(module):
+    bad = {
+        name
+        for name in MODULES[module]
+        if not _within(name, ("models",)) and not _within(name, BOTTOM)
+    }
     assert not bad, f"{module} imports {sorted(bad)}"
+
+
+def _owner(name: str) -> str | None:
+    """The module of ours an imported name lives in (`app.x.Y` -> `app.x`)."""
+    while name and name not in PATHS:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_no_module_imports_itself_through_others():
+    graph = {
+        module: {owner for name in _imports(path, runtime=True) if (owner := _owner(name))}
+        - {module}
+        for module, path in PATHS.items()
+    }
+    cycles = []
+    for start in graph:  # a depth-first walk from each module, back to itself
+        stack, seen = [(start, (start,))], set()
+        while stack:
+            module, trail = stack.pop()
+            for nxt in graph[module]:
+                if nxt == start:
+                    cycles.append(" -> ".join((*trail, start)))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, (*trail, nxt)))
+    assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles))[:10])
 
 
 def test_nothing_imports_a_front_but_the_fronts():

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.datafiles import read_mapping, validate
-from app.verdicts import RelevanceJoin
+from models.verdict_settings import RelevanceJoin
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"

@@ -115,7 +115,7 @@ def token_table(gguf: Path, alpacaeval: int, per_request: int, out: Path) -> int
     """Write the reads of the fitting set's work order as token ids (see the module)."""
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
-    from training.likelihood_head import work_order
+    from training.likelihood_data import work_order
 
     backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
     table = tokenize_reads(backend, work_order(alpacaeval, per_request) + heldout_texts())
@@ -129,7 +129,7 @@ def token_table(gguf: Path, alpacaeval: int, per_request: int, out: Path) -> int
 def heldout_texts() -> list[tuple[str, str]]:
     """The held-out single rows, cut as the fitting set's: read too, so a grade head can be
     tried on them before the engine reads them (the figures reported are the engine's)."""
-    from training.likelihood_head import cut
+    from training.likelihood_data import cut
     from training.state_head_data import single_rows
 
     return [cut(row.question, row.answers[0]) for row in single_rows()[1]]

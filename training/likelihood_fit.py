@@ -26,9 +26,9 @@ import json
 
 import numpy as np
 
-from app.likelihood import FEATURES, AnswerReading
 from app.records import JudgeItem
-from training.likelihood_head import RUN_DIR, cache_for, cut, fitting_pairs
+from models.readings import FEATURES, AnswerReading
+from training.likelihood_data import RUN_DIR, cache_for, cut, fitting_pairs
 from training.state_head import (
     agreement_by_source,
     best_strength,

@@ -18,58 +18,18 @@ the grade head again on the single rows read so far, the pairwise head left as i
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from app.records import JudgeItem
-from app.state_head import ANSWER_CHARS, QUESTION_CHARS
-
-RUN_DIR = Path("training/runs/likelihood-head")
-ALPACAEVAL_PAIRS = 800
-PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.state_head_data)
-SEED = 0
-
-
-def cut(question: str, answer: str) -> tuple[str, str]:
-    return question[:QUESTION_CHARS], answer[:ANSWER_CHARS]
-
-
-def fitting_pairs(alpacaeval: int, per_request: int = PER_REQUEST) -> list[JudgeItem]:
-    from training.state_head_data import saved_fitting_pairs
-
-    return saved_fitting_pairs(alpacaeval, RUN_DIR, per_request)
-
-
-def grade_rows() -> list[JudgeItem]:
-    from training.state_head import grade_rows as rows
-
-    return rows()
-
-
-def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[str, str]]:
-    """Every (question, answer) to read, cut, a pair's answers together, pairs shuffled."""
-    items = fitting_pairs(alpacaeval, per_request) + grade_rows()
-    random.Random(SEED).shuffle(items)
-    seen: dict[tuple[str, str], None] = {}
-    for item in items:
-        for answer in item.answers:
-            seen.setdefault(cut(item.question, answer), None)
-    return list(seen)
-
-
-def cache_for(gguf: Path, folder: Path | None = None):  # type: ignore[no-untyped-def]
-    from training.reading_cache import ReadingCache
-
-    return ReadingCache(folder or RUN_DIR / "cache" / gguf.stem)
+from training.likelihood_data import ALPACAEVAL_PAIRS, PER_REQUEST, cache_for, work_order
 
 
 def read(args: argparse.Namespace) -> int:
-    from app.state_head import pooled
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
+    from models.readings import pooled
 
     texts = work_order(args.alpacaeval, args.per_request)
     questions = sorted({q for q, _ in texts})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.likelihood import AnswerReading
+from models.readings import AnswerReading
 
 CHUNK = 20
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,12 +36,10 @@ from typing import Any
 import numpy as np
 
 from app.io.reader import InputRow, read_rows
-from app.io.writer import write_jsonl
 from app.records import Judgment, Label
-from training.rubric_eval import DEFAULT_FILE
+from training.reference_runs import parser, run
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs" / "reference-pairs"
-SETTINGS = {"with the reference": True, "without it": False}
 FOLDS = 5
 
 
@@ -71,33 +69,8 @@ def pairs_of(rows: list[InputRow]) -> list[InputRow]:
     return pairs
 
 
-def judge_pairs(args: argparse.Namespace) -> tuple[list[InputRow], dict[str, list[Judgment]], str]:
-    from app.progress import ProgressBar
-    from app.service import JudgeService
-    from models.backends.base import BackendOptions
-    from models.loader import open_judge
-    from training.evaluate import cached_reads, cached_scores, judge_config
-
-    pairs = pairs_of(list(read_rows(args.file)))[: args.limit]
-    judge = open_judge(args.model, BackendOptions(n_ctx=4096, n_threads=args.threads))
-    wrappers = [
-        cached_reads(judge.backend, args.reading_cache, args.out / "x"),
-        cached_scores(judge.backend, args.score_cache, args.out / "x"),
-    ]
-    service = JudgeService(judge.backend, judge.name)
-    config = judge_config("pairwise", judge.entry, 4096)
-    judged: dict[str, list[Judgment]] = {}
-    try:
-        for name, reference in SETTINGS.items():
-            setting = replace(config, use_reference=reference)
-            with ProgressBar(total=len(pairs), disable=args.quiet) as bar:
-                judged[name] = list(service.judge_rows(pairs, setting, on_judgment=bar.update))
-    finally:
-        for wrapper in wrappers:
-            if wrapper is not None:
-                wrapper.close()
-        judge.close()
-    return pairs, judged, judge.name
+def file_pairs(args: argparse.Namespace) -> list[InputRow]:
+    return pairs_of(list(read_rows(args.file)))[: args.limit]
 
 
 def head_score(judgment: Judgment) -> float:
@@ -127,12 +100,16 @@ def fit_weight(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> fl
 def cross_validated_weight(
     offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
 ) -> dict[str, Any]:
-    """Request-grouped folds: each fold's weight judged on the requests it did not see."""
+    """Request-grouped folds: each fold's weight judged on the requests it did not see
+    (fewer folds where there are fewer requests; none under two)."""
     from sklearn.model_selection import GroupKFold
 
+    folds = min(FOLDS, len(set(groups)))
+    if folds < 2:
+        return {"accuracy": None, "fold_weights": [], "weight_on_all_pairs": None}
     right = np.zeros(len(a_wins), dtype=bool)
     weights = []
-    for train, test in GroupKFold(FOLDS).split(offsets, a_wins, groups):
+    for train, test in GroupKFold(folds).split(offsets, a_wins, groups):
         w = fit_weight(offsets[train], leads[train], a_wins[train])
         weights.append(round(w, 3))
         right[test] = ((offsets[test] + w * leads[test]) > 0) == (a_wins[test] == 1)
@@ -143,7 +120,9 @@ def cross_validated_weight(
     }
 
 
-def report(pairs: list[InputRow], judged: dict[str, list[Judgment]], model: str) -> dict[str, Any]:
+def report(
+    pairs: Sequence[InputRow], judged: dict[str, list[Judgment]], model: str
+) -> dict[str, Any]:
     a_wins = np.array([p.item.label.winner == "A" for p in pairs], dtype=float)  # type: ignore[union-attr]
     span = 4.0  # the Prometheus rubric: 1-5
     given, without = judged["with the reference"], judged["without it"]
@@ -203,8 +182,11 @@ def render(result: dict[str, Any]) -> str:
         ("same_weight_fit_without_the_reference", "criterion scores read without it"),
     ):
         cv = result[key]
+        if cv["accuracy"] is None:
+            lines.append(f"\nhead + w x ({what}): too few requests to fit w across folds")
+            continue
         lines.append(
-            f"\nhead + w x ({what}): request-grouped {FOLDS}-fold accuracy "
+            f"\nhead + w x ({what}): request-grouped {len(cv['fold_weights'])}-fold accuracy "
             f"{cv['accuracy']:.3f}; fold weights {cv['fold_weights']}; "
             f"on all pairs {cv['weight_on_all_pairs']}"
         )
@@ -212,30 +194,8 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.reference_pairs", description=__doc__)
-    parser.add_argument("file", type=Path, nargs="?", default=DEFAULT_FILE)
-    parser.add_argument("--model", help="a registry name or a .gguf path (default: the default)")
-    parser.add_argument("--score-cache", type=Path, help="see training.evaluate --score-cache")
-    parser.add_argument("--reading-cache", type=Path, help="see training.evaluate")
-    parser.add_argument("--out", type=Path, default=RUNS_DIR)
-    parser.add_argument("--limit", type=int, help="the first N pairs only")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if not args.file.is_file():
-        print(f"{args.file}: not found (see ../shared/data/README.md, prometheus/)")
-        return 2
-    pairs, judged, model = judge_pairs(args)
-    result = report(pairs, judged, model)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, judgments in judged.items():
-        slug = "with-reference" if SETTINGS[name] else "without-reference"
-        write_jsonl(judgments, args.out / f"judgments-{slug}.jsonl")
-    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = render(result)
-    (args.out / "report.md").write_text(text)
-    print(text)
-    return 0
+    args = parser("python -m training.reference_pairs", __doc__, RUNS_DIR).parse_args(argv)
+    return run(args, file_pairs, "pairwise", report, render)
 
 
 if __name__ == "__main__":

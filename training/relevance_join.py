@@ -35,7 +35,7 @@ import numpy as np
 from app.io.writer import write_jsonl
 from app.records import JudgeItem
 from app.relevance import relevance_differences
-from app.verdicts import RelevanceJoin
+from models.verdict_settings import RelevanceJoin
 from training.config import resolve_config_path, resolve_path
 from training.meta_metrics import longer_answer, percent
 

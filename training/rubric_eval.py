@@ -18,50 +18,21 @@ to `--out` (JSONL, one per row and reference setting) with the report (JSON, Mar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.io.reader import read_rows
-from app.io.writer import write_jsonl
+from app.io.reader import InputRow, read_rows
 from app.records import Judgment, Status
 from training.meta_metrics import correlations
+from training.reference_runs import parser, run
 
-DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared/data/prometheus/vicuna_eval.json"
 RUNS_DIR = Path(__file__).resolve().parent / "runs" / "rubric-eval"
-SETTINGS = {"with the reference": True, "without it": False}
 
 
-def judge_rows(args: argparse.Namespace) -> tuple[list[Any], dict[str, list[Judgment]], str]:
-    """The file's rows and each setting's judgments (in row order), and the judge's name."""
-    from app.progress import ProgressBar
-    from app.service import JudgeService
-    from models.backends.base import BackendOptions
-    from models.loader import open_judge
-    from training.evaluate import cached_reads, cached_scores, judge_config
-
-    rows = [row for row in read_rows(args.file) if row.item is not None][: args.limit]
-    judge = open_judge(args.model, BackendOptions(n_ctx=4096, n_threads=args.threads))
-    wrappers = [
-        cached_reads(judge.backend, args.reading_cache, args.out / "x"),
-        cached_scores(judge.backend, args.score_cache, args.out / "x"),
-    ]
-    service = JudgeService(judge.backend, judge.name)
-    config = judge_config("single", judge.entry, 4096)
-    judged: dict[str, list[Judgment]] = {}
-    try:
-        for name, reference in SETTINGS.items():
-            setting = replace(config, use_reference=reference)
-            with ProgressBar(total=len(rows), disable=args.quiet) as bar:
-                judged[name] = list(service.judge_rows(rows, setting, on_judgment=bar.update))
-    finally:
-        for wrapper in wrappers:
-            if wrapper is not None:
-                wrapper.close()
-        judge.close()
-    return rows, judged, judge.name
+def graded_rows(args: argparse.Namespace) -> list[InputRow]:
+    return [row for row in read_rows(args.file) if row.item is not None][: args.limit]
 
 
 def rubric_grade(judgment: Judgment) -> float | None:
@@ -72,7 +43,9 @@ def rubric_grade(judgment: Judgment) -> float | None:
     return next(iter(expected.values()), None)
 
 
-def report(rows: list[Any], judged: dict[str, list[Judgment]], model: str) -> dict[str, Any]:
+def report(
+    rows: Sequence[InputRow], judged: dict[str, list[Judgment]], model: str
+) -> dict[str, Any]:
     labels = [row.item.label.score for row in rows]
     table: dict[str, Any] = {}
     for name, judgments in judged.items():
@@ -116,30 +89,8 @@ def _num(value: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.rubric_eval", description=__doc__)
-    parser.add_argument("file", type=Path, nargs="?", default=DEFAULT_FILE)
-    parser.add_argument("--model", help="a registry name or a .gguf path (default: the default)")
-    parser.add_argument("--score-cache", type=Path, help="see training.evaluate --score-cache")
-    parser.add_argument("--reading-cache", type=Path, help="see training.evaluate")
-    parser.add_argument("--out", type=Path, default=RUNS_DIR)
-    parser.add_argument("--limit", type=int, help="the first N rows only")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if not args.file.is_file():
-        print(f"{args.file}: not found (see ../shared/data/README.md, prometheus/)")
-        return 2
-    rows, judged, model = judge_rows(args)
-    result = report(rows, judged, model)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, judgments in judged.items():
-        slug = "with-reference" if SETTINGS[name] else "without-reference"
-        write_jsonl(judgments, args.out / f"judgments-{slug}.jsonl")
-    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = render(result)
-    (args.out / "report.md").write_text(text)
-    print(text)
-    return 0
+    args = parser("python -m training.rubric_eval", __doc__, RUNS_DIR).parse_args(argv)
+    return run(args, graded_rows, "single", report, render)
 
 
 if __name__ == "__main__":

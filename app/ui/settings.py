@@ -22,9 +22,9 @@ from app.model_settings import (
 from app.records import Protocol
 from app.rubrics import Rubric
 from app.service import JudgeConfig
-from app.verdicts import PairCombine
 from models.backends.base import BackendOptions
 from models.registry import ModelEntry, load_registry
+from models.verdict_settings import PairCombine
 
 MODEL_ENV = "POCKETJUDGE_MODEL"  # a registry name or a .gguf path: the app's default model
 MAX_UPLOAD_ENV = "POCKETJUDGE_MAX_UPLOAD_MB"

@@ -227,10 +227,7 @@ def head_note(parts: dict[str, float]) -> str:
     )
     return (
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
-        f"written reply; {sees}): "
-        + "; ".join(part_phrases(parts))
-        + caveat
-        + "."
+        f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
     )
 
 

@@ -185,7 +185,7 @@ class StateSource(Protocol):
 
     def read_answers(self, request: str, answers: Sequence[str]) -> Any:
         """Each answer read as the model's own reply, after the request and after none
-        (app.likelihood.AnswerReading, with the states of the request-read)."""
+        (models.readings.AnswerReading, with the states of the request-read)."""
         ...
 
 

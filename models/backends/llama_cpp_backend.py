@@ -30,8 +30,6 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError, BackendUnavailable
-from app.likelihood import SYSTEM_PROMPT, AnswerReading
-from app.state_head import pooled
 from models import model_file
 from models.backends.base import (
     BackendOptions,
@@ -55,6 +53,7 @@ from models.backends.sequence_runner import SequenceRunner, prefix_groups, share
 from models.backends.state_reader import StateReader
 from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
+from models.readings import SYSTEM_PROMPT, AnswerReading, pooled
 
 REPEAT_WINDOW = 64
 ZWJ = "\u200d"  # zero-width joiner: keeps text readable, breaks a control-token spelling

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.likelihood import FEATURES
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from app.state_head import (
@@ -22,6 +21,7 @@ from app.state_head import (
     verdict_parts,
 )
 from models.backends.base import BackendOptions, Capabilities
+from models.readings import FEATURES
 from tests.support.fake_backend import FakeBackend
 
 PAIR = JudgeItem(

@@ -114,3 +114,18 @@ def test_backend_names_come_from_the_backend_registry(monkeypatch):
 
     judge = _parser()._subparsers._group_actions[0].choices["judge"]
     assert "vllm-direct" in next(a for a in judge._actions if a.dest == "backend").choices
+
+
+def test_every_registry_entrys_judge_files_load_with_their_model():
+    """The registry checks that a judge's files are there; what is in them (a state head, a
+    calibration, a scenario classifier) is read and validated here, for every entry."""
+    from app.model_settings import SettingsLayer
+    from models.registry import JUDGE_FILES, load_registry
+
+    for entry in load_registry().models:
+        layer = SettingsLayer.of_entry(entry)
+        for name in JUDGE_FILES:
+            assert (getattr(layer, name) is not None) is (getattr(entry, name) is not None), (
+                entry.name,
+                name,
+            )

@@ -12,8 +12,8 @@ from app.model_settings import SettingsLayer, model_judge_settings
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.relevance import join_relevance, relevance_differences
 from app.service import JudgeConfig
-from app.verdicts import RelevanceJoin
 from models.registry import ModelEntry, load_registry
+from models.verdict_settings import RelevanceJoin
 from tests.app.test_score_mode import DECISION, service, verdict_reply
 
 OFF_TOPIC = JudgeItem(

@@ -17,12 +17,12 @@ from app.state_head import (
     StateHead,
     answer_parts,
     load_state_head,
-    pooled,
     probability_a,
     state_text,
     verdict_parts,
 )
 from models.backends.base import BackendOptions, Capabilities
+from models.readings import pooled
 from tests.support.fake_backend import FakeBackend
 
 PAIR = JudgeItem(

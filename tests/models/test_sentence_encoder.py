@@ -42,9 +42,9 @@ def test_the_embeddings_are_sentence_transformers_own(encoder: SentenceEncoder) 
     need_module("sentence_transformers")
     from sentence_transformers import SentenceTransformer
 
-    from app.metrics.reference import bertscore_model_dir
+    from models.minilm import minilm_dir
 
-    reference = SentenceTransformer(str(bertscore_model_dir()), device="cpu")
+    reference = SentenceTransformer(str(minilm_dir()), device="cpu")
     assert reference.max_seq_length == MAX_TOKENS
     wanted = reference.encode(list(TEXTS), normalize_embeddings=True)
     got = encoder.encode(TEXTS)

@@ -139,6 +139,8 @@ def test_the_reference_weight_fit_recovers_a_known_weight_across_request_folds()
     groups = [f"q{n // 4}" for n in range(4000)]
     cv = cross_validated_weight(offsets, leads, a_wins, groups)
     assert len(cv["fold_weights"]) == 5 and cv["accuracy"] > 0.6
+    one_request = cross_validated_weight(offsets, leads, a_wins, ["q"] * 4000)
+    assert one_request["accuracy"] is None  # no fold left to judge a weight on
     # a lead that says nothing gets no weight
     noise = rng.uniform(-0.5, 0.5, 4000)
     assert fit_weight(offsets, noise, a_wins) < 1.0

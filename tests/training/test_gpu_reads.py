@@ -41,7 +41,7 @@ def test_each_answer_is_read_after_its_request_and_once_without(torch_reads):
 
 
 def test_torch_reads_equal_the_engine_reads(backend, torch_reads):  # noqa: F811
-    from app.state_head import pooled
+    from models.readings import pooled
     from training.reading_cache import cond_key, uncond_key
 
     _, (keys, logprobs, states) = torch_reads

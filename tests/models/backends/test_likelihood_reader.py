@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.likelihood import HEAD_TOKENS, likelihood_features
 from models.backends.base import BackendOptions
+from models.readings import HEAD_TOKENS, likelihood_features
 
 QUESTION = "Which planet is closest to the sun?"
 ANSWERS = ("Mercury.", "Venus is the hottest planet, but the closest one is Mercury.")

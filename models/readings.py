@@ -1,4 +1,6 @@
-"""How well an answer fits its request, from the judge model's own likelihoods.
+"""What a backend's read of an answer gives: its likelihoods and pooled states.
+
+How well an answer fits its request, from the judge model's own likelihoods.
 
 The model reads each answer twice as its own reply (the assistant turn of its
 chat template): once after the request (`cond`) and once after an empty request
@@ -13,7 +15,11 @@ alone). Per answer, from the log-probabilities of its tokens:
 - pmi_head: the PMI of the first tokens alone (how the answer opens);
 - log_tokens: the log of its token count.
 
-A pair's head reads the differences of these between the two answers.
+A pair's head reads the differences of these between the two answers. The states of a
+read are pooled (`pooled`) into the mean and the last token state.
+
+This is the bottom of what the backends and the heads share, so it lives with the
+models and imports nothing of the core.
 """
 
 from __future__ import annotations
@@ -70,3 +76,9 @@ def likelihood_features(cond: Sequence[float], uncond: Sequence[float]) -> dict[
         "pmi_head": float(pmi[:HEAD_TOKENS].sum()),
         "log_tokens": math.log(c.size),
     }
+
+
+def pooled(token_states: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """Mean and last token state side by side: the answer's whole text and its end."""
+    states = np.asarray(token_states, dtype=np.float32)
+    return np.concatenate([states.mean(axis=0), states[-1]])
