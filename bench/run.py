@@ -28,6 +28,7 @@ from bench.cell import DEV, N_CTX, REPO
 
 RUNS = REPO / "bench" / "runs"
 RESULTS = REPO / "bench" / "results.md"
+NOTES_MARKER = "<!-- notes: kept by make bench -->"  # what follows is written by hand
 MODES = {
     "a": "transformers fp32, plain generate",
     "b": "llama.cpp, full generation",
@@ -91,9 +92,19 @@ def main(argv: list[str] | None = None) -> int:
         cells[("bound", count)] = bound
     table = render(cells, modes, threads, args.pairs, model)
     args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(table, encoding="utf-8")
+    args.results.write_text(table + kept_notes(args.results), encoding="utf-8")
     print(table)
     return 0
+
+
+def kept_notes(results: Path) -> str:
+    """What stands below NOTES_MARKER in `results` (notes written by hand about the
+    table), kept when the table above it is written again; "" where there is none."""
+    if not results.is_file():
+        return ""
+    text = results.read_text(encoding="utf-8")
+    at = text.find(NOTES_MARKER)
+    return "" if at < 0 else "\n" + text[at:]
 
 
 def default_modes(entry) -> str:  # type: ignore[no-untyped-def]

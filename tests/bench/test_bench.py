@@ -116,7 +116,7 @@ def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path)
     assert cell["ok"] == 2 and cell["prompt_tokens"] == 0  # no reply: the states decide
     # A guard, not a goal met: 3,075 MB measured on 50 pairs (1.1 GB of weights, MiniLM
     # through torch, a reading and a generation context); the 1 GiB besides the weights
-    # that the LLM modes keep is not reached here (README, Speed).
+    # that the LLM modes keep is not reached here (bench/results.md, its notes).
     assert cell["peak_rss_mb"] < 2.5 * 1024 + model.stat().st_size / 2**20
     saved = [json.loads(line) for line in (tmp_path / "f-t1-n2.jsonl").read_text().splitlines()]
     assert all(j["verdict_parts"]["states"] != 0 for j in saved)
@@ -137,3 +137,14 @@ def test_head_judges_are_given_as_ratios_to_the_reference_of_the_same_run():
     assert head[1:3] == ["4.00", "1.00"] and head[4] == "1.00"
     assert pmi[1:3] == ["6.00", "1.50"] and pmi[3:5] == ["1500", "0.50"]
     assert pmi[-1] == "60.0 |"
+
+
+def test_the_notes_below_the_marker_survive_a_new_table(tmp_path: Path) -> None:
+    results = tmp_path / "results.md"
+    assert run.kept_notes(results) == ""  # no file yet
+    results.write_text(f"# old table\n\n{run.NOTES_MARKER}\n## Notes\nhand-written\n")
+    assert run.kept_notes(results) == f"\n{run.NOTES_MARKER}\n## Notes\nhand-written\n"
+    results.write_text("# a table alone\n")
+    assert run.kept_notes(results) == ""
+    shipped = Path(run.RESULTS).read_text(encoding="utf-8")
+    assert run.NOTES_MARKER in shipped  # the shipped notes are kept by the next make bench

@@ -100,7 +100,7 @@ def test_the_parse_is_the_same_with_the_injection_as_with_its_twin(
 
 @pytest.mark.slow
 def test_the_default_judge_on_the_injection_set() -> None:
-    """Every row judged by the default judge; the flips are reported (README, EXPERIMENTS)."""
+    """Every row judged by the default judge; the flips are reported (training/EXPERIMENTS.md)."""
     judge = open_judge(None, BackendOptions(n_threads=1))
     try:
         config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
