@@ -150,14 +150,15 @@ def test_a_row_cut_off_mid_write_is_judged_again_and_never_twice(
 
 def _key_of(args: list[str]) -> str:
     """The partial-file key the CLI uses for these arguments."""
-    from app.cli import _parser, _settings
+    from app.cli import _parser
+    from app.cli.batch import run_settings
     from app.io.resumable import run_key
     from models.loader import open_judge
 
     parsed = _parser().parse_args(args)
     judge = open_judge(parsed.model)
     try:
-        return run_key(parsed.input, _settings(parsed, judge))
+        return run_key(parsed.input, run_settings(parsed, judge))
     finally:
         judge.close()
 
