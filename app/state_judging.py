@@ -35,7 +35,7 @@ def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
 
 
 def head_judgment(
-    base: Judgment, item: JudgeItem, head: StateHead, source: Any, tie_band: float
+    base: Judgment, item: JudgeItem, head: StateHead, source: Any, tie_margin: float
 ) -> Judgment:
     """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
     backend: its `state_features` (a head that reads text) or `read_answers` (one that
@@ -45,7 +45,7 @@ def head_judgment(
         return _grades(base, head, features, likelihoods)
     similarities = _similarities(item, head)
     if base.protocol is Protocol.PAIRWISE:
-        return _verdict(base, item, head, features, likelihoods, similarities, tie_band)
+        return _verdict(base, item, head, features, likelihoods, similarities, tie_margin)
     return _ranking(base, item, head, features, likelihoods, similarities)
 
 
@@ -98,7 +98,7 @@ def _verdict(
     features: Sequence[np.ndarray | None],
     likelihoods: Likelihoods,
     similarities: np.ndarray | None,
-    tie_band: float,
+    tie_margin: float,
 ) -> Judgment:
     parts = verdict_parts(*_answer_parts(item, head, features, likelihoods, similarities))
     if similarities is not None:
@@ -107,14 +107,14 @@ def _verdict(
     if first is not None and second is not None:  # the raw differences, for reports
         for name in FEATURES:
             parts[f"{name}_difference"] = round(first[name] - second[name], 4)
-    return base.model_copy(update={"status": Status.OK, **_verdict_fields(parts, tie_band)})
+    return base.model_copy(update={"status": Status.OK, **_verdict_fields(parts, tie_margin)})
 
 
-def _verdict_fields(parts: dict[str, float], tie_band: float) -> dict[str, Any]:
+def _verdict_fields(parts: dict[str, float], tie_margin: float) -> dict[str, Any]:
     """A pairwise judgment's verdict from the head's score (its logit) in `parts`."""
     p_a = probability_a(parts["score"])
     leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
-    winner = "tie" if abs(p_a - 0.5) <= tie_band else leaning
+    winner = "tie" if abs(p_a - 0.5) <= tie_margin else leaning
     return {
         "winner": winner,
         "leaning": winner,
@@ -128,7 +128,7 @@ def _verdict_fields(parts: dict[str, float], tie_band: float) -> dict[str, Any]:
 
 
 def with_reference_reading(
-    judgment: Judgment, weight: float, overall_range: tuple[int, int], tie_band: float
+    judgment: Judgment, weight: float, overall_range: tuple[int, int], tie_margin: float
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
@@ -143,7 +143,7 @@ def with_reference_reading(
     lead = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
     share = round(weight * lead, 4)
     parts = {**parts, "reference": share, "score": round(parts["score"] + share, 4)}
-    return judgment.model_copy(update=_verdict_fields(parts, tie_band))
+    return judgment.model_copy(update=_verdict_fields(parts, tie_margin))
 
 
 def _ranking(

@@ -268,21 +268,7 @@ def evaluate_files(
     if calibration is not None and judgments is None:
         raise EvaluationError("--calibration re-scores saved judgments: give --judgments too")
     if judgments is not None:
-        saved = read_judgments(Path(judgments))
-        if calibration is not None:
-            saved = _calibrated(saved, load_calibration(Path(calibration)))
-        run = _saved_run(saved, Path(judgments))
-        tie_margin = overrides.settings.tie_margin
-        if tie_margin is not None:
-            # Only calibrated judgments carry a margin; a new margin re-decides exactly those.
-            if overrides.settings.pair_combine == "agree":
-                raise EvaluationError(
-                    "a tie margin re-scores the calibrated verdict; drop --combine agree"
-                )
-            if any(judgment_margin(j) is not None for j in saved):
-                saved = [recombine(j, tie_margin) for j in saved]
-                run["pair_combine"], run["tie_margin"] = "calibrated", tie_margin
-        attach_judgments(files, saved)
+        run = _rescored(files, Path(judgments), overrides, calibration)
         out = Path(out_dir) if out_dir is not None else Path(judgments).parent
     else:
         options = BackendOptions(n_ctx=n_ctx, n_threads=threads)
@@ -305,6 +291,32 @@ def evaluate_files(
     report = build_report(files, run, limit, skip, second, base)
     write_report(report, out)
     return report
+
+
+def _rescored(
+    files: list[LabelledFile],
+    judgments: Path,
+    overrides: Overrides,
+    calibration: str | Path | None,
+) -> dict[str, Any]:
+    """Saved judgments attached to their files (re-calibrated, re-decided with a new tie
+    margin where asked); the run's description."""
+    saved = read_judgments(judgments)
+    if calibration is not None:
+        saved = _calibrated(saved, load_calibration(Path(calibration)))
+    run = _saved_run(saved, judgments)
+    tie_margin = overrides.settings.tie_margin
+    if tie_margin is not None:
+        # Only calibrated judgments carry a margin; a new margin re-decides exactly those.
+        if overrides.settings.pair_combine == "agree":
+            raise EvaluationError(
+                "a tie margin re-scores the calibrated verdict; drop --combine agree"
+            )
+        if any(judgment_margin(j) is not None for j in saved):
+            saved = [recombine(j, tie_margin) for j in saved]
+            run["pair_combine"], run["tie_margin"] = "calibrated", tie_margin
+    attach_judgments(files, saved)
+    return run
 
 
 def build_report(

@@ -10,7 +10,7 @@ original pair:
 - the rules that need no fitting (PMI per token, PMI summed, cond per token), by
   cross-validated agreement beside the likelihood-only head: the better of these
   is the likelihood judge that works with any GGUF;
-- the tie band on the Auto-J pairs' out-of-fold predictions (their labels tie);
+- the tie margin on the Auto-J pairs' out-of-fold predictions (their labels tie);
 - the grade head (ridge regression to the teacher's 1-10 grade) on the states, the
   likelihood features or both, by cross-validated Spearman.
 
@@ -32,7 +32,7 @@ from training.likelihood_data import RUN_DIR, cache_for, cut, fitting_pairs
 from training.state_head import (
     agreement_by_source,
     best_strength,
-    choose_tie_band,
+    choose_tie_margin,
     fit_logistic,
     source_of,
     variant_report,
@@ -64,6 +64,31 @@ def feature_table(readings: list[list[AnswerReading]]) -> list[list[dict[str, fl
     return [[r.features() for r in pair] for pair in readings]
 
 
+def _best_variant(states: np.ndarray, table: list, pairs: list, variants: dict) -> tuple:
+    """Each variant's L2 strength by request-grouped CV (its report into `variants`), and the
+    best: (loss, name, C, out-of-fold P(A), design matrix, explicit feature count)."""
+    winners = [p.label.winner for p in pairs]
+    groups = [p.question for p in pairs]
+    relevance = None
+    best: tuple | None = None
+    for name, (use_states, names, use_relevance) in VARIANTS.items():
+        if use_relevance and relevance is None:
+            from app.relevance import relevance_differences
+
+            relevance = relevance_differences(pairs)
+        x = _design(
+            states if use_states else None, table, names, relevance if use_relevance else None
+        )
+        explicit = x.shape[1] - (states.shape[1] if use_states else 0)
+        c, loss, p_oof = best_strength(x, winners, groups, CS, explicit)
+        variants[name] = variant_report(c, loss, p_oof, pairs)
+        print(name, variants[name], flush=True)
+        if best is None or loss < best[0]:
+            best = (loss, name, c, p_oof, x, explicit)
+    assert best is not None
+    return best
+
+
 def fit(args: argparse.Namespace) -> int:
     from app.state_head import StateHead
     from training.data import write_single_rows
@@ -90,36 +115,20 @@ def fit(args: argparse.Namespace) -> int:
     }
     longer = [longer_answer((len(p.answers[0]), len(p.answers[1]))) for p in pairs]
     report["longer answer wins"] = agreement_by_source(longer, pairs)
-    relevance = None
-    best = None
-    for name, (use_states, names, use_relevance) in VARIANTS.items():
-        if use_relevance and relevance is None:
-            from app.relevance import relevance_differences
-
-            relevance = relevance_differences(pairs)
-        x = _design(
-            states if use_states else None, table, names, relevance if use_relevance else None
-        )
-        explicit = x.shape[1] - (states.shape[1] if use_states else 0)
-        c, loss, p_oof = best_strength(x, winners, groups, CS, explicit)
-        report["variants"][name] = variant_report(c, loss, p_oof, pairs)
-        print(name, report["variants"][name], flush=True)
-        if best is None or loss < best[0]:
-            best = (loss, name, c, p_oof, x, explicit)
+    best = _best_variant(states, table, pairs, report["variants"])
     report["rules"] = {
         rule: agreement_by_source(
             verdicts(np.array([_sigmoid(t[0][f] - t[1][f]) for t in table])), pairs
         )
         for rule, f in RULES.items()
     }
-    assert best is not None
     _, name, c, p_oof, x, explicit = best
     use_states, names, use_relevance = VARIANTS[name]
-    tie_band = choose_tie_band(p_oof, pairs)
+    tie_margin = choose_tie_margin(p_oof, pairs)
     report["chosen"] = {
         "variant": name,
-        "tie band": tie_band,
-        "agreement with the tie band": agreement_by_source(verdicts(p_oof, tie_band), pairs),
+        "tie margin": tie_margin,
+        "agreement with the tie margin": agreement_by_source(verdicts(p_oof, tie_margin), pairs),
     }
     weights = fit_logistic(x[decisive], y[decisive], c, explicit)
     hidden = states.shape[1] if use_states else 0
@@ -140,7 +149,7 @@ def fit(args: argparse.Namespace) -> int:
             "ties": int((~decisive).sum()),
             "C": c,
             "variant": name,
-            "tie_band": tie_band,
+            "tie_margin": tie_margin,
             "single_rows": grade["report"]["rows"],
         },
     )
@@ -214,8 +223,6 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
     whichever cross-validates best (Spearman); the likelihood features alone for a head
     that reads no states."""
     from scipy.stats import spearmanr
-    from sklearn.linear_model import RidgeCV
-    from sklearn.model_selection import cross_val_predict
 
     from training.state_head_data import single_rows
 
@@ -240,20 +247,7 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
     }
     if likelihood_only:
         options = {"likelihood": options["likelihood"]}
-    found = {}
-    for name, (with_states, with_lik) in options.items():
-        x = np.concatenate([a for a in (with_states, with_lik) if a is not None], axis=1)
-        scale = x.std(axis=0) + 1e-6
-        model = RidgeCV(alphas=np.logspace(-1, 5, 13))
-        predicted = cross_val_predict(model, x / scale, y, cv=FOLDS)
-        model.fit(x / scale, y)
-        found[name] = (
-            float(spearmanr(predicted, y).statistic),
-            model,
-            scale,
-            with_states is not None,
-            predicted,
-        )
+    found = {name: _ridge_option(*option, y) for name, option in options.items()}
     lengths = [len(r.answers[0]) for r in rows]
     name = max(found, key=lambda k: found[k][0])
     if found[name][0] <= 0:  # worse than no grade head: grades come from the model's reply
@@ -297,6 +291,22 @@ def fit_grades(cache, likelihood_only: bool = False) -> dict:  # type: ignore[no
         "intercept": _round(intercept),
         "report": report,
     }
+
+
+def _ridge_option(states: np.ndarray | None, lik: np.ndarray | None, y: np.ndarray) -> tuple:
+    """One option's ridge to the grade: (out-of-fold Spearman, the model fitted on all rows,
+    the features' scale, whether it reads states, the out-of-fold grades)."""
+    from scipy.stats import spearmanr
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import cross_val_predict
+
+    x = np.concatenate([a for a in (states, lik) if a is not None], axis=1)
+    scale = x.std(axis=0) + 1e-6
+    model = RidgeCV(alphas=np.logspace(-1, 5, 13))
+    predicted = cross_val_predict(model, x / scale, y, cv=FOLDS)
+    model.fit(x / scale, y)
+    rho = float(spearmanr(predicted, y).statistic)
+    return rho, model, scale, states is not None, predicted
 
 
 def _stretched(predicted: np.ndarray, y: np.ndarray, stretch: float) -> np.ndarray:

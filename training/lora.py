@@ -216,9 +216,7 @@ def train_adapter(
 ) -> dict:
     """Train one LoRA adapter; resumes from out_dir/checkpoint. Returns the training log."""
     import torch
-    from peft import PeftModel, get_peft_model
     from tqdm import tqdm
-    from transformers import AutoModelForCausalLM
 
     if (out_dir / DONE_FILE).exists():
         return json.loads((out_dir / DONE_FILE).read_text(encoding="utf-8"))
@@ -227,15 +225,8 @@ def train_adapter(
     torch.manual_seed(train.seed)
     torch.set_num_threads(train.threads or os.cpu_count() or 1)
     device = training_device(train.device)
-    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
-    model.config.use_cache = False
     checkpoint = out_dir / CHECKPOINT
-    state = None
-    if (checkpoint / "state.pt").exists():
-        model = PeftModel.from_pretrained(model, str(checkpoint), is_trainable=True)
-        state = torch.load(checkpoint / "state.pt", weights_only=False, map_location=device)
-    else:
-        model = get_peft_model(model, lora_config(lora))
+    model, state = _model_to_train(base_dir, checkpoint, lora, device)
     model.to(device)
     model.train()
     per_epoch = math.ceil(len(examples) / train.grad_accum)
@@ -267,17 +258,8 @@ def train_adapter(
         batch = [
             examples[order[step * train.grad_accum + micro]] for micro in range(train.grad_accum)
         ]
-        step_loss = 0.0
-        for chunk in micro_batches(batch, train.micro_tokens):
-            loss = batch_loss(model, chunk, train.bf16, device) / train.grad_accum
-            loss.backward()
-            step_loss += loss.item()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        losses.append(_step(model, batch, train, device, (params, optimizer, scheduler)))
         step += 1
-        losses.append(step_loss)  # mean example loss of the step
         bar.set_postfix(loss=f"{losses[-1]:.3f}", avg=f"{_recent(losses):.3f}")
         bar.update(1)
         if step % train.checkpoint_every == 0 and step < total_steps:
@@ -292,13 +274,52 @@ def train_adapter(
         "grad_accum": train.grad_accum,
         "device": device,
         "seconds_this_run": round(time.perf_counter() - started, 1),
-        "loss_first_10": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
-        "loss_last_10": round(_recent(losses), 4),
-        "losses": [round(v, 4) for v in losses],
+        **_loss_summary(losses),
     }
     (out_dir / DONE_FILE).write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(checkpoint, ignore_errors=True)
     return log
+
+
+def _model_to_train(base_dir: Path, checkpoint: Path, lora: LoraConfigSpec, device: str):  # type: ignore[no-untyped-def]
+    """The base with a fresh adapter, or with the checkpoint's adapter and its saved
+    optimizer state (None for a fresh start)."""
+    import torch
+    from peft import PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    model.config.use_cache = False
+    if not (checkpoint / "state.pt").exists():
+        return get_peft_model(model, lora_config(lora)), None
+    model = PeftModel.from_pretrained(model, str(checkpoint), is_trainable=True)
+    return model, torch.load(checkpoint / "state.pt", weights_only=False, map_location=device)
+
+
+def _step(model, batch, train: TrainConfig, device: str, optimizing) -> float:  # type: ignore[no-untyped-def]
+    """One optimizer step over `batch` (micro-batched, gradients accumulated); its mean
+    example loss. `optimizing`: the trained parameters, the optimizer and the scheduler."""
+    import torch
+
+    params, optimizer, scheduler = optimizing
+    step_loss = 0.0
+    for chunk in micro_batches(batch, train.micro_tokens):
+        loss = batch_loss(model, chunk, train.bf16, device) / train.grad_accum
+        loss.backward()
+        step_loss += loss.item()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return step_loss
+
+
+def _loss_summary(losses: Sequence[float]) -> dict:
+    return {
+        "loss_first_10": round(sum(losses[:10]) / max(1, len(losses[:10])), 4),
+        "loss_last_10": round(_recent(losses), 4),
+        "losses": [round(v, 4) for v in losses],
+    }
 
 
 def _recent(losses: Sequence[float], n: int = 10) -> float:

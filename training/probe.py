@@ -112,7 +112,7 @@ def load_eval(path: Path) -> list[JudgeItem]:
     return [r.item for r in read_rows(path) if r.item is not None and r.item.label]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__)
     parser.add_argument("--base", default="smollm2-135m", help="base model name (models.bases)")
     parser.add_argument("--gguf", help="embed with this GGUF instead of the base's")
@@ -147,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         "evaluation pairs, then stop: two processes, one core each, share the work; a later "
         "plain run fits on the cache",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     from app.scenarios import load_catalog
     from models.backends.state_reader import StateReader
@@ -200,28 +204,34 @@ def main(argv: list[str] | None = None) -> int:
     }
     for path, items in eval_sources:
         probs = head.predict_proba(cached(path.stem + eval_suffix, items))[:, 1]
-        verdicts = ["A" if p >= 0.5 else "B" for p in probs]
-        labels = [i.label.winner for i in items]
-        won = [n for n, label in enumerate(labels) if label in ("A", "B")]
-        results["files"][path.name] = {
-            "rows": len(items),
-            "probe": agreement(verdicts, labels),
-            "longer answer wins": agreement([longer(i) for i in items], labels),
-            "pairs with a winner": len(won),
-            "probe, pairs with a winner": agreement(
-                [verdicts[n] for n in won], [labels[n] for n in won]
-            ),
-            "longer answer wins, pairs with a winner": agreement(
-                [longer(items[n]) for n in won], [labels[n] for n in won]
-            ),
-            "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
-        }
+        results["files"][path.name] = file_result(items, probs)
     suffix = f"-{train_name}" if args.train_limit else ""
     suffix += f"-alpacaeval{args.alpacaeval}" if args.alpacaeval else ""
     suffix += eval_suffix
     (out / f"{gguf.stem}{suffix}-results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
+
+
+def file_result(items: list[JudgeItem], probs: np.ndarray) -> dict[str, float | int]:
+    """The probe's agreement on one file beside the longer answer's, all rows and pairs
+    with a winner."""
+    verdicts = ["A" if p >= 0.5 else "B" for p in probs]
+    labels = [i.label.winner for i in items]  # type: ignore[union-attr]
+    won = [n for n, label in enumerate(labels) if label in ("A", "B")]
+    return {
+        "rows": len(items),
+        "probe": agreement(verdicts, labels),
+        "longer answer wins": agreement([longer(i) for i in items], labels),
+        "pairs with a winner": len(won),
+        "probe, pairs with a winner": agreement(
+            [verdicts[n] for n in won], [labels[n] for n in won]
+        ),
+        "longer answer wins, pairs with a winner": agreement(
+            [longer(items[n]) for n in won], [labels[n] for n in won]
+        ),
+        "probe picks the longer answer %": agreement(verdicts, [longer(i) for i in items]),
+    }
 
 
 if __name__ == "__main__":

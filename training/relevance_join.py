@@ -148,7 +148,7 @@ def verdicts_of(scores: np.ndarray) -> list[str]:
     return ["A" if s > 0 else "B" for s in scores]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training.relevance_join", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser("prepare", help="write the fitting set")
@@ -174,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     apply.add_argument("--relevance", type=float, required=True)
     apply.add_argument("--uncertain-below", type=float, default=0.5)
     apply.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.command == "apply":
         joined = apply_join(
             args.judgments,
@@ -191,6 +195,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.out}: {len(items)} pairs ({made} counterexamples)")
         return 0
 
+    results = fitted(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+def fitted(args: argparse.Namespace) -> dict:
+    """The join fitted on the fitting set's judgments, and scored on each evaluation file
+    beside the judge alone, relevance alone and the longer answer."""
     x_fit, fit_items = features(args.fit_judgments, args.fit_file)
     head, scale = fit_head(x_fit, [i.label.winner for i in fit_items])
     weights = (head.coef_[0] / scale).tolist()
@@ -227,10 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                 1,
             ),
         }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(results, indent=2))
-    return 0
+    return results
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ two processes share the work, each its own part) into a resumable cache.
   the two answers' features, fed both orders (no position preference), joined
   with the MiniLM relevance difference and the log length ratio as two more
   features; its L2 strength chosen by 5-fold cross-validation grouped by request;
-- the tie band: the |P(A) - 0.5| up to which a pair is called a tie, chosen on the
+- the tie margin: the |P(A) - 0.5| up to which a pair is called a tie, chosen on the
   out-of-fold predictions of the Auto-J training pairs (their human labels tie);
 - the grade head: a ridge regression from one answer's features to the teacher's
   1-10 grade, on the single rows outside the held-out 160.
@@ -118,7 +118,7 @@ EXPLICIT_BOOST = 30.0  # about sqrt(state features / 3): see fit_logistic
 TIE_BANDS = tuple(round(0.005 * n, 3) for n in range(61))  # |P(A) - 0.5| up to 0.3
 
 
-def choose_tie_band(p_oof: np.ndarray, pairs: list[JudgeItem]) -> float:
+def choose_tie_margin(p_oof: np.ndarray, pairs: list[JudgeItem]) -> float:
     """The |P(A) - 0.5| up to which a pair is a tie: the narrowest band with the best
     agreement on the Auto-J pairs' out-of-fold predictions (their human labels tie)."""
     autoj = [n for n, p in enumerate(pairs) if source_of(p) == "autoj"]
@@ -214,8 +214,8 @@ def log_loss(p_a: np.ndarray, winners: list[str]) -> float:
     return float(-np.mean([np.log(max(p if w == "A" else 1 - p, 1e-9)) for p, w in rows]))
 
 
-def verdicts(p_a: np.ndarray, tie_band: float = 0.0) -> list[str]:
-    return ["tie" if abs(p - 0.5) <= tie_band else "A" if p > 0.5 else "B" for p in p_a]
+def verdicts(p_a: np.ndarray, tie_margin: float = 0.0) -> list[str]:
+    return ["tie" if abs(p - 0.5) <= tie_margin else "A" if p > 0.5 else "B" for p in p_a]
 
 
 def agreement_by_source(found: list[str], pairs: list[JudgeItem]) -> dict[str, float]:
@@ -250,12 +250,12 @@ def fit(args: argparse.Namespace) -> int:
     report["relevance alone"] = agreement_by_source(verdicts(extra["relevance"] * 1e3), pairs)
     assert best is not None
     _, name, signals, c, p_oof, x = best
-    tie_band = choose_tie_band(p_oof, pairs)
-    chosen = verdicts(p_oof, tie_band)
+    tie_margin = choose_tie_margin(p_oof, pairs)
+    chosen = verdicts(p_oof, tie_margin)
     report["chosen"] = {
         "variant": name,
-        "tie band": tie_band,
-        "agreement with the tie band": agreement_by_source(chosen, pairs),
+        "tie margin": tie_margin,
+        "agreement with the tie margin": agreement_by_source(chosen, pairs),
     }
     weights = fit_logistic(x[decisive], y[decisive], c, len(signals))
     hidden = states.shape[1]
@@ -275,7 +275,7 @@ def fit(args: argparse.Namespace) -> int:
             "single_rows": report["grades"]["rows"],
             "C": c,
             "variant": name,
-            "tie_band": tie_band,
+            "tie_margin": tie_margin,
         },
     )
     write_single_rows(single_rows()[1], HELDOUT_FILE)  # the held-out grades, for the evaluation
@@ -314,7 +314,7 @@ PART_VERDICTS = {  # what each signal alone (or a subset) says, from a judgment'
     "relevance alone": ("relevance",),
     "length alone": ("length",),
     "states + relevance": ("states", "relevance"),
-    "all parts (no tie band)": ("states", "relevance", "length"),
+    "all parts (no tie margin)": ("states", "relevance", "length"),
 }
 
 

@@ -3,7 +3,7 @@
 The fitting set comes from the training split only, fixed before any evaluation
 file is read:
 
-- every labelled Auto-J training pair (human labels, ties included: the tie band
+- every labelled Auto-J training pair (human labels, ties included: the tie margin
   is tuned on them), in their natural length distribution;
 - nearest-request counterexamples of 30 % of the decisive Auto-J pairs (the winner
   against a longer answer to the most similar other request, which must lose);

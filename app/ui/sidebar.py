@@ -135,9 +135,14 @@ def _protocol() -> None:
         "Criterion scores",
         key="criterion_scores",
         help="Each criterion's score beside the verdict (the per-criterion chart and radar). "
-        "With the default judge they are read apart from its verdict, one more read of the "
-        "item; off is faster for big batches.",
+        "With the default judge they are read apart from its verdict (with a reference, the "
+        "verdict adds their lead), one more read of the item; off is faster for big batches.",
     )
+    _reference_toggles()
+    _pair_settings()
+
+
+def _reference_toggles() -> None:
     st.toggle(
         "Use the reference answer",
         key="use_reference",
@@ -150,6 +155,10 @@ def _protocol() -> None:
         help="Text similarity of each answer to the reference, next to the judge's scores. "
         "The first use loads a small BERTScore model (a few seconds).",
     )
+
+
+def _pair_settings() -> None:
+    """How a pair's two orders make a verdict, when it is uncertain, and the template."""
     st.toggle(
         "Swap debiasing (pairwise: judge both orders)",
         key="swap",

@@ -142,12 +142,12 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
             AnswerScores(criteria={"a": 2.5}, overall=2.5, expected_overall=2.5),
         ),
     )
-    moved = with_reference_reading(judged, 2.0, (1, 5), tie_band=0.0)
+    moved = with_reference_reading(judged, 2.0, (1, 5), tie_margin=0.0)
     assert moved.verdict_parts == {"states": -0.4, "reference": 1.0, "score": 0.6}
     assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
-    assert with_reference_reading(judged, 0.0, (1, 5), tie_band=0.0) is judged
+    assert with_reference_reading(judged, 0.0, (1, 5), tie_margin=0.0) is judged
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
-    assert with_reference_reading(one_read, 2.0, (1, 5), tie_band=0.0) is one_read
+    assert with_reference_reading(one_read, 2.0, (1, 5), tie_margin=0.0) is one_read
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):

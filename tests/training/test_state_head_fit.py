@@ -1,5 +1,5 @@
 """Fitting a state head: the resumable feature cache, a position-free logistic head,
-out-of-fold predictions grouped by request, and the tie band."""
+out-of-fold predictions grouped by request, and the tie margin."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_out_of_fold_predictions_never_see_their_own_request():
 
 
 @pytest.mark.parametrize(("band", "expected"), [(0.0, ["A", "B", "A"]), (0.1, ["A", "B", "tie"])])
-def test_the_tie_band_calls_close_pairs_ties(band, expected):
+def test_the_tie_margin_calls_close_pairs_ties(band, expected):
     assert verdicts(np.array([0.9, 0.2, 0.55]), band) == expected
 
 
