@@ -28,11 +28,12 @@ from app.errors import InputError
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
-from app.model_settings import model_judge_settings
+from app.model_settings import SettingsLayer, model_judge_settings
 from app.records import JudgeItem, Judgment
 from app.service import JudgeConfig, JudgeService
-from models.backends.base import BackendOptions
+from models.backends.base import Backend, BackendOptions
 from models.loader import LoadedJudge, open_judge
+from models.registry import ModelEntry
 
 __all__ = ["Judge", "JudgeConfig", "JudgeItem", "Judgment", "load_judge", "read_judgments"]
 
@@ -48,6 +49,15 @@ class Judge:
     @property
     def name(self) -> str:
         return self.loaded.name
+
+    @property
+    def entry(self) -> ModelEntry | None:
+        """Its registry entry (None for a bare model file)."""
+        return self.loaded.entry
+
+    @property
+    def backend(self) -> Backend:
+        return self.loaded.backend
 
     def judge(self, item: JudgeItem | Mapping[str, Any], **changes: Any) -> Judgment:
         """One judgment of `item` (a JudgeItem, or a dict with question and answers)."""
@@ -93,15 +103,20 @@ def load_judge(
     n_ctx: int = 4096,
     gpu_layers: int = 0,
     backend: str | None = None,
+    options: BackendOptions | None = None,
+    overrides: SettingsLayer | None = None,
     **settings: Any,
 ) -> Judge:
     """Open `model` (a registry name, a .gguf file or a safetensors folder; None: the
-    registry's default) with its registry settings, changed by `settings`."""
-    loaded = open_judge(
-        model,
-        BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers),
-        backend=backend,
-    )
-    judging = model_judge_settings(loaded.entry, context_tokens=n_ctx)
+    registry's default) with its registry settings, changed by `settings`.
+
+    Every front end opens its judge here. `options` (every load and request option:
+    a server's URL, parallel sequences...) replaces `threads`, `n_ctx` and
+    `gpu_layers`; `overrides` is a user's layer of judging settings over the
+    registry's (the CLI's flags: app.judging_arguments), merged as the CLI and the app
+    merge them (app.model_settings)."""
+    options = options or BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers)
+    loaded = open_judge(model, options, backend=backend)
+    judging = model_judge_settings(loaded.entry, overrides, context_tokens=options.n_ctx)
     config = JudgeConfig(**judging.config_fields())
     return Judge(loaded, replace(config, **settings) if settings else config)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from app.batch_run import ExitCode
-from models.backends.base import BackendOptions
 
 
 def add_ask_parser(commands: argparse._SubParsersAction) -> None:
@@ -28,10 +27,10 @@ def add_ask_parser(commands: argparse._SubParsersAction) -> None:
 
 def ask_about(args: argparse.Namespace) -> int:
     """One follow-up question about one judged row (app/followup.py)."""
+    from app.api import load_judge
     from app.followup import ask
     from app.io.judgments import read_judgments
     from app.io.reader import read_rows
-    from models.loader import open_judge
 
     for path in (args.judged, args.input):
         if not path.exists():
@@ -43,7 +42,7 @@ def ask_about(args: argparse.Namespace) -> int:
         where = args.judged if judgment is None else args.input
         print(f"error: no row with id '{args.id}' in {where}", file=sys.stderr)
         return ExitCode.USAGE
-    judge = open_judge(args.model, BackendOptions(n_threads=args.threads))
+    judge = load_judge(args.model, threads=args.threads)
     try:
         print(ask(judge.backend, item, judgment, [], args.question))
     finally:

@@ -21,18 +21,18 @@ from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Status
 
 if TYPE_CHECKING:
+    from app.api import Judge
     from app.batch_run import BatchWrite
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
     from app.progress import ProgressBar
     from app.runs.recorder import RunRecorder
     from app.service import JudgeConfig
-    from models.loader import LoadedJudge
 
 
 def run_batch(
     args: argparse.Namespace,
-    judge: LoadedJudge,
+    judge: Judge,
     config: JudgeConfig,
     total: int,
     started: float,
@@ -76,7 +76,7 @@ def run_batch(
     return exit_code(judgments, written)
 
 
-def announce(judge: LoadedJudge, config: JudgeConfig, mode: str) -> None:
+def announce(judge: Judge, config: JudgeConfig, mode: str) -> None:
     """What the user should know of this judge before its rows come: untrained, what it
     does with a reference, a native template that score mode cannot read."""
     from app.service import reference_note
@@ -125,7 +125,7 @@ def resumable_output(
 
 def judged_rows(
     args: argparse.Namespace,
-    judge: LoadedJudge,
+    judge: Judge,
     config: JudgeConfig,
     rows: Iterator[InputRow],
     counts: tuple[int, int],
@@ -136,7 +136,6 @@ def judged_rows(
     (`counts`: the rows in all, and those judged before); each is recorded once written."""
     from app.batch_run import write_batch
     from app.progress import ProgressBar
-    from app.service import JudgeService
 
     total, initial = counts
     window = (args.window or max(1, args.parallel)) if args.mode == "score" else 1
@@ -144,8 +143,7 @@ def judged_rows(
         if args.engine == "ray":
             stream = _on_ray(args, config, rows, window, bar, total)
         else:
-            service = JudgeService(judge.backend, judge.name)
-            stream = service.judge_rows(
+            stream = judge.service.judge_rows(
                 rows, config, total=total, on_judgment=bar.update, window=window
             )
         return write_batch(stream, output, on_written=recorder.add)
@@ -193,7 +191,7 @@ def _on_ray(
 def _recorder(
     args: argparse.Namespace,
     key: str,
-    judge: LoadedJudge,
+    judge: Judge,
     template: str,
     total: int,
     settings: dict[str, Any],
@@ -314,7 +312,7 @@ _NOT_SETTINGS = frozenset(
 )
 
 
-def run_settings(args: argparse.Namespace, judge: LoadedJudge) -> dict[str, Any]:
+def run_settings(args: argparse.Namespace, judge: Judge) -> dict[str, Any]:
     """What a run's results depend on besides the input: a resumed run must match it."""
     from app.io.resumable import file_digest
 

@@ -7,22 +7,21 @@ import argparse
 import sys
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.batch_run import ExitCode
 from app.cli.batch import run_batch
 from app.cli.judge_options import CASCADE_BELOW, backend_options
 from app.criteria_resolution import AUTO, CriteriaChoice
 from app.judging_arguments import judging_overrides
-from app.model_settings import model_judge_settings, sampling_of
+from app.model_settings import sampling_of
 from app.records import Protocol
 from app.rubrics import load_rubric
 from app.scenarios import load_catalog
 
 if TYPE_CHECKING:
+    from app.api import Judge
     from app.service import JudgeConfig
-    from models.loader import LoadedJudge
-    from models.registry import ModelEntry
 
 
 def run_judge(args: argparse.Namespace) -> int:
@@ -43,15 +42,15 @@ def run_judge(args: argparse.Namespace) -> int:
     if args.limit is not None:
         total = min(total, args.limit)
     started = time.perf_counter()
-    judge = open_first(args)
+    judge = open_first(args, choice)
     try:
-        second = open_second(args, judge)
+        second = open_second(args, choice, judge)
     except BaseException:
         judge.close()
         raise
     load_s = time.perf_counter() - started
     try:
-        config = with_second(args, choice, judge_config(args, choice, judge.entry), second)
+        config = with_second(judge.config, second, args.cascade_below)
         return run_batch(args, judge, config, total, started, load_s)
     finally:
         judge.close()
@@ -59,41 +58,37 @@ def run_judge(args: argparse.Namespace) -> int:
             second.close()
 
 
-def open_first(args: argparse.Namespace) -> LoadedJudge:
-    from models.loader import open_judge
+def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, Any]:
+    """What this run asks of a judge, whatever judge it is (app.service.JudgeConfig)."""
+    return {
+        "protocol": None if args.protocol == "auto" else Protocol(args.protocol),
+        "choice": choice,
+        "use_reference": not args.no_reference,
+        "swap": not args.no_swap,
+        "reference_metrics": args.reference_metrics,
+        "mode": args.mode,
+        "feedback": args.feedback,
+        "detect_scenario": not args.no_scenario_detection,
+        "sampling": sampling_of(args),
+    }
 
-    return open_judge(args.model, backend_options(args, args.base_url), backend=args.backend)
 
+def open_first(args: argparse.Namespace, choice: CriteriaChoice) -> Judge:
+    """The judge, its registry settings under the flags given (app.api, the front door)."""
+    from app.api import load_judge
 
-def judge_config(
-    args: argparse.Namespace,
-    choice: CriteriaChoice,
-    entry: ModelEntry | None,
-    *,
-    own_settings: bool = False,
-) -> JudgeConfig:
-    """The run's configuration for a judge; `own_settings`: its registry settings alone
-    (a cascade's second judge keeps its own template, threshold...)."""
-    from app.service import JudgeConfig
-
-    overrides = None if own_settings else judging_overrides(args)
-    return JudgeConfig(
-        protocol=None if args.protocol == "auto" else Protocol(args.protocol),
-        choice=choice,
-        use_reference=not args.no_reference,
-        swap=not args.no_swap,
-        reference_metrics=args.reference_metrics,
-        mode=args.mode,
-        feedback=args.feedback,
-        detect_scenario=not args.no_scenario_detection,
-        **model_judge_settings(entry, overrides, context_tokens=args.n_ctx).config_fields(),
-        sampling=sampling_of(args),
+    return load_judge(
+        args.model,
+        options=backend_options(args, args.base_url),
+        backend=args.backend,
+        overrides=judging_overrides(args),
+        **run_fields(args, choice),
     )
 
 
-def open_second(args: argparse.Namespace, first: LoadedJudge) -> LoadedJudge | None:
+def open_second(args: argparse.Namespace, choice: CriteriaChoice, first: Judge) -> Judge | None:
     """The cascade's second judge (`--cascade-to`, else the registry entry's `cascade_to`),
-    or None (`--no-cascade`, or none named)."""
+    with its own registry settings; None with `--no-cascade` or none named."""
     if args.no_cascade:
         return None
     if not args.cascade_to and not args.cascade_base_url:
@@ -105,11 +100,14 @@ def open_second(args: argparse.Namespace, first: LoadedJudge) -> LoadedJudge | N
             args.cascade_below = entry.cascade_below
     if args.cascade_below is None:
         args.cascade_below = CASCADE_BELOW
-    from models.loader import open_judge
+    from app.api import load_judge
 
-    options = backend_options(args, args.cascade_base_url)
-    backend = "openai" if args.cascade_base_url else None
-    return open_judge(args.cascade_to, options, backend=backend)
+    return load_judge(
+        args.cascade_to,
+        options=backend_options(args, args.cascade_base_url),
+        backend="openai" if args.cascade_base_url else None,
+        **run_fields(args, choice),
+    )
 
 
 def check_choice(choice: CriteriaChoice) -> None:
@@ -121,18 +119,10 @@ def check_choice(choice: CriteriaChoice) -> None:
         catalog.specs_for(criteria_ids=list(choice.criteria))
 
 
-def with_second(
-    args: argparse.Namespace,
-    choice: CriteriaChoice,
-    config: JudgeConfig,
-    second: LoadedJudge | None,
-) -> JudgeConfig:
-    """`config` with the cascade to the second judge, which keeps its own settings."""
+def with_second(config: JudgeConfig, second: Judge | None, below: float) -> JudgeConfig:
+    """`config` with the cascade to the second judge (which keeps its own settings)."""
     if second is None:
         return config
     from app.cascade import Cascade
-    from app.service import JudgeService
 
-    second_config = judge_config(args, choice, second.entry, own_settings=True)
-    cascade = Cascade(JudgeService(second.backend, second.name), second_config, args.cascade_below)
-    return replace(config, cascade=cascade)
+    return replace(config, cascade=Cascade(second.service, second.config, below))
