@@ -48,12 +48,11 @@ class JudgeActor:
     """One judge backend per Ray worker, judging a batch of rows at a time."""
 
     def __init__(self, judge: RayJudge) -> None:
-        from app.service import JudgeService
-        from models.loader import open_judge
+        from app.api import load_judge
 
-        self.config = judge.config
-        self.loaded = open_judge(judge.model, judge.options, backend=judge.backend)
-        self.service = JudgeService(self.loaded.backend, self.loaded.name)
+        self.config = judge.config  # the run's, resolved once where it started
+        self.judge = load_judge(judge.model, options=judge.options, backend=judge.backend)
+        self.service = self.judge.service
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         rows: list[InputRow] = list(batch["row"])

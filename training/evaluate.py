@@ -23,10 +23,10 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.calibration import ConfidenceCalibration, load_calibration
 from app.errors import PocketJudgeError
@@ -36,7 +36,7 @@ from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import SettingsLayer, model_judge_settings
 from app.records import Judgment, Protocol
 from app.scenarios import load_catalog
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeConfig
 from models.backends.base import BackendOptions, SamplingParams
 from models.registry import ModelEntry
 from training.criteria_agreement import criteria_agreement
@@ -60,6 +60,9 @@ from training.rescore import (
 from training.score_rows import score_file
 from training.signal_parts import signal_agreement
 
+if TYPE_CHECKING:
+    from app.api import Judge
+
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
 JUDGMENTS_FILE = "judgments.jsonl"
 MAX_TOKENS = 768
@@ -75,17 +78,47 @@ class Overrides:
     mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
 
 
+def run_fields(kind: Kind, overrides: Overrides = Overrides()) -> dict[str, Any]:
+    """What an evaluation asks of any judge on a file of this kind: both orders of a pair,
+    the mode, and the sampling the CLI uses."""
+    return {
+        "protocol": Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
+        "swap": True,
+        "mode": overrides.mode,
+        "sampling": SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
+    }
+
+
 def judge_config(
     kind: Kind, entry: ModelEntry | None, n_ctx: int, overrides: Overrides = Overrides()
 ) -> JudgeConfig:
-    """The configuration for one file, resolved as the CLI and the app resolve theirs."""
-    return JudgeConfig(
-        protocol=Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
-        swap=True,
-        mode=overrides.mode,  # type: ignore[arg-type]
-        **model_judge_settings(entry, overrides.settings, context_tokens=n_ctx).config_fields(),
-        sampling=SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
+    """The configuration for one file without opening the judge (a GPU read planner's:
+    training.gpu_levels), resolved as `open_evaluated` resolves it."""
+    judging = model_judge_settings(entry, overrides.settings, context_tokens=n_ctx)
+    return JudgeConfig(**run_fields(kind, overrides), **judging.config_fields())
+
+
+def open_evaluated(
+    model: str | None,
+    options: BackendOptions,
+    backend: str | None = None,
+    overrides: Overrides = Overrides(),
+    kind: Kind = "pairwise",
+) -> Judge:
+    """The judge as an evaluation runs it, opened through the front door (app.api)."""
+    from app.api import load_judge
+
+    return load_judge(
+        model,
+        options=options,
+        backend=backend,
+        overrides=overrides.settings,
+        **run_fields(kind, overrides),
     )
+
+
+def for_kind(config: JudgeConfig, kind: Kind) -> JudgeConfig:
+    return replace(config, protocol=run_fields(kind)["protocol"])
 
 
 def _judge_files(
@@ -108,27 +141,25 @@ def _judge_files(
     `fresh`. The files end up holding every saved judgment, in row order.
     """
     from app.progress import ProgressBar
-    from models.loader import open_judge
 
-    judge = open_judge(model, options, backend=backend)
+    judge = open_evaluated(model, options, backend, overrides)
     cached = cached_reads(judge.backend, reading_cache, out)
     scored = cached_scores(judge.backend, score_cache, out)
     states = cached_states(judge.backend, state_cache, out)
-    service = JudgeService(judge.backend, judge.name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    shown = judge_config("pairwise", judge.entry, options.n_ctx, overrides)
+    shown = judge.config
     done = set() if fresh else _resumable(out, judge.name, shown)
     try:
         with open(out, "a" if done else "w", encoding="utf-8", newline="\n") as stream:
             for file in files:
-                config = judge_config(file.kind, judge.entry, options.n_ctx, overrides)
+                config = for_kind(judge.config, file.kind)
                 todo = [row for row in file.rows if (file.name, row.line) not in done]
                 if not quiet:
                     kept = len(file.rows) - len(todo)
                     note = f" ({kept} judged before, kept)" if kept else ""
                     print(f"{file.name}: {len(file.rows)} labelled rows{note}", file=sys.stderr)
                 with ProgressBar(total=len(todo), disable=quiet) as bar:
-                    judged = service.judge_rows(todo, config, on_judgment=bar.update)
+                    judged = judge.service.judge_rows(todo, config, on_judgment=bar.update)
                     write_jsonl(_tagged(judged, file), stream)
     finally:
         for wrapper in (cached, scored, states):

@@ -153,20 +153,17 @@ def summary(outcomes: Sequence[InjectionOutcome]) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from app.model_settings import model_judge_settings
-    from models.backends.base import BackendOptions
-    from models.loader import open_judge
+    from app.api import load_judge
 
     parser = argparse.ArgumentParser(prog="python -m training.injection_report")
     parser.add_argument("--model", help="registry name or .gguf path (default: the default)")
     parser.add_argument("--out", type=Path, help="also write the summary and rows as JSON")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     args = parser.parse_args(argv)
-    judge = open_judge(args.model, BackendOptions(n_threads=args.threads))
+    # verdicts and grades; criterion reads would cost minutes a row
+    judge = load_judge(args.model, threads=args.threads, criteria=False)
     try:
-        config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
-        config = replace(config, criteria=False)  # verdicts and grades; criteria cost minutes
-        outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
+        outcomes = judge_set(judge.service, judge.config, load_set())
     finally:
         judge.close()
     result = summary(outcomes)

@@ -44,24 +44,21 @@ def judge_both_ways(
     """Each setting's judgments of `rows` (in row order) by the judge `args` names, and its
     name; `kind` is "single" or "pairwise"."""
     from app.progress import ProgressBar
-    from app.service import JudgeService
     from models.backends.base import BackendOptions
-    from models.loader import open_judge
-    from training.evaluate import cached_reads, cached_scores, judge_config
+    from training.evaluate import cached_reads, cached_scores, open_evaluated
 
-    judge = open_judge(args.model, BackendOptions(n_ctx=4096, n_threads=args.threads))
+    options = BackendOptions(n_ctx=4096, n_threads=args.threads)
+    judge = open_evaluated(args.model, options, kind=kind)  # type: ignore[arg-type]
     wrappers = [
         cached_reads(judge.backend, args.reading_cache, args.out / "x"),
         cached_scores(judge.backend, args.score_cache, args.out / "x"),
     ]
-    service = JudgeService(judge.backend, judge.name)
-    config = judge_config(kind, judge.entry, 4096)  # type: ignore[arg-type]
     judged: dict[str, list[Judgment]] = {}
     try:
         for name, reference in SETTINGS.items():
-            setting = replace(config, use_reference=reference)
+            setting = replace(judge.config, use_reference=reference)
             with ProgressBar(total=len(rows), disable=args.quiet) as bar:
-                judged[name] = list(service.judge_rows(rows, setting, on_judgment=bar.update))
+                judged[name] = list(judge.service.judge_rows(rows, setting, on_judgment=bar.update))
     finally:
         for wrapper in wrappers:
             if wrapper is not None:
