@@ -50,17 +50,23 @@ def _criteria_order(judgment: Judgment) -> list[str]:
     return keys
 
 
+def _criteria_axis(
+    judgment: Judgment, names: Mapping[str, str] | None
+) -> tuple[list[str], list[str]]:
+    """The criteria a chart shows (keys, in order) and their display names."""
+    if not has_scores(judgment):
+        raise ValueError("this judgment has no scores to chart")
+    keys = _criteria_order(judgment)
+    return keys, [(names or {}).get(k, k) for k in keys]
+
+
 def criterion_bars(
     judgment: Judgment,
     names: Mapping[str, str] | None = None,
     scale: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Grouped bars: one group per criterion, one bar per answer."""
-    if not has_scores(judgment):
-        raise ValueError("this judgment has no scores to chart")
-    names = names or {}
-    keys = _criteria_order(judgment)
-    labels = [names.get(k, k) for k in keys]
+    keys, labels = _criteria_axis(judgment, names)
     figure = go.Figure()
     for label, scores in zip(answer_labels(judgment), judgment.answers):
         figure.add_bar(name=label, x=labels, y=[scores.criteria.get(k) for k in keys])
@@ -78,11 +84,7 @@ def criterion_radar(
     scale: tuple[float, float] | None = None,
 ) -> go.Figure:
     """The same scores on a radar, one closed outline per answer."""
-    if not has_scores(judgment):
-        raise ValueError("this judgment has no scores to chart")
-    names = names or {}
-    keys = _criteria_order(judgment)
-    theta = [names.get(k, k) for k in keys]
+    keys, theta = _criteria_axis(judgment, names)
     figure = go.Figure()
     for label, scores in zip(answer_labels(judgment), judgment.answers):
         values = [scores.criteria.get(k) for k in keys]

@@ -179,16 +179,9 @@ def combine_swapped(
     return base.model_copy(
         update={
             **meta,
-            "status": Status.OK,
-            "winner": winner,
-            "leaning": winner,
-            "consistent": consistent,
-            "order_winners": (one.winner, two.winner),
+            **verdicts.both_orders(one, two, winner, probs, answers),
             "margin": None if margin is None else round(margin, 4),
-            "answers": answers,
-            "confidence": probs[winner],
             "verdict_probs": _rounded(probs),
-            "feedback": one.feedback,
         }
     )
 

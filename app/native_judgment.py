@@ -118,23 +118,15 @@ def _swapped(
             update={**meta, "status": Status.UNPARSED, "error": f"{which}: {reason}"}
         )
     one, two = _pair(base, first, spec, rule), _pair(base, second, spec, rule)
-    consistent = one.winner == two.winner
-    winner = one.winner if consistent else "tie"
+    winner = one.winner if one.winner == two.winner else "tie"
     probs = verdicts.average([one.verdict_probs or {}, two.verdict_probs or {}])
     answers = tuple(_average(a, b) for a, b in zip(one.answers, two.answers))
     return base.model_copy(
         update={
             **meta,
-            "status": Status.OK,
-            "winner": winner,
-            "leaning": winner,
-            "consistent": consistent,
-            "order_winners": (one.winner, two.winner),
-            "answers": answers,
+            **verdicts.both_orders(one, two, winner, probs, answers),
             "overall_scale": spec.scale if answers else None,
             "verdict_probs": probs,
-            "confidence": probs[winner],
-            "feedback": one.feedback,
         }
     )
 

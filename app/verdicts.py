@@ -112,3 +112,21 @@ def mark_uncertain(judgment: Judgment, threshold: float) -> Judgment:
         doubtful = judgment.confidence is None or judgment.confidence < threshold
         return judgment.model_copy(update={"uncertain": doubtful})
     return judgment
+
+
+def both_orders(
+    one: Judgment, two: Judgment, winner: str, probs: Mapping[str, float], answers: tuple
+) -> dict:
+    """What a pair judged in both orders reports, however its two judgments were merged
+    (app.judgment_builder.combine_swapped, app.native_judgment): the verdict, whether the
+    orders agreed and what each said, the merged scores, and the first order's critique."""
+    return {
+        "status": Status.OK,
+        "winner": winner,
+        "leaning": winner,
+        "consistent": one.winner == two.winner,
+        "order_winners": (one.winner, two.winner),
+        "answers": answers,
+        "confidence": probs[winner],
+        "feedback": one.feedback,
+    }
