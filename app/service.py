@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import Protocol as TypingProtocol
 
 from app import criterion_reads
 from app.calibration import ConfidenceCalibration
@@ -48,13 +48,17 @@ from models.backends.base import (
 )
 from models.verdict_settings import PairCombine, RelevanceJoin
 
-if TYPE_CHECKING:
-    from app.cascade import Cascade
-
 PAIR_LABELS = ("A", "B")
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
 FIT_ROUNDS = 3
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
+
+
+class SecondOpinion(TypingProtocol):
+    """What a judgment this judge is unsure of goes to (app.cascade.Cascade): it keeps
+    the judgment or replaces it with a second judge's."""
+
+    def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
 
 
 _DEFAULTS = ModelJudgeSettings()  # the built-in judging settings (app/model_settings.py)
@@ -86,7 +90,7 @@ class JudgeConfig:
     # scenario "auto" and a row without one: the scenario classifier picks it (else default)
     detect_scenario: bool = True
     # a second judge for the judgments this one is unsure of (app/cascade.py)
-    cascade: Cascade | None = None
+    cascade: SecondOpinion | None = None
     # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
     calibration: ConfidenceCalibration | None = None
     # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
