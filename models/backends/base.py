@@ -180,7 +180,7 @@ class StateSource(Protocol):
     """A backend with the `states` capability."""
 
     def state_features(self, text: str) -> Any:
-        """The model's pooled hidden states of `text` (app.state_head.pooled), a numpy vector."""
+        """The model's pooled hidden states of `text` (models.readings.pooled), a numpy vector."""
         ...
 
     def read_answers(self, request: str, answers: Sequence[str]) -> Any:
