@@ -78,11 +78,15 @@ class Overrides:
     mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
 
 
+def protocol_of(kind: Kind) -> Protocol:
+    return Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE
+
+
 def run_fields(kind: Kind, overrides: Overrides = Overrides()) -> dict[str, Any]:
     """What an evaluation asks of any judge on a file of this kind: both orders of a pair,
     the mode, and the sampling the CLI uses."""
     return {
-        "protocol": Protocol.PAIRWISE if kind == "pairwise" else Protocol.SINGLE,
+        "protocol": protocol_of(kind),
         "swap": True,
         "mode": overrides.mode,
         "sampling": SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
@@ -117,8 +121,6 @@ def open_evaluated(
     )
 
 
-def for_kind(config: JudgeConfig, kind: Kind) -> JudgeConfig:
-    return replace(config, protocol=run_fields(kind)["protocol"])
 
 
 def _judge_files(
@@ -152,7 +154,7 @@ def _judge_files(
     try:
         with open(out, "a" if done else "w", encoding="utf-8", newline="\n") as stream:
             for file in files:
-                config = for_kind(judge.config, file.kind)
+                config = replace(judge.config, protocol=protocol_of(file.kind))
                 todo = [row for row in file.rows if (file.name, row.line) not in done]
                 if not quiet:
                     kept = len(file.rows) - len(todo)
