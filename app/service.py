@@ -598,11 +598,8 @@ def reference_note(config: JudgeConfig) -> str | None:
     none), for a front end to say once; None for a judge that reads it in its prompt."""
     if config.state_head is None or not config.use_reference:
         return None
-    if (
-        config.criteria
-        and config.state_head.reference_weight
-        and (config.protocol is Protocol.PAIRWISE)
-    ):
+    pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
+    if config.criteria and config.state_head.reference_weight and pairs:
         return (
             "reads a reference answer through the criterion scores: they are read with it, "
             "and the verdict adds their lead to the head's reading (which reads none)"

@@ -214,6 +214,8 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     weighted = head.model_copy(update={"reference_weight": 6.0})
     said = reference_note(_config(weighted, Protocol.PAIRWISE))
     assert "the verdict adds their lead" in said
+    by_count = reference_note(_config(weighted, None))  # protocol auto: a pair reads it too
+    assert "the verdict adds their lead" in by_count
     assert "only the criterion scores" in reference_note(_config(weighted, Protocol.SINGLE))
     off = reference_note(_config(head, Protocol.PAIRWISE, criteria=False))
     assert off.startswith("reads no reference")
