@@ -121,8 +121,6 @@ def open_evaluated(
     )
 
 
-
-
 def _judge_files(
     files: Sequence[LabelledFile],
     model: str | None,
