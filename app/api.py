@@ -11,7 +11,8 @@
 The judge starts from its registry entry's settings (template, pair combine,
 tie margin, input cap, confidence threshold, criteria), as the CLI and the app
 do; keyword arguments of `load_judge`, `judge` and `judge_file` change any
-`JudgeConfig` field (`mode="generate"`, `feedback=True`, `swap=False`...).
+`JudgeConfig` field of the run (`mode="generate"`, `feedback=True`, `swap=False`...)
+or judging setting (`tie_margin=0.1`, `criterion_scores=False`: models/judge_settings.py).
 Bad rows of a file become error judgments naming the line and field; the other
 rows are judged.
 """
@@ -19,7 +20,6 @@ rows are judged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,7 +28,7 @@ from app.errors import InputError
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
-from app.model_settings import SettingsLayer, model_judge_settings
+from app.model_settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Judgment
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import Backend, BackendOptions
@@ -79,7 +79,7 @@ class Judge:
         return judgments
 
     def _config(self, changes: Mapping[str, Any]) -> JudgeConfig:
-        return replace(self.config, **changes) if changes else self.config
+        return with_changes(self.config, changes)
 
     def close(self) -> None:
         self.loaded.close()
@@ -117,6 +117,5 @@ def load_judge(
     merge them (app.model_settings)."""
     options = options or BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers)
     loaded = open_judge(model, options, backend=backend)
-    judging = model_judge_settings(loaded.entry, overrides, context_tokens=options.n_ctx)
-    config = JudgeConfig(**judging.config_fields())
-    return Judge(loaded, replace(config, **settings) if settings else config)
+    config = judge_config(loaded.entry, overrides, context_tokens=options.n_ctx)
+    return Judge(loaded, with_changes(config, settings))

@@ -261,7 +261,7 @@ class BatchJob:
         config = self._config
         if row.item is None:
             return error_judgment(
-                row, config.protocol, model=self._service.model_name, template=config.template
+                row, config.protocol, model=self._service.model_name, template=config.judge.template
             )
         with self._model_lock:
             return self._service.judge(row.item, config, line=row.line)

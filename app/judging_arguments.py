@@ -1,8 +1,9 @@
 """The command-line flags that change how a model judges, for every command that judges.
 
 `python -m app judge` and `python -m training.evaluate` take the same flags and
-read them the same way: each flag left out stays None, so the model's registry
-setting stands (`app.model_settings`).
+read them the same way: each flag's destination is the `JudgeSettings` field it sets
+(models/judge_settings.py; a test holds them to its names), and a flag left out stays
+None, so the model's registry setting stands (`app.model_settings`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,19 @@ from __future__ import annotations
 import argparse
 from typing import get_args
 
-from app.model_settings import SettingsLayer
+from app.model_settings import TURNED_OFF, SettingsLayer
 from app.prompts import DEFAULT_TEMPLATE, template_names
+from app.state_head import LIKELIHOOD_HEAD_FILE
+from models.judge_settings import SETTING_NAMES
 from models.verdict_settings import PairCombine
+
+DECIDERS = {"likelihood": LIKELIHOOD_HEAD_FILE}  # --decider: a state head file under models/
+
+
+def _decider(name: str) -> str:
+    if name not in DECIDERS:
+        raise argparse.ArgumentTypeError(f"invalid choice: '{name}' (choose from {list(DECIDERS)})")
+    return DECIDERS[name]
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,25 +61,33 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-criteria",
-        action="store_true",
+        dest="criterion_scores",
+        action="store_const",
+        const=False,
         help="decision-first templates: read the verdict or grade alone, no criterion scores "
         "(fastest)",
     )
     parser.add_argument(
         "--no-relevance-join",
-        action="store_true",
+        dest="relevance_join",
+        action="store_const",
+        const=TURNED_OFF,
         help="pairwise: report the judge's own verdict, not the one joined with request "
         "relevance (for judges whose registry entry joins them)",
     )
     parser.add_argument(
         "--no-state-head",
-        action="store_true",
+        dest="state_head",
+        action="store_const",
+        const=TURNED_OFF,
         help="decide from the model's reply, not from the head on its hidden states (for "
         "judges whose registry entry has a state head: the model zero-shot)",
     )
     parser.add_argument(
         "--decider",
-        choices=("likelihood",),
+        dest="state_head",
+        type=_decider,
+        metavar="{likelihood}",
         help="likelihood: decide pairs and rankings by the model's own likelihood of each "
         "answer given its request against none (PMI), a fixed head that needs no fitting and "
         "works with any GGUF on the llama-cpp backend",
@@ -88,22 +107,5 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
 
 def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
     """The flags given, as the user's layer of settings (None where a flag was left out);
-    `--n-ctx` is the context layer, given to `model_judge_settings` apart."""
-    return SettingsLayer(
-        template=args.template,
-        pair_combine=args.pair_combine,
-        tie_margin=args.tie_margin,
-        max_input_chars=args.max_input_chars,
-        uncertain_below=args.uncertain_below,
-        criteria=False if args.no_criteria else None,
-        relevance_join=False if args.no_relevance_join else None,
-        state_head=_state_head_override(args),
-    )
-
-
-def _state_head_override(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    if getattr(args, "decider", None) == "likelihood":
-        from app.state_head import likelihood_judge_head
-
-        return likelihood_judge_head()
-    return False if args.no_state_head else None
+    `--n-ctx` is the context the model is loaded with, given apart."""
+    return SettingsLayer(**{name: getattr(args, name, None) for name in SETTING_NAMES})

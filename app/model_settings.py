@@ -1,124 +1,141 @@
-"""The judging settings, resolved once for every place that builds a JudgeConfig.
+"""The judging settings resolved once, for every front end that builds a JudgeConfig.
 
-A trained judge only works with the prompt template it was trained on, the way
-its two answer orders are combined, the tie margin tuned for it and the input
-length it learned to read; the registry entry records them. Settings come in
-layers, each a `SettingsLayer` in which None means "not set here": the built-in
-defaults, then the model's registry entry, then the user's overrides (command
-line, sidebar, evaluation flags), then the context limit the model is loaded
-with. `model_judge_settings` merges them, and the CLI, the app, the Python API
-and the evaluation all call it (the way inspect_ai's `GenerateConfig.merge`
-works). The last cut, an item's characters to what its context leaves for the
-reply, depends on the item and is made by the service from `context_tokens`.
+Settings come in layers of the one `JudgeSettings` model (models/judge_settings.py):
+the built-in defaults (its field defaults), the model's registry entry (its `judging:`
+block), then the user's overrides (command line, sidebar, evaluation flags, Python keyword
+arguments), each a `SettingsLayer` that sets some fields and leaves the rest to the layer
+below (the way inspect_ai's `GenerateConfig.merge` works). `judge_config` merges them,
+loads the files the result names into the judge's parts, and adds what the run asks; the
+CLI, the app, the Python API and the evaluation all call it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Literal, Protocol
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
 
-from app.calibration import ConfidenceCalibration, load_calibration
-from app.prompts import DEFAULT_TEMPLATE
-from app.scenario_detection import ScenarioClassifier, load_classifier
-from app.state_head import StateHead, load_state_head
+from pydantic import ValidationError
+
+from app.calibration import load_calibration
+from app.errors import ConfigError
+from app.judge_config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
+from app.scenario_detection import load_classifier
+from app.state_head import load_state_head
 from models.backends.base import SamplingParams
+from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import MODELS_DIR, ModelEntry
-from models.verdict_settings import PairCombine, RelevanceJoin
+
+TURNED_OFF = False  # a layer's value for "none" where None means "not set here"
 
 
-@dataclass(frozen=True)
-class SettingsLayer:
-    """One layer of judging settings; None: not set here, the layer below stands."""
+class SettingsLayer(Mapping[str, Any]):
+    """Some judging settings by their `JudgeSettings` names; a name left out (or None) is
+    not set here, so the layer below stands. False turns off a judge file or the relevance
+    join (their "none")."""
 
-    template: str | None = None
-    pair_combine: PairCombine | None = None
-    tie_margin: float | None = None
-    max_input_chars: int | None = None  # a cap on the item's characters
-    uncertain_below: float | None = None
-    critiques: bool | None = None
-    criteria: bool | None = None
-    context_tokens: int | None = None  # the context the model is loaded with
-    relevance_join: RelevanceJoin | Literal[False] | None = None  # False: turned off
-    state_head: StateHead | Literal[False] | None = None  # False: turned off
-    calibration: ConfidenceCalibration | None = None
-    scenario_classifier: ScenarioClassifier | None = None
+    def __init__(self, **given: Any) -> None:
+        unknown = sorted(set(given) - set(SETTING_NAMES))
+        if unknown:
+            raise TypeError(f"not judging settings: {unknown}; known: {list(SETTING_NAMES)}")
+        self._given = {name: value for name, value in given.items() if value is not None}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._given[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in SETTING_NAMES:
+            return self._given.get(name)
+        raise AttributeError(name)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._given.items())))
+
+    def __repr__(self) -> str:
+        return f"SettingsLayer({', '.join(f'{k}={v!r}' for k, v in self._given.items())})"
 
     def merge(self, over: SettingsLayer) -> SettingsLayer:
         """This layer with every value `over` sets put over it."""
-        given = {f.name: getattr(over, f.name) for f in fields(over)}
-        return replace(self, **{name: value for name, value in given.items() if value is not None})
+        return SettingsLayer(**{**self._given, **over._given})
 
-    @classmethod
-    def of_entry(cls, entry: ModelEntry) -> SettingsLayer:
-        """What a registry entry says about judging with its model."""
-        return cls(
-            template=entry.template,
-            pair_combine=entry.pair_combine,
-            tie_margin=entry.tie_margin,
-            max_input_chars=entry.max_input_chars,
-            uncertain_below=entry.uncertain_below,
-            critiques=entry.critiques,
-            criteria=entry.criteria,
-            context_tokens=entry.context,
-            relevance_join=entry.relevance_join,
-            state_head=load_state_head(MODELS_DIR / entry.state_head) if entry.state_head else None,
-            calibration=(
-                load_calibration(MODELS_DIR / entry.calibration) if entry.calibration else None
-            ),
-            scenario_classifier=(
-                load_classifier(MODELS_DIR / entry.scenario_classifier)
-                if entry.scenario_classifier
-                else None
-            ),
-        )
+    def over(self, settings: JudgeSettings, source: str = "overrides") -> JudgeSettings:
+        """`settings` with this layer's values put over them, validated as a registry
+        block is; ConfigError naming the setting when a value does not fit."""
+        given = {k: (None if v is TURNED_OFF and k not in _BOOLS else v) for k, v in self.items()}
+        try:
+            return JudgeSettings.model_validate({**settings.model_dump(), **given})
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise ConfigError(source, ".".join(map(str, first["loc"])), first["msg"]) from None
 
 
-@dataclass(frozen=True)
-class ModelJudgeSettings:
-    """The settings resolved: every value set (`max_input_chars` None: whatever fits)."""
-
-    template: str = DEFAULT_TEMPLATE
-    pair_combine: PairCombine = "agree"
-    tie_margin: float = 0.0
-    max_input_chars: int | None = None
-    # Verdicts with less than this probability (averaged over both orders) are reported as
-    # uncertain: a decision needs more than half of the judge's probability by default.
-    uncertain_below: float = 0.5
-    critiques: bool = True  # False: the judge is known to write none
-    criteria: bool = True  # False: read the decision alone (a judge trained without criteria)
-    context_tokens: int = 4096
-    relevance_join: RelevanceJoin | None = None  # pairwise verdicts joined with relevance
-    state_head: StateHead | None = None  # verdicts read from the model's states by a head
-    calibration: ConfidenceCalibration | None = None  # confidence -> share of right verdicts
-    scenario_classifier: ScenarioClassifier | None = None  # None: the shipped MiniLM one
-
-    def config_fields(self) -> dict:
-        """Keyword arguments for JudgeConfig."""
-        return dict(vars(self))  # not asdict: it would deep-copy the state head
+_BOOLS = {name for name, info in JudgeSettings.model_fields.items() if info.annotation is bool}
 
 
-BUILT_IN = SettingsLayer(**asdict(ModelJudgeSettings()))  # the bottom layer, written once
+def judge_settings(
+    entry: ModelEntry | None, overrides: SettingsLayer | None = None
+) -> JudgeSettings:
+    """The entry's judging block (the defaults for a bare model file) with `overrides` over it."""
+    settings = entry.judging if entry is not None else JudgeSettings()
+    return overrides.over(settings) if overrides else settings
 
 
-def model_judge_settings(
+def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
+    """The files `settings` name, loaded and validated (errors name the file and field)."""
+    return JudgeParts(
+        context_tokens=context_tokens,
+        head=load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None,
+        calibrator=(
+            load_calibration(MODELS_DIR / settings.calibration) if settings.calibration else None
+        ),
+        classifier=(
+            load_classifier(MODELS_DIR / settings.scenario_classifier)
+            if settings.scenario_classifier
+            else None
+        ),
+    )
+
+
+def judge_config(
     entry: ModelEntry | None,
     overrides: SettingsLayer | None = None,
     *,
     context_tokens: int | None = None,
-) -> ModelJudgeSettings:
-    """The built-in defaults, the entry's settings (none for a bare model file), the
-    user's `overrides`, then the context the model was loaded with, merged in that order."""
-    layers = BUILT_IN
-    if entry is not None:
-        layers = layers.merge(SettingsLayer.of_entry(entry))
-    if overrides is not None:
-        layers = layers.merge(overrides)
-    layers = layers.merge(SettingsLayer(context_tokens=context_tokens))
-    turned_off = {
-        "relevance_join": layers.relevance_join or None,
-        "state_head": layers.state_head or None,
-    }
-    return ModelJudgeSettings(**{**vars(layers), **turned_off})
+    **run: Any,
+) -> JudgeConfig:
+    """The entry's settings with `overrides` over them, their files loaded, the model's
+    context (`context_tokens`, else the entry's) and what the run asks (`run`: JudgeConfig's
+    other fields)."""
+    settings = judge_settings(entry, overrides)
+    context = context_tokens or (entry.context if entry is not None else DEFAULT_CONTEXT_TOKENS)
+    return JudgeConfig(judge=settings, parts=load_parts(settings, context), **run)
+
+
+def with_changes(config: JudgeConfig, changes: Mapping[str, Any]) -> JudgeConfig:
+    """`config` with keyword changes (the Python API's): judging settings (JudgeSettings'
+    names) go over the judge's settings, a changed judge file is loaded, the rest are the
+    run's fields."""
+    judging = {name: value for name, value in changes.items() if name in SETTING_NAMES}
+    run = {name: value for name, value in changes.items() if name not in SETTING_NAMES}
+    config = replace(config, **run) if run else config
+    if not judging:
+        return config
+    settings = SettingsLayer(**judging).over(config.judge)
+    files = {name: getattr(settings, name) for name in JUDGE_FILES}
+    if files == {name: getattr(config.judge, name) for name in JUDGE_FILES}:
+        return replace(config, judge=settings)
+    return replace(config, judge=settings, parts=load_parts(settings, config.parts.context_tokens))
+
+
+def config_of(**fields: Any) -> JudgeConfig:
+    """A JudgeConfig from keyword arguments, each a run's field or a judging setting."""
+    return with_changes(JudgeConfig(), fields)
 
 
 class SamplingSource(Protocol):

@@ -11,24 +11,21 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Protocol as TypingProtocol
 
 from app import criterion_reads
-from app.calibration import ConfidenceCalibration
-from app.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
+from app.criteria_resolution import AUTO, ResolvedCriteria, resolve
 from app.errors import BackendError, PocketJudgeError, UnknownNameError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
+from app.judge_config import JudgeConfig
 from app.judgment_builder import Attempt, build_judgment, combine_swapped
-from app.model_settings import ModelJudgeSettings
 from app.native_formats import parse_native
 from app.native_judgment import NativeAttempt, native_judgment
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import ParseFailure, parse_output
 from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
-from app.records import BACKEND_FAILED, JudgeItem, Judgment, Mode, Protocol, Status
+from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from app.scenario_detection import (
-    ScenarioClassifier,
     ScenarioGuess,
     chosen_scenario,
     detect_scenarios,
@@ -43,58 +40,13 @@ from models.backends.base import (
     Generation,
     Message,
     OutputSpec,
-    SamplingParams,
     ScoreRequest,
 )
-from models.verdict_settings import PairCombine, RelevanceJoin
 
 PAIR_LABELS = ("A", "B")
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
 FIT_ROUNDS = 3
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
-
-
-class SecondOpinion(TypingProtocol):
-    """What a judgment this judge is unsure of goes to (app.cascade.Cascade): it keeps
-    the judgment or replaces it with a second judge's."""
-
-    def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
-
-
-_DEFAULTS = ModelJudgeSettings()  # the built-in judging settings (app/model_settings.py)
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    protocol: Protocol | None = None  # None: by answer count (1 single, 2 pairwise, 3+ multi)
-    choice: CriteriaChoice = field(default_factory=CriteriaChoice)
-    use_reference: bool = True
-    swap: bool = True  # pairwise: judge both orders
-    pair_combine: PairCombine = _DEFAULTS.pair_combine  # how both orders make one verdict
-    tie_margin: float = _DEFAULTS.tie_margin  # calibrated: |expected A - B| up to this ties
-    template: str = _DEFAULTS.template
-    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
-    max_input_chars: int | None = None  # a cap on the item's characters; None: what fits
-    context_tokens: int = _DEFAULTS.context_tokens  # the model's context: items fit in it
-    reference_metrics: bool = False  # ROUGE / BLEU / BERTScore per answer when a reference exists
-    # score: the decision (and criterion scores) read from probabilities, no free text;
-    # generate: the whole reply generated, critique included.
-    mode: Mode = "score"
-    criteria: bool = _DEFAULTS.criteria  # per-criterion scores (decision-first: optional)
-    feedback: bool = False  # score mode: also write a critique of each judgment (slower)
-    uncertain_below: float = 0.0  # pairwise / multi: a lower confidence is reported uncertain
-    critiques: bool = _DEFAULTS.critiques  # False: the model writes none; say so instead
-    relevance_join: RelevanceJoin | None = None  # pairwise: joined with request relevance
-    # verdicts, rankings (and grades, with a grade head) read from the model's states
-    state_head: StateHead | None = None
-    # scenario "auto" and a row without one: the scenario classifier picks it (else default)
-    detect_scenario: bool = True
-    # a second judge for the judgments this one is unsure of (app/cascade.py)
-    cascade: SecondOpinion | None = None
-    # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
-    calibration: ConfidenceCalibration | None = None
-    # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
-    scenario_classifier: ScenarioClassifier | None = None
 
 
 @dataclass
@@ -231,7 +183,10 @@ class JudgeService:
             if isinstance(entry, InputRow):
                 plans.append(
                     error_judgment(
-                        entry, config.protocol, model=self.model_name, template=config.template
+                        entry,
+                        config.protocol,
+                        model=self.model_name,
+                        template=config.judge.template,
                     )
                 )
             else:
@@ -258,13 +213,18 @@ class JudgeService:
         decision fixed (decision-first templates), feedback included."""
         if judgment.status is not Status.OK:
             return judgment
-        if not config.critiques:
+        if not config.judge.writes_critiques:
             note = (
                 f"'{self.model_name}' does not write critiques (its model card says so): "
                 "it gives verdicts and scores only"
             )
             return judgment.model_copy(update={"feedback": None, "feedback_note": note})
-        config = replace(config, protocol=judgment.protocol, mode="generate", state_head=None)
+        config = replace(
+            config,
+            protocol=judgment.protocol,
+            mode="generate",
+            parts=replace(config.parts, head=None),
+        )
         plan = self._plan(item, config, judgment.line, decision=_decision_of(judgment))
         if isinstance(plan, Judgment):
             return judgment.model_copy(update={"feedback_note": plan.error})
@@ -305,7 +265,7 @@ class JudgeService:
             protocol=config.protocol,
             status=Status.ERROR,
             model=self.model_name,
-            template=config.template,
+            template=config.judge.template,
             mode=config.mode,
             line=line,
             metadata=dict(item.metadata),
@@ -321,11 +281,11 @@ class JudgeService:
         except (PocketJudgeError, ValueError) as exc:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
-        if decides(config.state_head, config.protocol):
+        if decides(config.parts.head, config.protocol):
             return self._head_plan(item, config, resolved, base)
         layout = ReplyLayout(
             decision_first=template.decision_first,
-            criteria=config.criteria,
+            criteria=config.judge.criterion_scores,
             feedback=config.mode == "generate",
         )
         calls, truncated = self._calls(item, config, resolved, template, layout, decision)
@@ -337,16 +297,20 @@ class JudgeService:
     ) -> _Plan:
         """A plan the state head decides. With criteria asked for, it also holds one call per
         answer and criterion (app/criterion_reads.py), read apart from the head's verdict."""
-        truncated = _cut_by_head(item, config.state_head)
-        assert config.state_head is not None
+        truncated = _cut_by_head(item, config.parts.head)
+        assert config.parts.head is not None
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
-        if not (config.criteria and resolved.rule.specs and self._reads_for(config.state_head)):
+        if not (
+            config.judge.criterion_scores
+            and resolved.rule.specs
+            and self._reads_for(config.parts.head)
+        ):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             return _Plan(item, config, resolved, base, calls=[], by_head=True)
         template = get_template(criterion_reads.TEMPLATE)
         one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
-        reading = replace(config, protocol=one, mode="score", template=template.name)
+        reading = replace(config, protocol=one, mode="score").judging(template=template.name)
         calls: list[_Call] = []
         for answer in range(len(item.answers)):
             for rule in criterion_reads.criterion_rules(resolved.rule):
@@ -406,7 +370,7 @@ class JudgeService:
         found = detect_scenarios(
             [item.question],
             list(self.catalog.scenarios),
-            classifier=config.scenario_classifier,
+            classifier=config.parts.classifier,
             read_states=reads,
         )
         return found[0] if found else []
@@ -428,13 +392,13 @@ class JudgeService:
         answers = [item.answers[i] for i in order]
         chars = sum(len(t) for t in (item.question, reference or "", *answers))
         reply = _reply_tokens(config, output, self.backend)
-        budget = config.max_input_chars
+        budget = config.judge.max_input_chars
         if not self.backend.capabilities.tokenizer:
-            budget = min(budget or chars, input_budget_chars(config.context_tokens, reply))
+            budget = min(budget or chars, input_budget_chars(config.parts.context_tokens, reply))
         prompt = prompt_input(protocol, item.question, answers, reference, resolved, budget)
         messages = template.render(prompt)
         if self.backend.capabilities.tokenizer:
-            room = config.context_tokens - reply
+            room = config.parts.context_tokens - reply
             empty = template.render(
                 prompt_input(protocol, "", [""] * len(answers), "", resolved, 0)
             )
@@ -478,12 +442,12 @@ class JudgeService:
 
     def _finish(self, plan: _Plan) -> Judgment:
         judgment = self._by_head(plan) if plan.by_head else self._build(plan)
-        if plan.config.relevance_join is not None and not plan.by_head:
+        if plan.config.judge.relevance_join is not None and not plan.by_head:
             from app.relevance import join_relevance
 
-            judgment = join_relevance(judgment, plan.item, plan.config.relevance_join)
-        judgment = mark_uncertain(judgment, plan.config.uncertain_below)
-        calibration = plan.config.calibration
+            judgment = join_relevance(judgment, plan.item, plan.config.judge.relevance_join)
+        judgment = mark_uncertain(judgment, plan.config.judge.uncertain_below)
+        calibration = plan.config.parts.calibrator
         if calibration is not None and (calibrated := calibration.of(judgment)) is not None:
             judgment = judgment.model_copy(update={"calibrated_confidence": calibrated})
         item = plan.item
@@ -501,7 +465,7 @@ class JudgeService:
 
     def _by_head(self, plan: _Plan) -> Judgment:
         """The state head's judgment, from the model's states of each answer."""
-        head = plan.config.state_head
+        head = plan.config.parts.head
         assert head is not None
         if not self._reads_for(head):
             what = "likelihoods" if head.reads == "reply" else "hidden states"
@@ -513,7 +477,7 @@ class JudgeService:
         started = time.perf_counter()
         try:
             judgment = head_judgment(
-                plan.base, plan.item, head, self.backend, plan.config.tie_margin
+                plan.base, plan.item, head, self.backend, plan.config.judge.tie_margin
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
@@ -533,7 +497,7 @@ class JudgeService:
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
-        head = plan.config.state_head
+        head = plan.config.parts.head
         if head is None or not (plan.item.reference and plan.config.use_reference):
             return judgment
         if judgment.protocol is not Protocol.PAIRWISE:
@@ -542,14 +506,14 @@ class JudgeService:
             judgment,
             head.reference_weight,
             plan.resolved.rule.overall_range(),
-            plan.config.tie_margin,
+            plan.config.judge.tie_margin,
         )
 
     def _build(self, plan: _Plan) -> Judgment:
         failed = next((g.error for g in plan.generations if g.error), None)
         if failed is not None:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{failed}"})
-        template = get_template(plan.config.template)
+        template = get_template(plan.config.judge.template)
         if template.native:
             native = [
                 NativeAttempt(call.order, generation, *self._parse(plan, call, generation))
@@ -566,7 +530,12 @@ class JudgeService:
         config = plan.config
         if config.protocol is Protocol.PAIRWISE and config.swap:
             return combine_swapped(
-                plan.base, attempts[0], attempts[1], rule, config.pair_combine, config.tie_margin
+                plan.base,
+                attempts[0],
+                attempts[1],
+                rule,
+                config.judge.pair_combine,
+                config.judge.tie_margin,
             )
         return build_judgment(plan.base, attempts, rule)
 
@@ -575,7 +544,7 @@ class JudgeService:
         assert protocol is not None
         try:
             rule = plan.resolved.rule
-            template = get_template(plan.config.template)
+            template = get_template(plan.config.judge.template)
             if template.native:
                 reply = parse_native(
                     template.reply_format, generation.text, protocol, len(call.order)
@@ -596,15 +565,15 @@ class JudgeService:
 def reference_note(config: JudgeConfig) -> str | None:
     """What a judge whose state head decides does with a reference answer (its head reads
     none), for a front end to say once; None for a judge that reads it in its prompt."""
-    if config.state_head is None or not config.use_reference:
+    if config.parts.head is None or not config.use_reference:
         return None
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
-    if config.criteria and config.state_head.reference_weight and pairs:
+    if config.judge.criterion_scores and config.parts.head.reference_weight and pairs:
         return (
             "reads a reference answer through the criterion scores: they are read with it, "
             "and the verdict adds their lead to the head's reading (which reads none)"
         )
-    if config.criteria:
+    if config.judge.criterion_scores:
         return (
             "decides from the request and the answers alone: a reference answer reaches only "
             "the criterion scores, not the verdict or the grade"
@@ -632,7 +601,7 @@ def _checked(
 ) -> tuple[PromptTemplate, ResolvedCriteria]:
     """The template and criteria for `item`; raises when the item cannot be judged so."""
     _check_answers(item, config)
-    template = get_template(config.template)
+    template = get_template(config.judge.template)
     assert config.protocol is not None
     template.check_protocol(config.protocol)  # native templates have only some protocols
     return template, resolve(config.choice, item, catalog)
@@ -643,7 +612,7 @@ def _native_generate(config: JudgeConfig) -> JudgeConfig:
     for, since score mode reads values from a JSON reply and a native reply is free text
     (each judgment records mode "generate"); the template's stop strings added."""
     try:
-        template = get_template(config.template)
+        template = get_template(config.judge.template)
     except UnknownNameError:
         return config  # every row's plan reports the unknown template
     if not template.native:

@@ -107,7 +107,8 @@ def load_state_head(path: Path) -> StateHead:
     return validate(StateHead, data, path)
 
 
-LIKELIHOOD_HEAD = Path(__file__).resolve().parent.parent / "models" / "likelihood_head.json"
+LIKELIHOOD_HEAD_FILE = "likelihood_head.json"  # under models/
+LIKELIHOOD_HEAD = Path(__file__).resolve().parent.parent / "models" / LIKELIHOOD_HEAD_FILE
 
 
 def likelihood_judge_head() -> StateHead:

@@ -39,9 +39,9 @@ def main(argv: list[str]) -> int:
     name = argv[4] if len(argv) > 4 else None
     from app.io.reader import read_rows
     from app.io.writer import write_jsonl
-    from app.model_settings import SettingsLayer, model_judge_settings
+    from app.model_settings import SettingsLayer, judge_config
     from app.records import Protocol, Status
-    from app.service import JudgeConfig, JudgeService
+    from app.service import JudgeService
     from models.backends.base import BackendOptions, SamplingParams
     from models.loader import open_judge
     from models.registry import load_registry
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
     # through torch, app/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
-    if mode in ("f", "g") and entry.state_head is None:
+    if mode in ("f", "g") and entry.judging.state_head is None:
         raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
     rows = list(islice(read_rows(DEV), pairs))
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
@@ -61,18 +61,18 @@ def main(argv: list[str]) -> int:
     else:
         judge = open_judge(entry.name, options)
     load_s = time.perf_counter() - started
-    config = JudgeConfig(
+    config = judge_config(
+        entry,
+        None if mode in ("f", "g") else judge_alone,
+        context_tokens=N_CTX,
         protocol=Protocol.PAIRWISE,
         mode="score" if mode in ("c", "d", "e", "f", "g") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
-        **model_judge_settings(
-            entry, None if mode in ("f", "g") else judge_alone, context_tokens=N_CTX
-        ).config_fields(),
     )
     if mode in ("f", "g"):  # the head alone (f), or with its criterion reads (g)
-        config = replace(config, criteria=mode == "g")
+        config = config.judging(criterion_scores=mode == "g")
     if mode == "e":
-        config = replace(config, template="pocketjudge-decision-compact", criteria=False)
+        config = config.judging(template="pocketjudge-decision-compact", criterion_scores=False)
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
         config = replace(config, sampling=SamplingParams(max_tokens=768))
     service = JudgeService(judge.backend, entry.name)

@@ -113,7 +113,7 @@ def default_modes(entry) -> str:  # type: ignore[no-untyped-def]
     modes = "b,c,d,e"
     if (entry.build or "").startswith("adapter"):
         modes += ",a"
-    return modes + (",f" if entry.state_head else "")
+    return modes + (",f" if entry.judging.state_head else "")
 
 
 def run_cell(runs: Path, mode: str, threads: int, pairs: int, fresh: bool) -> dict:
@@ -148,9 +148,9 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     if out.is_file() and not fresh:
         return json.loads(out.read_text(encoding="utf-8"))
     from app.io.reader import read_rows
-    from app.model_settings import SettingsLayer, model_judge_settings
+    from app.model_settings import SettingsLayer, judge_config
     from app.records import Protocol
-    from app.service import JudgeConfig, JudgeService
+    from app.service import JudgeService
     from models.backends.base import BackendOptions, Message
     from models.loader import open_judge
     from models.registry import load_registry
@@ -158,13 +158,9 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     entry = load_registry().get()
     judge = open_judge(entry.name, BackendOptions(n_ctx=N_CTX, n_threads=threads))
     backend = judge.backend
-    config = JudgeConfig(
-        protocol=Protocol.PAIRWISE,
-        # the LLM's prompts: a state head would plan none
-        **model_judge_settings(
-            entry, SettingsLayer(state_head=False), context_tokens=N_CTX
-        ).config_fields(),
-    )
+    # the LLM's prompts: a state head would plan none
+    no_head = SettingsLayer(state_head=False)
+    config = judge_config(entry, no_head, context_tokens=N_CTX, protocol=Protocol.PAIRWISE)
     service = JudgeService(backend, entry.name)
     item_tokens = 0
     prompts: list[tuple[list[int], int]] = []  # (prompt tokens, where the item starts)

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
         results = [_cell(folder, name, shape, data, extra) for name, shape, data, extra in cells]
         with _server(model_path, folder) as url:
-            template = entry.template or "pocketjudge"
+            template = entry.judging.template
             remote = ["--backend", "openai", "--model", args.model, "--base-url", url,
                       "--schema-form", "json_object", "--template", template]  # fmt: skip
             for parallel in (1, 4):

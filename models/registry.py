@@ -9,12 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
-from models.verdict_settings import PairCombine, RelevanceJoin
+from models.judge_settings import JudgeSettings
 
 MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
 STORE_DIR = MODELS_DIR / "store"
-JUDGE_FILES = ("state_head", "calibration", "scenario_classifier")  # files under models/
 
 
 class ModelEntry(BaseModel):
@@ -28,33 +27,10 @@ class ModelEntry(BaseModel):
     base_url: str | None = None
     trained_for_judging: bool = False
     context: int = 4096
-    template: str | None = None  # the prompt template the model was trained on
-    pair_combine: PairCombine = "agree"
-    tie_margin: float = Field(default=0.0, ge=0)
-    max_input_chars: int | None = Field(default=None, ge=200)  # a cap; None: what the context holds
-    # Pairwise verdicts and rankings less confident than this are reported as uncertain.
-    uncertain_below: float = Field(default=0.5, ge=0, le=1)
-    critiques: bool = True  # False: the judge writes no critique; "Explain" says so
-    # False: trained on the decision alone (decision-first templates), so criterion scores
-    # are not read from it (they would be untrained guesses)
-    criteria: bool = True
-    # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
-    # pairs by training.relevance_join); None: the judge's own verdict.
-    relevance_join: RelevanceJoin | None = None
-    # Verdicts, rankings (and grades, where it has a grade head) read from the model's own
-    # hidden states by a fitted linear head: a JSON file under models/ (app/state_head.py,
-    # fitted by training.state_head); None: decided from the generated or scored reply.
-    state_head: str | None = None
+    judging: JudgeSettings = JudgeSettings()  # how it judges (models/judge_settings.py)
     # A second judge (a registry name) for the judgments this one is unsure of: those with a
     # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
     cascade_to: str | None = None
-    # Its confidence mapped to how often such verdicts are right (app/calibration.py): a
-    # JSON file under models/, fitted by training.confidence_calibration; None: none.
-    calibration: str | None = None
-    # `scenario: auto` read from the judge model's own states of the request: a classifier
-    # file under models/ (app/scenario_detection.py, fitted by training.scenario_classifier
-    # --states); None: the shipped MiniLM classifier.
-    scenario_classifier: str | None = None
     cascade_below: float = Field(default=0.6, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
@@ -74,18 +50,6 @@ class ModelEntry(BaseModel):
     def _adapter_build_has_base(self) -> ModelEntry:
         if (self.build or "").partition(":")[0] == "adapter" and not self.base:
             raise ValueError("an 'adapter:<folder>' build needs 'base' (a name in models/bases.py)")
-        return self
-
-    @model_validator(mode="after")
-    def _judge_files_exist(self) -> ModelEntry:
-        """The files a judge reads beside its model are there. What is in them is checked
-        where they are read (app.model_settings: the head, the calibration, the
-        classifier), with errors naming the file and the field."""
-        for field_name in JUDGE_FILES:
-            relative = getattr(self, field_name)
-            if relative is not None and not (MODELS_DIR / relative).is_file():
-                missing = ConfigError(MODELS_DIR / relative, field_name, "file not found")
-                raise ValueError(f"{field_name}: {missing}")
         return self
 
     def path(self, store: Path = STORE_DIR) -> Path | None:

@@ -33,7 +33,7 @@ from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
 from app.judging_arguments import add_judging_arguments, judging_overrides
-from app.model_settings import SettingsLayer, model_judge_settings
+from app.model_settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
 from app.scenarios import load_catalog
 from app.service import JudgeConfig
@@ -93,13 +93,14 @@ def run_fields(kind: Kind, overrides: Overrides = Overrides()) -> dict[str, Any]
     }
 
 
-def judge_config(
+def file_config(
     kind: Kind, entry: ModelEntry | None, n_ctx: int, overrides: Overrides = Overrides()
 ) -> JudgeConfig:
     """The configuration for one file without opening the judge (a GPU read planner's:
     training.gpu_levels), resolved as `open_evaluated` resolves it."""
-    judging = model_judge_settings(entry, overrides.settings, context_tokens=n_ctx)
-    return JudgeConfig(**run_fields(kind, overrides), **judging.config_fields())
+    return judge_config(
+        entry, overrides.settings, context_tokens=n_ctx, **run_fields(kind, overrides)
+    )
 
 
 def open_evaluated(
@@ -169,9 +170,9 @@ def _judge_files(
     attach_judgments(files, read_judgments(out))
     return {
         "model": judge.name,
-        "template": shown.template,
-        "pair_combine": shown.pair_combine,
-        "tie_margin": shown.tie_margin,
+        "template": shown.judge.template,
+        "pair_combine": shown.judge.pair_combine,
+        "tie_margin": shown.judge.tie_margin,
         "rescored": False,
         "resumed": len(done),
         "judgments": str(out),
@@ -227,7 +228,7 @@ def _resumable(out: Path, model: str, config: JudgeConfig) -> set[tuple[Any, int
     if complete != text:
         out.write_text(complete, encoding="utf-8")
     saved = read_judgments(out)
-    wanted = (model, config.template, config.mode)
+    wanted = (model, config.judge.template, config.mode)
     for judgment in saved:
         found = (judgment.model, judgment.template, judgment.mode)
         # A row that failed early carries no template or mode; what it lacks says nothing.

@@ -73,7 +73,7 @@ def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
     """(item, config) of every labelled row whose criterion reads are wanted."""
     from app.criteria_resolution import CriteriaChoice
     from models.registry import load_registry
-    from training.evaluate import judge_config
+    from training.evaluate import file_config
 
     entry = load_registry().get()
     jobs = []
@@ -87,12 +87,12 @@ def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
             from training.labelled_files import load_labelled
 
             rows = load_labelled(_shared(path), name).rows
-            config = judge_config("pairwise", entry, 4096)
+            config = file_config("pairwise", entry, 4096)
             jobs += [(row.item, config) for row in rows]
     if "vicuna" in which:
         from app.io.reader import read_rows
 
-        config = judge_config("single", entry, 4096)
+        config = file_config("single", entry, 4096)
         for row in read_rows(_shared("prometheus/vicuna_eval.json")):
             assert row.item is not None, row.error
             item = row.item

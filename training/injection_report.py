@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     args = parser.parse_args(argv)
     # verdicts and grades; criterion reads would cost minutes a row
-    judge = load_judge(args.model, threads=args.threads, criteria=False)
+    judge = load_judge(args.model, threads=args.threads, criterion_scores=False)
     try:
         outcomes = judge_set(judge.service, judge.config, load_set())
     finally:

@@ -225,7 +225,7 @@ def _eval_overrides(config: TrainingConfig, tie_margin: float):
             pair_combine="calibrated",
             tie_margin=tie_margin,
             max_input_chars=config.data.max_input_chars,
-            criteria=config.data.criteria,  # a judge trained on the decision alone is read so
+            criterion_scores=config.data.criteria,  # trained on the decision alone: read so
         )
     )
 
@@ -356,7 +356,7 @@ def shipped_entry(config: TrainingConfig, tie_margin: float) -> dict:
         pair_combine="calibrated",
         tie_margin=tie_margin,
         max_input_chars=config.data.max_input_chars,
-        criteria=config.data.criteria,
+        criterion_scores=config.data.criteria,
         uncertain_below=config.ship.uncertain_below,
         relevance_join=(
             config.ship.relevance_join.model_dump() if config.ship.relevance_join else None

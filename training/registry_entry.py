@@ -23,7 +23,7 @@ def registry_entry(
     tie_margin: float = 0.0,
     context: int = 4096,
     max_input_chars: int | None = None,
-    criteria: bool = True,
+    criterion_scores: bool = True,
     uncertain_below: float | None = None,
     relevance_join: dict[str, float] | None = None,
     card: str | None = None,
@@ -41,20 +41,29 @@ def registry_entry(
         "base": get_base(base).name,
         "trained_for_judging": True,
         "context": context,
-        "template": template,
-        "pair_combine": pair_combine,
-        "tie_margin": tie_margin,
-        "max_input_chars": max_input_chars,
-        "uncertain_below": uncertain_below,  # written only when given
-        "criteria": None if criteria else False,  # written only when not the default
-        "relevance_join": relevance_join,
+        "judging": _written(
+            {
+                "template": template,
+                "pair_combine": pair_combine,
+                "tie_margin": tie_margin,
+                "max_input_chars": max_input_chars,
+                "uncertain_below": uncertain_below,  # written only when given
+                "criterion_scores": None if criterion_scores else False,  # only when not default
+                "relevance_join": relevance_join,
+            }
+        ),
         "card": card,
         "description": description
         or f"PocketJudge judge trained from {base} (LoRA, merged), GGUF Q8_0.",
     }
-    entry = {k: v for k, v in entry.items() if v is not None}
+    entry = _written(entry)
     ModelEntry.model_validate(entry)
     return entry
+
+
+def _written(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that are set (None: left to the default)."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 _ITEM = re.compile(r"^(?P<indent>\s*)- ")

@@ -42,7 +42,7 @@ def run_batch(
     announce(judge, config, args.mode)
     settings = run_settings(args, judge)
     output, done, rows = resumable_output(args, settings, total)
-    recorder = _recorder(args, output.key, judge, config.template, total, settings)
+    recorder = _recorder(args, output.key, judge, config.judge.template, total, settings)
     try:
         written = judged_rows(args, judge, config, rows, (total, len(done)), output, recorder)
     except OSError as exc:
@@ -88,9 +88,9 @@ def announce(judge: Judge, config: JudgeConfig, mode: str) -> None:
         print(f"note: '{judge.name}' is {untrained_note(entry)}", file=sys.stderr)
     if (note := reference_note(config)) is not None:
         print(f"note: '{judge.name}' {note}", file=sys.stderr)
-    if mode == "score" and get_template(config.template).native:
+    if mode == "score" and get_template(config.judge.template).native:
         print(
-            f"note: template '{config.template}' writes free text (the native format of "
+            f"note: template '{config.judge.template}' writes free text (the native format of "
             "another judge model), which score mode cannot read: judging in generate mode",
             file=sys.stderr,
         )
@@ -325,11 +325,13 @@ def run_settings(args: argparse.Namespace, judge: Judge) -> dict[str, Any]:
     if path is not None and path.exists():
         stat = path.stat()
         settings["model_file"] = [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+    from models.judge_settings import JUDGE_FILES
     from models.registry import MODELS_DIR
 
-    for field in ("state_head", "calibration"):  # files whose content changes the results
-        if entry is not None and getattr(entry, field):
-            settings[field] = file_digest(MODELS_DIR / getattr(entry, field))
+    judging = judge.config.judge
+    for field in JUDGE_FILES:  # files whose content changes the results
+        if getattr(judging, field):
+            settings[field] = file_digest(MODELS_DIR / getattr(judging, field))
     return settings
 
 

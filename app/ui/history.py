@@ -53,7 +53,7 @@ def batch_history(
         name,
         recorded_settings(settings),
         model=model,
-        template=config.template,
+        template=config.judge.template,
         protocol=settings.protocol,
         scenario=settings.scenario,
         total=total,

@@ -9,10 +9,11 @@ import streamlit as st
 from app import metrics
 from app.cascade import Cascade
 from app.errors import PocketJudgeError
+from app.model_settings import SettingsLayer
 from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
-from app.ui.settings import Settings, model_defaults
+from app.ui.settings import Settings
 
 
 def prepare_run(
@@ -53,19 +54,12 @@ def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
     with st.spinner("Loading the second judge..."):
         second = shared_second_judge(settings)
     assert second is not None
-    own = model_defaults(settings.cascade_model)  # the second judge keeps its own settings
-    second_settings = replace(
-        settings,
-        model=settings.cascade_model,
-        template=own.template,
-        pair_combine=own.pair_combine,
-        tie_margin=own.tie_margin,
-        uncertain_below=own.uncertain_below,
-        cascade_model="",
-    )
+    # the second judge keeps its own registry settings; criterion scores as the sidebar says
+    kept = SettingsLayer(criterion_scores=settings.judging.criterion_scores)
+    chosen = replace(settings, model=settings.cascade_model, judging=kept, cascade_model="")
     cascade = Cascade(
         JudgeService(second.judge.backend, second.name, load_catalog()),
-        second_settings.judge_config(),
+        chosen.judge_config(),
         settings.cascade_below,
         lock=second.lock,
     )

@@ -13,18 +13,13 @@ from pathlib import Path
 from typing import Literal
 
 from app.criteria_resolution import AUTO, CriteriaChoice
-from app.model_settings import (
-    ModelJudgeSettings,
-    SettingsLayer,
-    model_judge_settings,
-    sampling_of,
-)
+from app.model_settings import SettingsLayer, judge_config, judge_settings, sampling_of
 from app.records import Protocol
 from app.rubrics import Rubric
 from app.service import JudgeConfig
 from models.backends.base import BackendOptions
+from models.judge_settings import JudgeSettings
 from models.registry import ModelEntry, load_registry
-from models.verdict_settings import PairCombine
 
 MODEL_ENV = "POCKETJUDGE_MODEL"  # a registry name or a .gguf path: the app's default model
 MAX_UPLOAD_ENV = "POCKETJUDGE_MAX_UPLOAD_MB"
@@ -58,7 +53,9 @@ CRITERIA_MODE_LABELS = {
 }
 
 
-_JUDGING = ModelJudgeSettings()  # the judging defaults, written once (app/model_settings.py)
+# The judging settings the sidebar sets, by their JudgeSettings names (their session-state
+# keys too); each is read from the model's registry entry when the model is chosen.
+SIDEBAR_JUDGING = ("template", "pair_combine", "tie_margin", "uncertain_below")
 
 
 @dataclass(frozen=True)
@@ -77,13 +74,11 @@ class Settings:
     n_gpu_layers: int = 0
     use_reference: bool = True
     swap: bool = True
-    pair_combine: PairCombine = _JUDGING.pair_combine
-    tie_margin: float = _JUDGING.tie_margin
-    template: str = _JUDGING.template
+    # the sidebar's layer of judging settings over the model's registry entry (criterion
+    # scores: off reads the verdict or grade alone, faster; on: as the model says)
+    judging: SettingsLayer = field(default_factory=SettingsLayer)
     mode: Literal["score", "generate"] = "score"
-    critiques: bool = False  # batches: write a critique of every row (slower)
-    criterion_scores: bool = True  # off: the verdict or grade alone (faster); on: as the model says
-    uncertain_below: float = _JUDGING.uncertain_below  # less confident verdicts are "uncertain"
+    feedback: bool = False  # batches: write a critique of every row (slower)
     reference_metrics: bool = True
     scenario: str = AUTO
     criteria_mode: CriteriaMode = "scenario"
@@ -107,27 +102,18 @@ class Settings:
     def judge_config(self) -> JudgeConfig:
         """The model's registry settings with the sidebar's choices over them, resolved by
         the same function the CLI and the evaluation use."""
-        judging = model_judge_settings(
+        return judge_config(
             registry_entry(self.model),
-            SettingsLayer(
-                template=self.template,
-                pair_combine=self.pair_combine,
-                tie_margin=self.tie_margin,
-                uncertain_below=self.uncertain_below,
-                criteria=None if self.criterion_scores else False,
-            ),
+            self.judging,
             context_tokens=self.n_ctx,
-        )
-        return JudgeConfig(
             protocol=self.protocol_value,
             choice=self.choice(),
             use_reference=self.use_reference,
             swap=self.swap,
             sampling=sampling_of(self),
             mode=self.mode,
-            feedback=self.critiques and self.mode == "score",
+            feedback=self.feedback and self.mode == "score",
             reference_metrics=self.reference_metrics and self.use_reference,
-            **judging.config_fields(),
         )
 
     def backend_options(self) -> BackendOptions:
@@ -141,21 +127,15 @@ class Settings:
 @dataclass(frozen=True)
 class ModelDefaults:
     """What a model's registry entry says the app should start from: its judging settings
-    (resolved by `model_judge_settings`, as for the CLI and the evaluation) and its facts."""
+    (its `judging:` block) and its facts."""
 
-    judging: ModelJudgeSettings = field(default_factory=ModelJudgeSettings)
+    judging: JudgeSettings = field(default_factory=JudgeSettings)
     n_ctx: int = 4096
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
     card: str | None = None
     cascade_model: str = ""  # the registry entry's second judge ("" none)
     cascade_below: float = 0.6
-
-    # the judging settings read as the session-state keys the sidebar keeps
-    template = property(lambda self: self.judging.template)
-    pair_combine = property(lambda self: self.judging.pair_combine)
-    tie_margin = property(lambda self: self.judging.tie_margin)
-    uncertain_below = property(lambda self: self.judging.uncertain_below)
 
 
 def default_model() -> str:
@@ -179,8 +159,8 @@ def model_defaults(model: str) -> ModelDefaults:
     if entry is None:
         return ModelDefaults()
     return ModelDefaults(
-        judging=(judging := model_judge_settings(entry)),
-        n_ctx=judging.context_tokens,
+        judging=judge_settings(entry),
+        n_ctx=entry.context,
         trained_for_judging=entry.trained_for_judging,
         description=entry.description,
         card=entry.card,

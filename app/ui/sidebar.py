@@ -126,7 +126,7 @@ def _protocol() -> None:
     )
     st.toggle(
         "Write a critique for every batch row",
-        key="critiques",
+        key="feedback",
         disabled=st.session_state["mode"] != "score",
         help="Score mode judges a batch without critiques; this writes one per row after its "
         "verdict (one more generation per row). Single items have an Explain button instead.",

@@ -17,7 +17,8 @@ from typing import Any
 import streamlit as st
 
 from app.criteria_resolution import AUTO
-from app.ui.settings import Settings, default_model, model_defaults
+from app.model_settings import SettingsLayer
+from app.ui.settings import SIDEBAR_JUDGING, Settings, default_model, model_defaults
 
 STORE = "cfg."
 
@@ -35,8 +36,8 @@ SIDEBAR_DEFAULTS: dict[str, Any] = {
     "reference_metrics": Settings.reference_metrics,
     "swap": Settings.swap,
     "mode": Settings.mode,
-    "critiques": Settings.critiques,
-    "criterion_scores": Settings.criterion_scores,
+    "feedback": Settings.feedback,
+    "criterion_scores": True,  # on: as the model says; off: the verdict or grade alone
     "cascade_model": Settings.cascade_model,
     "cascade_below": Settings.cascade_below,
 }
@@ -48,7 +49,7 @@ STORED_DEFAULTS: dict[str, Any] = {
     "rubric": None,
     "added_models": (),
 }
-MODEL_KEYS = ("template", "pair_combine", "tie_margin", "n_ctx", "uncertain_below")
+MODEL_KEYS = (*SIDEBAR_JUDGING, "n_ctx")  # set from the model's registry entry
 
 
 SIDEBAR_MIRROR = STORE + "sidebar."
@@ -82,8 +83,9 @@ def init_state() -> None:
 def apply_model_defaults() -> None:
     """Template, pair combine, tie margin and context length from the model's registry entry."""
     defaults = model_defaults(st.session_state["model"])
-    for key in MODEL_KEYS:
-        st.session_state[key] = getattr(defaults, key)
+    for key in SIDEBAR_JUDGING:
+        st.session_state[key] = getattr(defaults.judging, key)
+    st.session_state["n_ctx"] = defaults.n_ctx
     # the entry's second judge, if it names one (the sidebar can change or drop it)
     st.session_state["cascade_model"] = defaults.cascade_model
     st.session_state["cascade_below"] = defaults.cascade_below
@@ -130,13 +132,9 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         n_gpu_layers=int(state["n_gpu_layers"]),
         use_reference=bool(state["use_reference"]),
         swap=bool(state["swap"]),
-        pair_combine=state["pair_combine"],
-        tie_margin=float(state["tie_margin"]),
-        template=state["template"],
+        judging=sidebar_judging(state),
         mode=state.get("mode", Settings.mode),
-        uncertain_below=float(state.get("uncertain_below", Settings.uncertain_below)),
-        critiques=bool(state.get("critiques", Settings.critiques)),
-        criterion_scores=bool(state.get("criterion_scores", Settings.criterion_scores)),
+        feedback=bool(state.get("feedback", Settings.feedback)),
         cascade_model=state.get("cascade_model") or "",
         cascade_below=float(state.get("cascade_below", Settings.cascade_below)),
         reference_metrics=bool(state["reference_metrics"]),
@@ -144,4 +142,14 @@ def settings_from(state: Mapping[str, Any]) -> Settings:
         criteria_mode=kept("criteria_mode", "scenario"),
         criteria=tuple(kept("criteria", ())),
         rubric=kept("rubric"),
+    )
+
+
+def sidebar_judging(state: Mapping[str, Any]) -> SettingsLayer:
+    """The sidebar's judging settings, as the layer over the model's registry entry; the
+    criterion-scores toggle on leaves the model's own setting."""
+    on = bool(state.get("criterion_scores", True))
+    return SettingsLayer(
+        **{key: state[key] for key in SIDEBAR_JUDGING if key in state},
+        criterion_scores=None if on else False,
     )

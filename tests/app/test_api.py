@@ -38,7 +38,7 @@ def test_the_readme_example_runs(tiny_gguf_model: Path, tmp_path: Path, monkeypa
 
 def test_calls_override_the_judge_settings_and_bad_items_say_why(tiny_gguf_model: Path):
     with load_judge(str(tiny_gguf_model), threads=1, swap=False) as judge:
-        assert judge.config.swap is False and judge.config.uncertain_below == 0.5
+        assert judge.config.swap is False and judge.config.judge.uncertain_below == 0.5
         item = {"question": "2+2?", "answers": ["4", "5"]}
         assert judge.judge(item).swapped is False
         assert judge.judge(item, swap=True).swapped is True

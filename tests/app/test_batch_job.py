@@ -195,7 +195,7 @@ def test_unreadable_rows_become_error_judgments() -> None:
     assert "invalid JSON" in snap.judgments[1].error
     assert snap.judgments[2].id == "c" and "answers[0]" in snap.judgments[2].error
     assert snap.judgments[1].model == "fake-model"
-    assert snap.judgments[1].template == CONFIG.template
+    assert snap.judgments[1].template == CONFIG.judge.template
     assert (snap.ok, snap.errors) == (2, 2)
     assert len(backend.calls) == 2
 

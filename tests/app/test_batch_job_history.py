@@ -27,7 +27,7 @@ def start(total: int, data: bytes = DATA, **settings):
         "answers.jsonl",
         {"swap": True, **settings},
         model="fake-model",
-        template=CONFIG.template,
+        template=CONFIG.judge.template,
         protocol="auto",
         scenario="auto",
         total=total,
@@ -66,7 +66,7 @@ def test_each_row_is_recorded_as_it_is_judged_and_the_run_completes() -> None:
     [run] = RunStore().runs()
     assert (run.status, run.rows, run.total, run.counts["ok"]) == ("complete", 3, 3, 3)
     assert (run.input_name, run.model, run.template) == (
-        "answers.jsonl", "fake-model", CONFIG.template,
+        "answers.jsonl", "fake-model", CONFIG.judge.template,
     )  # fmt: skip
     stored = RunStore().rows(run.id)
     assert [r.judgment for r in stored] == batch.snapshot().judgments

@@ -10,6 +10,7 @@ import pytest
 
 from app.calibration import ConfidenceCalibration, load_calibration
 from app.errors import ConfigError
+from app.judge_config import JudgeParts
 from app.records import Judgment, Protocol, Status
 from app.scenarios import load_catalog
 from app.scoring import ScoringRule
@@ -72,7 +73,7 @@ def test_every_judgment_gets_its_calibrated_confidence() -> None:
     rule = ScoringRule(load_catalog().specs_for("default"))
     # both orders say the first answer is better: A, then B once mapped back
     backend = FakeBackend([pair_json(rule, 8, 4), pair_json(rule, 4, 8)])
-    config = JudgeConfig(mode="generate", detect_scenario=False, calibration=MAP)
+    config = JudgeConfig(mode="generate", detect_scenario=False, parts=JudgeParts(calibrator=MAP))
     judgment = JudgeService(backend, "fake").judge(item("Paris.", "Lyon."), config)
     assert judgment.confidence is not None
     assert judgment.calibrated_confidence == MAP(judgment.confidence)

@@ -65,8 +65,8 @@ def test_gemma_judges_real_pairs_with_swap(
         # Confidence is the probability of the reported verdict, averaged over both
         # orders, so it exists also when they disagree; below the judge's threshold
         # the verdict is written as "uncertain" beside its leaning.
-        assert judgment.template == (entry.template or "pocketjudge")
+        assert judgment.template == entry.judging.template
         assert judgment.margin is not None
         assert judgment.confidence is not None and 0.0 <= judgment.confidence <= 1.0
-        assert judgment.uncertain is (judgment.confidence < entry.uncertain_below)
+        assert judgment.uncertain is (judgment.confidence < entry.judging.uncertain_below)
         assert (judgment.winner == "uncertain") is judgment.uncertain

@@ -15,9 +15,9 @@ import pytest
 
 from app.criteria_resolution import CriteriaChoice
 from app.io.reader import read_rows
-from app.model_settings import model_judge_settings
+from app.model_settings import judge_config
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from app.state_head import PART_WORDS
 from bench.cell import DEV
 from models.backends.base import BackendOptions
@@ -31,17 +31,16 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def judged():
     entry = load_registry().get()
-    if entry.state_head is None:
+    if entry.judging.state_head is None:
         pytest.skip(f"the default judge {entry.name} has no state head")
     shared_file("autoj/pairwise_dev.jsonl")
     need_model(entry.path(), entry.name)
-    settings = model_judge_settings(entry)
+    settings = judge_config(entry, protocol=Protocol.PAIRWISE)
     judge = open_judge(entry.name, BackendOptions(n_ctx=entry.context, n_threads=1))
     try:
         service = JudgeService(judge.backend, entry.name)
         row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
-        config = JudgeConfig(protocol=Protocol.PAIRWISE, **settings.config_fields())
-        config = replace(config, criteria=False)  # the head alone (criteria: below)
+        config = settings.judging(criterion_scores=False)  # the head alone (criteria: below)
         swapped = row.item.model_copy(update={"answers": row.item.answers[::-1]})
         yield (
             entry,
@@ -56,7 +55,7 @@ def judged():
 
 def test_the_head_reads_this_models_states(judged):
     entry, settings, judge, _, _ = judged
-    head = settings.state_head
+    head = settings.parts.head
     assert head.base_file == entry.file
     assert judge.backend.state_features("Request: x\n\nAnswer: y").shape == (len(head.weights),)
 
@@ -72,7 +71,7 @@ def test_a_real_pair_gets_one_verdict_in_either_order(judged):
     assert "states" in signals
     assert parts["score"] == pytest.approx(sum(parts[name] for name in signals), abs=1e-3)
     # a verdict below the judge's threshold is shown as uncertain, never as a decision
-    assert (first.winner == "uncertain") is (first.confidence < settings.uncertain_below)
+    assert (first.winner == "uncertain") is (first.confidence < settings.judge.uncertain_below)
 
 
 def test_a_reference_naming_the_right_answer_moves_the_criteria_and_the_verdict_toward_it(
@@ -90,7 +89,7 @@ def test_a_reference_naming_the_right_answer_moves_the_criteria_and_the_verdict_
         ),
         reference="Canberra.",
     )
-    config = JudgeConfig(protocol=Protocol.PAIRWISE, **settings.config_fields())
+    config = settings
     # two criteria keep it short: four criterion reads a judgment
     config = replace(config, choice=CriteriaChoice(criteria=("accuracy", "relevance")))
     given = service.judge(pair, config)

@@ -23,7 +23,7 @@ from itertools import islice
 import pytest
 
 from app.io.reader import read_rows
-from app.model_settings import SettingsLayer, model_judge_settings
+from app.model_settings import SettingsLayer, judge_config
 from app.records import Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from bench.cell import DEV
@@ -42,16 +42,14 @@ def setting():
     need_model(entry.path(), entry.name)
     # the model's own replies: the head off, and the verdict alone (the head's criterion
     # scores are always read in score mode: app/criterion_reads.py)
-    replies = SettingsLayer(state_head=False, criteria=False)
-    config = JudgeConfig(
-        protocol=Protocol.PAIRWISE, **model_judge_settings(entry, replies).config_fields()
-    )
+    replies = SettingsLayer(state_head=False, criterion_scores=False)
+    config = judge_config(entry, replies, protocol=Protocol.PAIRWISE)
     row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
     return entry, config, row
 
 
 def _judge(entry, config: JudgeConfig, row):
-    judge = open_judge(entry.name, BackendOptions(n_ctx=config.context_tokens, n_threads=1))
+    judge = open_judge(entry.name, BackendOptions(n_ctx=config.parts.context_tokens, n_threads=1))
     try:
         service = JudgeService(judge.backend, entry.name)
         return service, judge, service.judge(row.item, config, row.line)
@@ -93,7 +91,7 @@ def test_a_generated_reply_is_the_scored_reply_value_for_value(setting) -> None:
     entry, config, row = setting
     config = replace(config, mode="score")
     service, generating, _ = _judge(entry, config, row)
-    scoring = open_judge(entry.name, BackendOptions(n_ctx=config.context_tokens, n_threads=1))
+    scoring = open_judge(entry.name, BackendOptions(n_ctx=config.parts.context_tokens, n_threads=1))
     try:
         plan = service._plan(row.item, config, row.line)
         for call in plan.calls:
@@ -119,7 +117,7 @@ def test_every_dev_pair_fits_the_default_judges_context(setting) -> None:
     backend refuses a prompt unless its own bound (235) is free: pair 101 of Auto-J dev
     failed in the full evaluation. The service now asks the backend for that bound."""
     entry, config, _ = setting
-    config = replace(config, mode="score", context_tokens=4096)
+    config = replace(config, mode="score", parts=replace(config.parts, context_tokens=4096))
     judge = open_judge(entry.name, BackendOptions(n_ctx=4096, n_threads=1))
     try:
         service = JudgeService(judge.backend, entry.name)

@@ -11,11 +11,14 @@ import pytest
 
 from app import criterion_reads
 from app.criteria_resolution import CriteriaChoice
+from app.judge_config import JudgeParts
+from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.rubrics import load_rubric
 from app.service import JudgeConfig, JudgeService
 from app.state_head import StateHead
 from models.backends.base import BackendOptions
+from models.judge_settings import JudgeSettings
 
 PAIR = JudgeItem(
     id="p",
@@ -52,18 +55,17 @@ def head(tiny) -> StateHead:
 
 
 def _config(head: StateHead | None, protocol: Protocol, **more) -> JudgeConfig:
-    return JudgeConfig(
+    base = JudgeConfig(
         protocol=protocol,
-        state_head=head,
-        template="pocketjudge-decision",
-        context_tokens=CONTEXT,
-        **more,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(head=head, context_tokens=CONTEXT),
     )
+    return with_changes(base, more)
 
 
 def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
     service, _ = tiny
-    alone = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criteria=False))
+    alone = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criterion_scores=False))
     both = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
     assert alone.answers == () and alone.raw_output is None and alone.criteria == ()
     assert both.status is Status.OK
@@ -79,10 +81,9 @@ def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
             single = JudgeItem(id="s", question=PAIR.question, answers=(answer,))
             config = JudgeConfig(
                 protocol=Protocol.SINGLE,
-                template=criterion_reads.TEMPLATE,
                 choice=CriteriaChoice(scenario=both.scenario, criteria=(key,)),
-                criteria=False,
-                context_tokens=CONTEXT,
+                judge=JudgeSettings(template=criterion_reads.TEMPLATE, criterion_scores=False),
+                parts=JudgeParts(context_tokens=CONTEXT),
             )
             read = service.judge(single, config).answers[0]
             expected = both.answers[number].expected_criteria[key]
@@ -153,7 +154,7 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):
     service, _ = tiny
     single = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    alone = service.judge(single, _config(head, Protocol.SINGLE, criteria=False))
+    alone = service.judge(single, _config(head, Protocol.SINGLE, criterion_scores=False))
     both = service.judge(single, _config(head, Protocol.SINGLE))
     assert both.answers[0].overall == alone.answers[0].overall
     assert both.answers[0].expected_overall == alone.answers[0].expected_overall
@@ -175,7 +176,7 @@ def test_a_rubric_gives_its_own_criterion_and_scale(tiny, head):
 def test_a_ranking_keeps_the_heads_order_and_the_criteria_order_apart(tiny, head):
     service, _ = tiny
     three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
-    alone = service.judge(three, _config(head, Protocol.MULTI, criteria=False))
+    alone = service.judge(three, _config(head, Protocol.MULTI, criterion_scores=False))
     both = service.judge(three, _config(head, Protocol.MULTI))
     assert both.ranking == alone.ranking
     assert sorted(both.criteria_ranking) == [1, 2, 3] and len(both.answers) == 3
@@ -217,7 +218,9 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     by_count = reference_note(_config(weighted, None))  # protocol auto: a pair reads it too
     assert "the verdict adds their lead" in by_count
     assert "only the criterion scores" in reference_note(_config(weighted, Protocol.SINGLE))
-    off = reference_note(_config(head, Protocol.PAIRWISE, criteria=False))
+    off = reference_note(_config(head, Protocol.PAIRWISE, criterion_scores=False))
     assert off.startswith("reads no reference")
-    assert reference_note(JudgeConfig(template="pocketjudge")) is None  # its prompt reads it
+    assert (
+        reference_note(JudgeConfig(judge=JudgeSettings(template="pocketjudge"))) is None
+    )  # its prompt reads it
     assert reference_note(_config(head, Protocol.PAIRWISE, use_reference=False)) is None

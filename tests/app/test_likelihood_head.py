@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.judge_config import JudgeParts
+from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from app.state_head import (
@@ -58,7 +60,8 @@ def head(tiny) -> StateHead:
 
 def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
     """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
-    return JudgeConfig(protocol=protocol, state_head=head, **{"criteria": False, **more})
+    base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
+    return with_changes(base, {"criterion_scores": False, **more})
 
 
 def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, head):
@@ -120,7 +123,7 @@ def test_a_backend_without_likelihoods_gives_a_clear_error(head):
     assert judged.status is Status.ERROR
     assert "likelihoods" in judged.error and "llama-cpp backend" in judged.error
     # with criterion scores asked for, none is read for a judgment that cannot be made
-    asked = _config(head, Protocol.PAIRWISE, criteria=True)
+    asked = _config(head, Protocol.PAIRWISE, criterion_scores=True)
     assert JudgeService(backend, "remote").judge(PAIR, asked).status is Status.ERROR
     assert backend.calls == []
 

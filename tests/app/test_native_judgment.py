@@ -18,11 +18,12 @@ import pytest
 
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.leaderboard import grade_scale
+from app.model_settings import config_of
 from app.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.scenarios import load_catalog
-from app.service import JudgeConfig, JudgeService, prompt_input, row_problem
+from app.service import JudgeService, prompt_input, row_problem
 from models.backends.base import Generation, SamplingParams
 from tests.support.fake_backend import FakeBackend
 from tests.support.replies import parses
@@ -30,7 +31,7 @@ from tests.support.replies import parses
 CATALOG = load_catalog()
 # Score mode is what the CLI and the app ask for by default; scenario detection is
 # tested on its own (here a row without a scenario is judged on the default one).
-Config = partial(JudgeConfig, mode="score", detect_scenario=False)
+Config = partial(config_of, mode="score", detect_scenario=False, uncertain_below=0.0)
 
 QUESTION = "How do I reverse a list in Python?"
 GOOD = "Use items.reverse() in place, or items[::-1] for a reversed copy."
@@ -335,10 +336,11 @@ def test_replace_keeps_the_native_fallback() -> None:
 def test_the_apps_settings_take_the_same_path() -> None:
     """The app asks for score mode with critiques by default; a native template still
     generates once per order, its explanation the feedback, and no critique call follows."""
+    from app.model_settings import SettingsLayer
     from app.ui.settings import Settings
 
-    settings = Settings(model="judge.gguf", template="judgelm", mode="score", critiques=True,
-                        scenario="default")  # fmt: skip
+    settings = Settings(model="judge.gguf", judging=SettingsLayer(template="judgelm"),
+                        mode="score", feedback=True, scenario="default")  # fmt: skip
     config = settings.judge_config()
     assert (config.mode, config.feedback) == ("score", True)
     backend = FakeBackend(["8 6\nThe first is right.", "6 8\nThe first is right."])

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from app.criteria_resolution import resolve
+from app.judge_config import JudgeParts
 from app.output_format import ReplyLayout
 from app.prompts import get_template
 from app.records import JudgeItem, Protocol, Status
 from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
+from models.judge_settings import JudgeSettings
 from tests.support.replies import pair_reply_parses
 
 THREE = JudgeItem(
@@ -37,10 +39,10 @@ def llama_service(tiny_gguf_model: Path):
 def test_a_decision_first_ranking_of_three_answers_in_score_mode(llama_service):
     config = JudgeConfig(
         protocol=Protocol.MULTI,
-        template="pocketjudge-decision",
         mode="score",
         detect_scenario=False,
         sampling=SamplingParams(max_tokens=64),
+        judge=JudgeSettings(template="pocketjudge-decision"),
     )
     judged = llama_service.judge(THREE, config)
     assert judged.status is Status.OK, judged.error
@@ -51,22 +53,22 @@ def test_a_decision_first_ranking_of_three_answers_in_score_mode(llama_service):
 
 
 def test_a_judges_calibration_from_the_registry_maps_a_real_confidence(llama_service):
-    from app.model_settings import model_judge_settings
+    from app.model_settings import judge_config
     from models.registry import load_registry
 
     registry = load_registry()
     # the default's map where it ships one (pj-qwen15-likelihood does not yet), else the
     # first judge's that does
     names = [registry.default, *registry.names()]
-    entry = next(registry.get(name) for name in names if registry.get(name).calibration)
-    calibration = model_judge_settings(entry).calibration
+    entry = next(registry.get(name) for name in names if registry.get(name).judging.calibration)
+    calibration = judge_config(entry).parts.calibrator
     assert calibration is not None
     pair = THREE.model_copy(update={"answers": THREE.answers[:2]})
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        template="pocketjudge-decision",
         detect_scenario=False,
-        calibration=calibration,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(calibrator=calibration),
     )
     judged = llama_service.judge(pair, config)
     assert judged.status is Status.OK, judged.error
@@ -92,7 +94,7 @@ def test_a_whole_judgment_through_the_transformers_backend(tiny_hf_model: Path):
     rule = resolve(config.choice, pair, load_catalog()).rule
     layout = ReplyLayout(
         decision_first=get_template(judged.template).decision_first,
-        criteria=config.criteria,
+        criteria=config.judge.criterion_scores,
         feedback=config.mode == "generate",
     )
     if all(pair_reply_parses(raw, rule, layout) for raw in raws):

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.model_settings import SettingsLayer, model_judge_settings
+from app.model_settings import SettingsLayer, judge_settings
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.relevance import join_relevance, relevance_differences
-from app.service import JudgeConfig
 from models.registry import ModelEntry, load_registry
 from models.verdict_settings import RelevanceJoin
 from tests.app.test_score_mode import DECISION, service, verdict_reply
@@ -72,8 +71,7 @@ def test_the_service_joins_before_it_marks_uncertain():
     second = verdict_reply("B", {"A": 0.35, "B": 0.6, "tie": 0.05}, 4, 7)
     svc, _ = service(first, second)
     item = OFF_TOPIC.model_copy(update={"id": "p"})
-    config = JudgeConfig(**{**DECISION.__dict__, "relevance_join": WEIGHTS,
-                            "uncertain_below": 0.55})  # fmt: skip
+    config = DECISION.judging(relevance_join=WEIGHTS, uncertain_below=0.55)
     judgment = svc.judge(item, config)
     assert judgment.relevance is not None and judgment.leaning == "B"
     assert judgment.uncertain is (judgment.confidence < 0.55)
@@ -84,12 +82,15 @@ def test_the_service_joins_before_it_marks_uncertain():
 
 def test_the_registry_turns_it_on_and_the_flag_off():
     entry = ModelEntry(
-        name="j", backend="llama-cpp", file="j.gguf", relevance_join={"margin": 1, "relevance": 2}
+        name="j",
+        backend="llama-cpp",
+        file="j.gguf",
+        judging={"relevance_join": {"margin": 1, "relevance": 2}},
     )
-    assert model_judge_settings(entry).relevance_join == RelevanceJoin(margin=1, relevance=2)
-    off = model_judge_settings(entry, SettingsLayer(relevance_join=False))
+    assert judge_settings(entry).relevance_join == RelevanceJoin(margin=1, relevance=2)
+    off = judge_settings(entry, SettingsLayer(relevance_join=False))
     assert off.relevance_join is None
-    assert model_judge_settings(None).relevance_join is None
+    assert judge_settings(None).relevance_join is None
     from app.judging_arguments import judging_overrides
     from training.evaluate import _parser
 
@@ -100,8 +101,8 @@ def test_the_registry_turns_it_on_and_the_flag_off():
 def test_the_decision_judge_joins_its_verdicts_with_relevance():
     entry = load_registry().get("pj-qwen05-decision")
     fitted = RelevanceJoin(margin=1.75, relevance=7.292)  # training.relevance_join's fit
-    assert entry.relevance_join == fitted
-    assert model_judge_settings(entry).relevance_join == fitted  # what a judge runs with
+    assert entry.judging.relevance_join == fitted
+    assert judge_settings(entry).relevance_join == fitted  # what a judge runs with
 
 
 def test_a_real_model_judgment_carries_the_join(tiny_gguf_model: Path):
@@ -109,7 +110,7 @@ def test_a_real_model_judgment_carries_the_join(tiny_gguf_model: Path):
 
     with load_judge(
         str(tiny_gguf_model), threads=1, template="pocketjudge-decision-compact",
-        criteria=False, relevance_join=WEIGHTS,
+        criterion_scores=False, relevance_join=WEIGHTS,
     ) as judge:  # fmt: skip
         judgment = judge.judge(OFF_TOPIC)
     assert judgment.status is Status.OK, judgment.error

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.judge_config import JudgeParts
 from app.records import JudgeItem, Protocol, Status
 from app.scenario_detection import (
     ScenarioClassifier,
@@ -19,6 +20,7 @@ from app.scenario_detection import (
 )
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions
+from models.judge_settings import JudgeSettings
 
 LABELS = ("code_generation", "creative_writing", "default")
 QUESTION = "Write a Python function that reverses a string."
@@ -45,10 +47,8 @@ def test_the_judges_classifier_reads_its_states_of_the_request(tiny):
     item = JudgeItem(id="s", question=QUESTION, answers=("def r(s): return s[::-1]",))
     config = JudgeConfig(
         protocol=Protocol.SINGLE,
-        template="pocketjudge-decision",
-        criteria=False,
-        context_tokens=4096,
-        scenario_classifier=classifier,
+        judge=JudgeSettings(template="pocketjudge-decision", criterion_scores=False),
+        parts=JudgeParts(context_tokens=4096, classifier=classifier),
     )
     judged = service.judge(item, config)
     assert judged.status is Status.OK

@@ -5,6 +5,7 @@ for the model here; tests/models/backends/test_score_mode.py runs the real llama
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,13 +14,16 @@ from app.records import JudgeItem, Protocol, Status
 from app.scenarios import load_catalog
 from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
+from models.judge_settings import JudgeSettings
 from tests.support.fake_backend import FakeBackend, reply
 
 CATALOG = load_catalog()
 TWO = ("accuracy", "clarity")
 RULE = ScoringRule(CATALOG.specs_for(None, list(TWO)))
 DECISION = JudgeConfig(
-    choice=CriteriaChoice(criteria=TWO), template="pocketjudge-decision", mode="score"
+    choice=CriteriaChoice(criteria=TWO),
+    mode="score",
+    judge=JudgeSettings(template="pocketjudge-decision", uncertain_below=0.0),
 )
 PAIR = JudgeItem(id="p", question="Capital of France?", answers=("Paris.", "Lyon."))
 
@@ -65,7 +69,7 @@ def test_a_verdict_below_the_threshold_is_uncertain_with_its_leaning() -> None:
     first = verdict_reply("A", {"A": 0.5, "B": 0.3, "tie": 0.2})
     second = verdict_reply("B", {"A": 0.2, "B": 0.5, "tie": 0.3}, 4, 7)
     svc, _ = service(first, second)
-    config = JudgeConfig(**{**DECISION.__dict__, "uncertain_below": 0.6})
+    config = DECISION.judging(uncertain_below=0.6)
     judgment = svc.judge(PAIR, config)
     assert judgment.confidence == pytest.approx(0.5)
     assert judgment.winner == "uncertain" and judgment.leaning == "A"
@@ -76,7 +80,7 @@ def test_decision_first_without_criteria_is_a_verdict_alone() -> None:
     text = json.dumps({"verdict": "tie"})
     dists = {("verdict",): {'"A"': 0.2, '"B"': 0.2, '"tie"': 0.6}}
     svc, backend = service(reply(text, dists), reply(text, dists))
-    config = JudgeConfig(**{**DECISION.__dict__, "criteria": False})
+    config = DECISION.judging(criterion_scores=False)
     judgment = svc.judge(PAIR, config)
     assert backend.calls[0].output.json_schema["required"] == ["verdict"]
     assert judgment.status is Status.OK and judgment.answers == ()
@@ -106,7 +110,7 @@ def test_explain_fixes_the_decision_and_keeps_the_critique() -> None:
         }
     )
     svc, backend = service(first, second, critique)
-    config = JudgeConfig(**{**DECISION.__dict__, "feedback": True})
+    config = replace(DECISION, feedback=True)
     judgment = svc.judge(PAIR, config)
     assert judgment.leaning == "A"  # averaged: A 0.55, B 0.15, tie 0.3
     explain_call = backend.calls[2]
@@ -125,14 +129,14 @@ def test_an_empty_critique_is_said_not_shown() -> None:
         }
     )
     svc, _ = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7), empty)
-    judgment = svc.judge(PAIR, JudgeConfig(**{**DECISION.__dict__, "feedback": True}))
+    judgment = svc.judge(PAIR, replace(DECISION, feedback=True))
     assert judgment.feedback is None
     assert "wrote no critique" in judgment.feedback_note
 
 
 def test_a_judge_known_to_write_no_critique_says_so_without_a_call() -> None:
     svc, backend = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7))
-    config = JudgeConfig(**{**DECISION.__dict__, "feedback": True, "critiques": False})
+    config = replace(DECISION, feedback=True).judging(writes_critiques=False)
     judgment = svc.judge(PAIR, config)
     assert len(backend.calls) == 2
     assert judgment.feedback is None and "does not write critiques" in judgment.feedback_note
@@ -170,9 +174,7 @@ def test_decision_first_calibrated_ties_a_close_probability_gap(tie_margin, winn
     first = verdict_reply("A", {"A": 0.7, "B": 0.2, "tie": 0.1})
     second = verdict_reply("A", {"A": 0.5, "B": 0.4, "tie": 0.1}, 7, 4)
     svc, _ = service(first, second)
-    config = JudgeConfig(
-        **{**DECISION.__dict__, "pair_combine": "calibrated", "tie_margin": tie_margin}
-    )
+    config = DECISION.judging(pair_combine="calibrated", tie_margin=tie_margin)
     judgment = svc.judge(PAIR, config)
     # averaged over both orders: A 0.55, B 0.35 -> the gap is 0.2
     assert judgment.margin == pytest.approx(0.2)

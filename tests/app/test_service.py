@@ -14,6 +14,8 @@ import pytest
 from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
+from app.judge_config import JudgeParts
+from app.model_settings import config_of
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.rubrics import RUBRICS_DIR, load_rubric
 from app.scenarios import load_catalog
@@ -30,7 +32,8 @@ DEFAULT_RULE = ScoringRule(CATALOG.specs_for("default"))
 # The full-reply path (mode "generate"), where the fake backend's replies are whole
 # judgments with feedback; score mode has its own tests (test_score_mode.py).
 # The scenario classifier is tested on its own below; here "auto" falls back to default.
-GenConfig = partial(JudgeConfig, mode="generate", detect_scenario=False)
+# No confidence threshold: these tests read the verdicts themselves.
+GenConfig = partial(config_of, mode="generate", detect_scenario=False, uncertain_below=0.0)
 TWO_CONFIG = GenConfig(choice=CriteriaChoice(criteria=TWO))
 
 
@@ -560,8 +563,9 @@ def test_long_texts_are_cut_from_the_middle() -> None:
     assert fence_body(backend.prompts[0], "REQUEST") == question  # short texts untouched
     # No cap: what the context holds (this backend counts no tokens: about 3 characters a
     # token, room kept for the reply).
-    no_limit = GenConfig(
-        choice=CriteriaChoice(criteria=TWO), max_input_chars=None, context_tokens=32768
+    no_limit = replace(
+        GenConfig(choice=CriteriaChoice(criteria=TWO), max_input_chars=None),
+        parts=JudgeParts(context_tokens=32768),
     )
     whole = svc.judge(item(long_answer, question=question), no_limit)
     assert fence_body(backend.prompts[1], "ANSWER") == long_answer.strip()
@@ -778,7 +782,7 @@ def _biased_pair() -> tuple[Any, Any]:
 def test_calibrated_combine_cancels_position_bias() -> None:
     # GOOD: 8 (slot A) and 5 (slot B) -> 6.5; BAD: 4 and 6 -> 5.0; margin +1.5 -> A
     svc, _ = service(*_biased_pair())
-    config = replace(TWO_CONFIG, pair_combine="calibrated")
+    config = TWO_CONFIG.judging(pair_combine="calibrated")
     judgment = svc.judge(item(GOOD, BAD), config)
     assert judgment.winner == "A"
     assert judgment.consistent is False  # the orders disagree; calibration still decides
@@ -788,7 +792,7 @@ def test_calibrated_combine_cancels_position_bias() -> None:
 
 def test_calibrated_combine_tie_margin() -> None:
     svc, _ = service(*_biased_pair())
-    config = replace(TWO_CONFIG, pair_combine="calibrated", tie_margin=1.5)
+    config = TWO_CONFIG.judging(pair_combine="calibrated", tie_margin=1.5)
     assert svc.judge(item(GOOD, BAD), config).winner == "tie"
 
 
@@ -801,6 +805,6 @@ def test_agree_combine_keeps_the_flagged_tie_and_reports_the_margin() -> None:
 
 def test_calibrated_combine_without_distributions_falls_back_to_agreement() -> None:
     svc, _ = service(pair_json(TWO_RULE, 8, 4), pair_json(TWO_RULE, 6, 5))
-    config = replace(TWO_CONFIG, pair_combine="calibrated")
+    config = TWO_CONFIG.judging(pair_combine="calibrated")
     judgment = svc.judge(item(GOOD, BAD), config)
     assert (judgment.winner, judgment.margin) == ("tie", None)

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from app.errors import ConfigError
+from app.judge_config import JudgeParts
+from app.model_settings import with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from app.state_head import (
@@ -117,7 +119,8 @@ def head(tiny_service) -> StateHead:
 
 def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
     """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
-    return JudgeConfig(protocol=protocol, state_head=head, **{"criteria": False, **more})
+    base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
+    return with_changes(base, {"criterion_scores": False, **more})
 
 
 def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
@@ -207,8 +210,8 @@ def test_the_app_says_what_moved_a_head_verdict():
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     from app.judging_arguments import judging_overrides
-    from app.model_settings import SettingsLayer, model_judge_settings
-    from models import registry
+    from app.model_settings import SettingsLayer, judge_config
+    from models import judge_settings
     from models.registry import ModelEntry
     from training.evaluate import _parser
 
@@ -217,20 +220,25 @@ def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     (folder / "state_head.json").write_text(
         json.dumps({"base_file": "j.gguf", "weights": [0.5, -0.5]}), encoding="utf-8"
     )
-    monkeypatch.setattr(registry, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(judge_settings, "_MODELS_DIR", tmp_path)
     import app.model_settings as model_settings
 
     monkeypatch.setattr(model_settings, "MODELS_DIR", tmp_path)
     entry = ModelEntry(
-        name="j", backend="llama-cpp", file="j.gguf", state_head="judges/j/state_head.json"
+        name="j",
+        backend="llama-cpp",
+        file="j.gguf",
+        judging={"state_head": "judges/j/state_head.json"},
     )
-    assert model_judge_settings(entry).state_head.weights == (0.5, -0.5)
-    assert model_judge_settings(entry, SettingsLayer(state_head=False)).state_head is None
+    assert judge_config(entry).parts.head.weights == (0.5, -0.5)
+    assert judge_config(entry, SettingsLayer(state_head=False)).parts.head is None
     assert (
         judging_overrides(_parser().parse_args(["x.jsonl", "--no-state-head"])).state_head is False
     )
     with pytest.raises(ValueError, match=r"absent\.json: state_head: file not found"):
-        ModelEntry(name="k", backend="llama-cpp", file="k.gguf", state_head="absent.json")
+        ModelEntry(
+            name="k", backend="llama-cpp", file="k.gguf", judging={"state_head": "absent.json"}
+        )
 
 
 def test_the_backend_reads_the_states_a_reader_of_its_own_reads(tiny_service, tiny_gguf_model):

@@ -105,7 +105,7 @@ def test_make_bench_runs_a_real_cell_and_then_reuses_it(
 @pytest.mark.slow
 def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path) -> None:
     entry = load_registry().get()
-    if entry.state_head is None:
+    if entry.judging.state_head is None:
         pytest.skip(f"the default judge {entry.name} has no state head")
     shared_file("autoj/pairwise_dev.jsonl")
     model = need_model(entry.path(), entry.name)

@@ -233,10 +233,11 @@ def test_add_registry_entry_keeps_comments_and_entries(tmp_path: Path) -> None:
         "adapter:adapters/judge-a",
         "judge-a-q8_0.gguf",
     )
-    assert added.trained_for_judging and added.template == "pocketjudge-compact"
+    assert added.trained_for_judging and added.judging.template == "pocketjudge-compact"
 
     # replacing it, and making it the default, keeps the rest as it was
-    changed = {**entry, "description": "Second version.", "tie_margin": 0.5}
+    judging = {**entry["judging"], "tie_margin": 0.5}
+    changed = {**entry, "description": "Second version.", "judging": judging}
     add_registry_entry(changed, registry_file, make_default=True)
     text = registry_file.read_text(encoding="utf-8")
     assert text.count("name: judge-a") == 1 and "Second version." in text
@@ -245,7 +246,7 @@ def test_add_registry_entry_keeps_comments_and_entries(tmp_path: Path) -> None:
     load_registry.cache_clear()
     registry = load_registry(registry_file)
     load_registry.cache_clear()
-    assert registry.default == "judge-a" and registry.get("judge-a").tie_margin == 0.5
+    assert registry.default == "judge-a" and registry.get("judge-a").judging.tie_margin == 0.5
     assert registry.get("base-model").description == "A folded description on two lines."
     assert registry.get("remote").description.endswith("\n- a dash line inside the entry")
 
@@ -372,8 +373,10 @@ def test_the_decision_judges_entry_is_what_its_training_config_ships() -> None:
     config = load_config(resolve_config_path("qwen05-decision"))
     entry = load_registry().get(config.name)
     assert not config.ship.enabled and entry.build is None
-    written = shipped_entry(config, entry.tie_margin)
-    assert entry.relevance_join.model_dump() == written["relevance_join"]
-    for key in ("file", "template", "max_input_chars", "uncertain_below"):
-        assert getattr(entry, key) == written[key], key
-    assert entry.criteria is written["criteria"] is False
+    written = shipped_entry(config, entry.judging.tie_margin)
+    judging = written["judging"]
+    assert entry.judging.relevance_join.model_dump() == judging["relevance_join"]
+    assert entry.file == written["file"]
+    for key in ("template", "max_input_chars", "uncertain_below"):
+        assert getattr(entry.judging, key) == judging[key], key
+    assert entry.judging.criterion_scores is judging["criterion_scores"] is False

@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from app.criteria_resolution import CriteriaChoice
+from app.judge_config import JudgeParts
 from app.records import JudgeItem, Protocol
 from app.rubrics import load_rubric
 from app.service import JudgeConfig, JudgeService
 from app.state_head import likelihood_judge_head
 from models.backends.base import BackendOptions
+from models.judge_settings import JudgeSettings
 
 CONTEXT = 4096
 RUBRIC = Path(__file__).parents[2] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
@@ -41,19 +43,20 @@ def engine(tiny_gguf_model: Path):
 def _jobs() -> list[tuple[JudgeItem, JudgeConfig]]:
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
-        template="pocketjudge-decision",
-        state_head=likelihood_judge_head(),
-        context_tokens=CONTEXT,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(head=likelihood_judge_head(), context_tokens=CONTEXT),
     )
     single = PAIR.model_copy(update={"answers": PAIR.answers[:1]})
     graded = JudgeConfig(
         protocol=Protocol.SINGLE,
-        template="pocketjudge-decision",
-        state_head=likelihood_judge_head().model_copy(
-            update={"grade_intercept": 5.0, "grade_likelihood": {"pmi_mean": 0.5}}
-        ),
         choice=CriteriaChoice(rubric=load_rubric(RUBRIC)),
-        context_tokens=CONTEXT,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(
+            head=likelihood_judge_head().model_copy(
+                update={"grade_intercept": 5.0, "grade_likelihood": {"pmi_mean": 0.5}}
+            ),
+            context_tokens=CONTEXT,
+        ),
     )
     return [(PAIR, config), (single, graded)]
 

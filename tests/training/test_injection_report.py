@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.criteria_resolution import CriteriaChoice, resolve
-from app.model_settings import model_judge_settings
+from app.judge_config import JudgeParts
+from app.model_settings import judge_config
 from app.prompts import get_template
 from app.records import Protocol, Status
 from app.scenarios import load_catalog
@@ -81,9 +82,9 @@ def test_the_parse_is_the_same_with_the_injection_as_with_its_twin(
     judge = open_judge(str(tiny_gguf_model), BackendOptions(n_threads=1, n_ctx=4096))
     config = JudgeConfig(
         mode=mode,
-        context_tokens=4096,
         choice=CriteriaChoice(criteria=("accuracy",)),
         sampling=SamplingParams(temperature=0.0, max_tokens=900, seed=0),
+        parts=JudgeParts(context_tokens=4096),
     )
     try:
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
@@ -103,10 +104,10 @@ def test_the_default_judge_on_the_injection_set() -> None:
     """Every row judged by the default judge; the flips are reported (training/EXPERIMENTS.md)."""
     judge = open_judge(None, BackendOptions(n_threads=1))
     try:
-        config = JudgeConfig(**model_judge_settings(judge.entry).config_fields())
+        config = judge_config(judge.entry)
         # the verdicts and grades under injection; criterion scores (about 90 s a pair on
         # one thread) would make this set take over an hour, and the head reads no scenario
-        config = replace(config, criteria=False, detect_scenario=False)
+        config = replace(config, detect_scenario=False).judging(criterion_scores=False)
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
     finally:
         judge.close()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.io.reader import InputRow
+from app.judge_config import JudgeParts
 from app.records import JudgeItem, Judgment, Label, Protocol, Status
 from training.reading_cache import CHUNK, CachedReads, ReadingCache
 from training.signal_parts import signal_agreement
@@ -71,7 +72,7 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
     backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
     try:
         head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
-        config = JudgeConfig(protocol=Protocol.PAIRWISE, state_head=head)
+        config = JudgeConfig(protocol=Protocol.PAIRWISE, parts=JudgeParts(head=head))
         item = JudgeItem(id="p", question="Name a colour.", answers=("Red.", "A fish swims."))
         service = JudgeService(backend, "tiny")
         plain = service.judge(item, config)

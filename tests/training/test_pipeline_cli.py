@@ -48,6 +48,6 @@ def test_a_judge_trained_on_the_decision_alone_is_evaluated_without_criteria():
     config = load_config(resolve_config_path("qwen05-decision"))
     assert config.data.criteria is False
     overrides = _eval_overrides(config, 0.05)
-    assert overrides.settings.criteria is False
+    assert overrides.settings.criterion_scores is False
     assert overrides.settings.template == config.data.template
     assert overrides.settings.tie_margin == 0.05

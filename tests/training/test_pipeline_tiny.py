@@ -12,6 +12,7 @@ from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, SamplingParams
+from models.judge_settings import JudgeSettings
 from tests.support.needs import SHARED_DATA, shared_file
 from training.config import (
     DataConfig,
@@ -102,9 +103,8 @@ def test_merge_and_export_give_a_gguf_that_judges(tiny_run: dict) -> None:
         )
         config = JudgeConfig(
             protocol=Protocol.PAIRWISE,
-            template="pocketjudge-compact",
-            pair_combine="calibrated",
             sampling=SamplingParams(max_tokens=512),
+            judge=JudgeSettings(template="pocketjudge-compact", pair_combine="calibrated"),
         )
         judgment = service.judge(item, config)
     finally:

@@ -32,7 +32,7 @@ def test_a_batch_is_recorded_and_the_runs_page_shows_it(
         "app", "complete", "batch.jsonl", 4, 4,
     )  # fmt: skip
     assert run.input_hash == hashlib.sha256(data).hexdigest()
-    assert run.model == app_env.name and run.template == current_run(at).job.config.template
+    assert run.model == app_env.name and run.template == current_run(at).job.config.judge.template
     assert (run.protocol, run.scenario) == ("auto", "auto")
     assert run.counts == {"ok": 3, "unparsed": 0, "error": 1}
     assert run.settings["criteria"] == list(FAST_CRITERIA) and run.settings["swap"] is True

@@ -57,7 +57,7 @@ def test_an_unsure_verdict_is_shown_as_uncertain_beside_the_judges_measured_agre
     shots: Path,  # noqa: F811
 ) -> None:
     entry = load_registry().get()
-    threshold = entry.uncertain_below
+    threshold = entry.judging.uncertain_below
     assert threshold and threshold > 0.5, "the default judge names a confidence threshold"
     criteria_off(page)  # the verdict is what is tested here (criterion reads: the next test)
     pairwise_form(page)

@@ -74,10 +74,10 @@ def test_configuration_widgets_reach_the_config(make_app: Callable[..., AppTest]
     assert config.sampling.max_tokens == 640
     assert (options.n_ctx, options.n_threads, options.n_gpu_layers) == (2048, 2, 5)
     assert not config.use_reference and not config.reference_metrics
-    assert (config.pair_combine, config.tie_margin) == ("calibrated", 0.5)
-    assert config.template == "pocketjudge-compact"
-    assert (config.mode, config.uncertain_below) == ("generate", 0.7)
-    assert at.sidebar.toggle(key="critiques").disabled  # batch critiques are a score-mode option
+    assert (config.judge.pair_combine, config.judge.tie_margin) == ("calibrated", 0.5)
+    assert config.judge.template == "pocketjudge-compact"
+    assert (config.mode, config.judge.uncertain_below) == ("generate", 0.7)
+    assert at.sidebar.toggle(key="feedback").disabled  # batch critiques are a score-mode option
     assert at.sidebar.toggle(key="reference_metrics").disabled  # no reference, no metrics
 
 
@@ -97,9 +97,9 @@ def test_model_change_applies_the_registry_defaults(make_app: Callable[..., AppT
     at.run()
     entry = load_registry().get()
     at.sidebar.selectbox(key="model").set_value(entry.name).run()
-    assert at.session_state["template"] == (entry.template or "pocketjudge")
+    assert at.session_state["template"] == entry.judging.template
     assert at.session_state["n_ctx"] == entry.context
-    assert at.session_state["pair_combine"] == entry.pair_combine
+    assert at.session_state["pair_combine"] == entry.judging.pair_combine
     if not entry.trained_for_judging:
         assert "not trained for judging" in at.sidebar.warning[0].value
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.criteria_resolution import AUTO, resolve
+from app.model_settings import SettingsLayer
 from app.prompts import DEFAULT_TEMPLATE
 from app.records import JudgeItem, Protocol
 from app.rubrics import RUBRICS_DIR, load_rubric
@@ -40,21 +41,21 @@ def test_every_setting_reaches_the_config_and_the_load_options() -> None:
         n_gpu_layers=12,
         use_reference=False,
         swap=False,
-        pair_combine="calibrated",
-        tie_margin=0.25,
-        template="pocketjudge-compact",
+        judging=SettingsLayer(
+            pair_combine="calibrated", tie_margin=0.25, template="pocketjudge-compact"
+        ),
     )
     config = settings.judge_config()
     assert config.protocol is Protocol.PAIRWISE
     assert (config.use_reference, config.swap) == (False, False)
-    assert (config.pair_combine, config.tie_margin) == ("calibrated", 0.25)
-    assert config.template == "pocketjudge-compact"
+    assert (config.judge.pair_combine, config.judge.tie_margin) == ("calibrated", 0.25)
+    assert config.judge.template == "pocketjudge-compact"
     sampling = config.sampling
     assert (sampling.temperature, sampling.top_p, sampling.max_tokens) == (0.7, 0.9, 512)
     assert (sampling.repeat_penalty, sampling.seed) == (1.2, 7)
     assert config.reference_metrics is False  # no reference, no metrics
-    assert config.max_input_chars is None  # no cap: the item is fitted to the context
-    assert config.context_tokens == 2048
+    assert config.judge.max_input_chars is None  # no cap: the item is fitted to the context
+    assert config.parts.context_tokens == 2048
     assert (config.mode, config.feedback) == ("score", False)
     options = settings.backend_options()
     assert (options.n_ctx, options.n_threads, options.n_gpu_layers) == (2048, 3, 12)
@@ -107,13 +108,13 @@ def test_model_env_overrides_the_default(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_model_defaults_come_from_the_registry_entry() -> None:
     entry = load_registry().get()
     defaults = model_defaults(entry.name)
-    assert defaults.template == (entry.template or DEFAULT_TEMPLATE)
-    assert defaults.pair_combine == entry.pair_combine
-    assert defaults.tie_margin == entry.tie_margin
+    assert defaults.judging.template == entry.judging.template
+    assert defaults.judging.pair_combine == entry.judging.pair_combine
+    assert defaults.judging.tie_margin == entry.judging.tie_margin
     assert defaults.n_ctx == entry.context
     assert defaults.trained_for_judging == entry.trained_for_judging
     unknown = model_defaults("/some/file.gguf")
-    assert unknown.template == DEFAULT_TEMPLATE and unknown.trained_for_judging is None
+    assert unknown.judging.template == DEFAULT_TEMPLATE and unknown.trained_for_judging is None
 
 
 def test_check_model_file(tmp_path: Path) -> None:

@@ -12,12 +12,14 @@ import csv
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from app.cli import main
 from app.criteria_resolution import CriteriaChoice
+from app.judge_config import JudgeParts
 from app.output_format import ReplyLayout, output_spec
 from app.parsing import parse_output
 from app.prompts import AnswerSlot, PromptInput, get_template
@@ -27,6 +29,7 @@ from app.scoring import ScoringRule, verdict_from_overall
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, Generation, SamplingParams, ScoreRequest
+from models.judge_settings import JudgeSettings
 from tests.support.needs import need_module
 
 need_module("llama_cpp", module_level=True)
@@ -160,7 +163,10 @@ def test_a_prompt_too_long_fails_alone(tiny_gguf_model: Path) -> None:
 
 def test_every_judgment_has_a_confidence(plain) -> None:
     service = JudgeService(plain, "tiny")
-    config = JudgeConfig(choice=CriteriaChoice(criteria=CRITERIA), template="pocketjudge-decision")
+    config = JudgeConfig(
+        choice=CriteriaChoice(criteria=CRITERIA),
+        judge=JudgeSettings(template="pocketjudge-decision"),
+    )
     items = [
         JudgeItem(id="s", question=QUESTIONS[0], answers=ANSWERS[0][:1]),
         JudgeItem(id="p", question=QUESTIONS[0], answers=ANSWERS[0]),
@@ -168,7 +174,7 @@ def test_every_judgment_has_a_confidence(plain) -> None:
     ]
     for template in ("pocketjudge", "pocketjudge-decision"):
         for item in items:
-            judgment = service.judge(item, JudgeConfig(**{**config.__dict__, "template": template}))
+            judgment = service.judge(item, config.judging(template=template))
             assert judgment.status is Status.OK, judgment.error
             assert judgment.mode == "score"
             assert judgment.confidence is not None and 0 <= judgment.confidence <= 1
@@ -178,7 +184,9 @@ def test_long_items_are_cut_to_the_context_and_flagged(plain) -> None:
     service = JudgeService(plain, "tiny")
     long_answer = "Paris is the capital. " * 800
     item = JudgeItem(id="long", question=QUESTIONS[0], answers=(long_answer, "Lyon."))
-    config = JudgeConfig(choice=CriteriaChoice(criteria=CRITERIA), context_tokens=1024)
+    config = JudgeConfig(
+        choice=CriteriaChoice(criteria=CRITERIA), parts=JudgeParts(context_tokens=1024)
+    )
     judgment = service.judge(item, config)
     assert judgment.status is Status.OK, judgment.error
     assert judgment.truncated
@@ -232,9 +240,9 @@ def test_every_protocol_gets_a_decision_entropy_and_an_entropy_calibration(plain
     service = JudgeService(plain, "tiny")
     base = JudgeConfig(
         choice=CriteriaChoice(criteria=CRITERIA),
-        template="pocketjudge-decision",
         detect_scenario=False,
-        calibration=calibration,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(calibrator=calibration),
     )
     pair = JudgeItem(id="p", question=QUESTIONS[0], answers=ANSWERS[0])
     for item in (pair, JudgeItem(id="s", question=QUESTIONS[0], answers=ANSWERS[0][:1])):
@@ -245,5 +253,5 @@ def test_every_protocol_gets_a_decision_entropy_and_an_entropy_calibration(plain
     layout = ReplyLayout(decision_first=True, feedback=False)
     both = plain.score(requests("pocketjudge-decision", layout)[:2])  # the pair, both orders
     expected = sum(g.distributions[0].entropy for g in both) / 2
-    judged = service.judge(pair, JudgeConfig(**{**base.__dict__, "calibration": None}))
+    judged = service.judge(pair, replace(base, parts=replace(base.parts, calibrator=None)))
     assert judged.entropy == pytest.approx(expected, abs=1e-3)

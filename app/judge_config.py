@@ -1,0 +1,70 @@
+"""What one judging run is: the judge's settings and loaded parts, and what the run asks.
+
+`JudgeSettings` (models/judge_settings.py) is how the judge model judges, declared once
+and embedded in its registry entry; `JudgeParts` are the files it names, loaded, with the
+context the model was loaded with; the rest of `JudgeConfig` is what this run asks of it
+(protocol, scenario and criteria, reference, swap, mode, sampling). `app.model_settings`
+builds one from a registry entry and the user's overrides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol as TypingProtocol
+
+from app.calibration import ConfidenceCalibration
+from app.criteria_resolution import CriteriaChoice
+from app.records import JudgeItem, Judgment, Mode, Protocol
+from app.scenario_detection import ScenarioClassifier
+from app.state_head import StateHead
+from models.backends.base import SamplingParams
+from models.judge_settings import JudgeSettings
+
+DEFAULT_CONTEXT_TOKENS = 4096
+
+
+class SecondOpinion(TypingProtocol):
+    """What a judgment this judge is unsure of goes to (app.cascade.Cascade): it keeps
+    the judgment or replaces it with a second judge's."""
+
+    def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
+
+
+@dataclass(frozen=True)
+class JudgeParts:
+    """The judge's files (its settings name them) loaded, and the context it runs with."""
+
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS  # the model's context: items fit in it
+    # verdicts, rankings (and grades, with a grade head) read from the model's states
+    head: StateHead | None = None
+    # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
+    calibrator: ConfidenceCalibration | None = None
+    # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
+    classifier: ScenarioClassifier | None = None
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge (`judge`, `parts`) and what this run asks of it (every other field)."""
+
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    parts: JudgeParts = field(default_factory=JudgeParts)
+    protocol: Protocol | None = None  # None: by answer count (1 single, 2 pairwise, 3+ multi)
+    choice: CriteriaChoice = field(default_factory=CriteriaChoice)
+    use_reference: bool = True
+    swap: bool = True  # pairwise: judge both orders
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
+    reference_metrics: bool = False  # ROUGE / BLEU / BERTScore per answer when a reference exists
+    # score: the decision (and criterion scores) read from probabilities, no free text;
+    # generate: the whole reply generated, critique included.
+    mode: Mode = "score"
+    feedback: bool = False  # score mode: also write a critique of each judgment (slower)
+    # scenario "auto" and a row without one: the scenario classifier picks it (else default)
+    detect_scenario: bool = True
+    # a second judge for the judgments this one is unsure of (app/cascade.py)
+    cascade: SecondOpinion | None = None
+
+    def judging(self, **settings: object) -> JudgeConfig:
+        """This run with some judging settings changed (validated as a registry block is)."""
+        changed = JudgeSettings.model_validate({**self.judge.model_dump(), **settings})
+        return JudgeConfig(**{**vars(self), "judge": changed})

@@ -1,0 +1,74 @@
+"""The judging settings: declared here once, for every place that reads or sets them.
+
+A trained judge only works with the prompt template it was trained on, the way its two
+answer orders are combined, the tie margin tuned for it, the input length it learned to
+read and the heads fitted on it. A registry entry embeds these as its `judging:` block
+(models/registry.yaml); the user's overrides (CLI flags, sidebar widgets, evaluation
+flags, Python keyword arguments) are layers of the same fields, merged over the block
+(app/model_settings.py, as inspect_ai's `GenerateConfig.merge`); the judge's files named
+here are loaded by the core into its parts. What one run asks (protocol, scenario,
+criteria, mode, swap, reference) is not a judging setting: app/judge_config.py.
+
+It lives with the registry (the models layer) so the registry needs nothing of the core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.errors import ConfigError
+from models.verdict_settings import PairCombine, RelevanceJoin
+
+DEFAULT_TEMPLATE = "pocketjudge"
+_MODELS_DIR = Path(__file__).resolve().parent
+JUDGE_FILES = ("state_head", "calibration", "scenario_classifier")  # files under models/
+
+
+class JudgeSettings(BaseModel):
+    """How a judge model judges; every field has the value a bare model file gets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    template: str = DEFAULT_TEMPLATE  # the prompt template the model was trained on
+    # How the two orders of a pair make one verdict: "agree" (a verdict both orders give,
+    # else a flagged tie) or "calibrated" (their expected scores averaged).
+    pair_combine: PairCombine = "agree"
+    tie_margin: float = Field(default=0.0, ge=0)  # |expected A - B| up to this is a tie
+    max_input_chars: int | None = Field(default=None, ge=200)  # a cap; None: what fits
+    # Pairwise verdicts and rankings less confident than this (averaged over both orders)
+    # are reported as uncertain: a decision needs more than half the judge's probability.
+    uncertain_below: float = Field(default=0.5, ge=0, le=1)
+    writes_critiques: bool = True  # False: the judge writes none; "Explain" says so
+    # False: trained on the decision alone (decision-first templates), so criterion scores
+    # are not read from it (they would be untrained guesses)
+    criterion_scores: bool = True
+    # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
+    # pairs by training.relevance_join); None: the judge's own verdict.
+    relevance_join: RelevanceJoin | None = None
+    # Verdicts, rankings (and grades, where it has a grade head) read from the model's own
+    # hidden states by a fitted linear head: a JSON file under models/ (app/state_head.py,
+    # fitted by training.state_head); None: decided from the generated or scored reply.
+    state_head: str | None = None
+    # Its confidence mapped to how often such verdicts are right (app/calibration.py): a
+    # JSON file under models/, fitted by training.confidence_calibration; None: none.
+    calibration: str | None = None
+    # `scenario: auto` read from the judge model's own states of the request: a classifier
+    # file under models/ (app/scenario_detection.py, fitted by training.scenario_classifier
+    # --states); None: the shipped MiniLM classifier.
+    scenario_classifier: str | None = None
+
+    @model_validator(mode="after")
+    def _judge_files_exist(self) -> JudgeSettings:
+        """The files a judge reads beside its model are there. What is in them is checked
+        where they are read (app.model_settings), with errors naming the file and field."""
+        for field_name in JUDGE_FILES:
+            relative = getattr(self, field_name)
+            if relative is not None and not (_MODELS_DIR / relative).is_file():
+                missing = ConfigError(_MODELS_DIR / relative, field_name, "file not found")
+                raise ValueError(f"{field_name}: {missing}")
+        return self
+
+
+SETTING_NAMES = tuple(JudgeSettings.model_fields)
