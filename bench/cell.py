@@ -37,13 +37,12 @@ N_CTX = 4096
 def main(argv: list[str]) -> int:
     mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
     name = argv[4] if len(argv) > 4 else None
+    from app.api import load_judge
     from app.io.reader import read_rows
     from app.io.writer import write_jsonl
     from app.model_settings import SettingsLayer, judge_config
     from app.records import Protocol, Status
-    from app.service import JudgeService
     from models.backends.base import BackendOptions, SamplingParams
-    from models.loader import open_judge
     from models.registry import load_registry
 
     entry = load_registry().get(name)
@@ -57,9 +56,9 @@ def main(argv: list[str]) -> int:
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
     started = time.perf_counter()
     if mode == "a":
-        judge = open_judge(str(merged_folder(entry)), options, backend="transformers")
+        judge = load_judge(str(merged_folder(entry)), options=options, backend="transformers")
     else:
-        judge = open_judge(entry.name, options)
+        judge = load_judge(entry.name, options=options)
     load_s = time.perf_counter() - started
     config = judge_config(
         entry,
@@ -75,7 +74,7 @@ def main(argv: list[str]) -> int:
         config = config.judging(template="pocketjudge-decision-compact", criterion_scores=False)
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
         config = replace(config, sampling=SamplingParams(max_tokens=768))
-    service = JudgeService(judge.backend, entry.name)
+    service = judge.service
     started = time.perf_counter()
     window = 16 if mode in ("d", "e") else 1
     judgments = list(service.judge_rows(rows, config, window=window))

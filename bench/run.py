@@ -147,21 +147,19 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
     out = runs / f"bound-t{threads}-n{pairs}.json"
     if out.is_file() and not fresh:
         return json.loads(out.read_text(encoding="utf-8"))
+    from app.api import load_judge
     from app.io.reader import read_rows
-    from app.model_settings import SettingsLayer, judge_config
+    from app.model_settings import SettingsLayer
     from app.records import Protocol
-    from app.service import JudgeService
     from models.backends.base import BackendOptions, Message
-    from models.loader import open_judge
-    from models.registry import load_registry
 
-    entry = load_registry().get()
-    judge = open_judge(entry.name, BackendOptions(n_ctx=N_CTX, n_threads=threads))
-    backend = judge.backend
     # the LLM's prompts: a state head would plan none
-    no_head = SettingsLayer(state_head=False)
-    config = judge_config(entry, no_head, context_tokens=N_CTX, protocol=Protocol.PAIRWISE)
-    service = JudgeService(backend, entry.name)
+    judge = load_judge(
+        options=BackendOptions(n_ctx=N_CTX, n_threads=threads),
+        overrides=SettingsLayer(state_head=False),
+        protocol=Protocol.PAIRWISE,
+    )
+    backend, config, service = judge.backend, judge.config, judge.service
     item_tokens = 0
     prompts: list[tuple[list[int], int]] = []  # (prompt tokens, where the item starts)
     for row in islice(read_rows(DEV), pairs):

@@ -152,16 +152,14 @@ def build_table(backend, service, jobs, texts: list[str]) -> LevelTable:  # type
 def build_tokens(
     gguf: Path, which: list[str], scenarios: bool, out: Path, state_cache: Path | None = None
 ) -> int:
-    from app.service import JudgeService
-    from models.backends.base import BackendOptions
-    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from app.api import load_judge
 
-    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=4096, n_threads=1))
+    judge = load_judge(str(gguf), threads=1, n_ctx=4096)
+    backend, service = judge.backend, judge.service
     if state_cache is not None:  # scenario detection reads these states (and keeps new ones)
         from training.state_cache import CachedStates
 
         backend.state_features = CachedStates(backend.state_features, state_cache, "tokens")
-    service = JudgeService(backend, "gpu-levels")
     texts = _scenario_texts() if scenarios else []
     table = build_table(backend, service, criterion_requests(which), texts)
     table.save(out)
@@ -363,18 +361,16 @@ def text_states(table: LevelTable, reads: Path) -> dict[str, np.ndarray]:
 
 
 def merge(args: argparse.Namespace) -> int:
-    from app.service import JudgeService
-    from models.backends.base import BackendOptions
-    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from app.api import load_judge
     from training.score_cache import ScoreCache
 
     table = LevelTable.load(args.tokens)
-    backend = LlamaCppBackend(str(args.gguf), BackendOptions(n_ctx=4096, n_threads=1))
+    judge = load_judge(str(args.gguf), threads=1, n_ctx=4096)
+    backend, service = judge.backend, judge.service
     if args.state_cache is not None and args.state_cache.is_dir():
         from training.state_cache import CachedStates
 
         backend.state_features = CachedStates(backend.state_features, args.state_cache, "merge")
-    service = JudgeService(backend, "gpu-levels")
     cache = ScoreCache(args.score_cache, label="gpu")
     merged = merge_replies(
         backend, service, criterion_requests(args.which), table, args.reads, cache

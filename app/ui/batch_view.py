@@ -24,7 +24,6 @@ from app.leaderboard import ModelStanding, grade_scale, leaderboard
 from app.records import Judgment
 from app.rubrics import Rubric
 from app.scenarios import Catalog, load_catalog
-from app.service import JudgeService
 from app.ui.model_cache import RUNNING_STATES, SharedJudge
 from app.ui.settings import measured_rows
 from app.ui.tables import (
@@ -337,6 +336,5 @@ def _explain(run: BatchRun, index: int, item, judgment: Judgment) -> None:
             "unloaded; start a new run)."
         )
         return
-    service = JudgeService(run.handle.judge.backend, run.handle.name, load_catalog())
-    with run.handle.use():
-        run.explained[index] = service.explain(item, judgment, run.job.config)
+    with run.handle.use() as judge:
+        run.explained[index] = judge.service.explain(item, judgment, run.job.config)

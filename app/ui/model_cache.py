@@ -23,10 +23,10 @@ from typing import Protocol
 
 import streamlit as st
 
+from app.api import Judge, load_judge
 from app.errors import PocketJudgeError
 from app.ui.settings import Settings, is_model_file
 from models.backends.base import BackendOptions
-from models.loader import LoadedJudge, open_judge
 
 RUNNING_STATES = ("running", "stopping")
 
@@ -49,9 +49,10 @@ class Job(Protocol):
 
 
 class SharedJudge:
-    """A loaded model, the lock around its calls, and the jobs running on it."""
+    """A loaded judge (opened through `app.api`, as every front end opens one), the lock
+    around its calls, and the jobs running on it."""
 
-    def __init__(self, judge: LoadedJudge, key: tuple) -> None:
+    def __init__(self, judge: Judge, key: tuple) -> None:
         self.judge = judge
         self.key = key
         self.lock = threading.Lock()
@@ -81,7 +82,7 @@ class SharedJudge:
             self._jobs.append(job)
 
     @contextmanager
-    def use(self) -> Iterator[LoadedJudge]:
+    def use(self) -> Iterator[Judge]:
         """Hold the model's lock for a call; raises ModelReleased if it was closed meanwhile."""
         with self.lock:
             if self.closed:
@@ -125,15 +126,15 @@ def model_key(settings: Settings) -> tuple:
     return (settings.model, options.n_ctx, options.n_threads, options.n_gpu_layers)
 
 
-def load_judge(model: str, options: BackendOptions) -> LoadedJudge:
-    """open_judge, with every failure turned into ModelLoadFailed saying what to do."""
+def open_shared(model: str, options: BackendOptions) -> Judge:
+    """`app.api.load_judge`, with every failure turned into ModelLoadFailed saying what to do."""
     hint = (
         "check that the path is right and the file is a complete GGUF model llama.cpp can read"
         if is_model_file(model)
         else "run `make models` to build the registry's model files"
     )
     try:
-        return open_judge(model, options)
+        return load_judge(model, options=options)
     except PocketJudgeError as exc:
         text = str(exc)
         said = any(word in text for word in ("make models", "install", "check"))
@@ -157,7 +158,7 @@ def _release(shared: SharedJudge) -> None:
 def _load_shared(model: str, n_ctx: int, n_threads: int | None, n_gpu_layers: int) -> SharedJudge:
     options = BackendOptions(n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers)
     key = (model, n_ctx, n_threads, n_gpu_layers)
-    shared = SharedJudge(load_judge(model, options), key)
+    shared = SharedJudge(open_shared(model, options), key)
     _LOADED["key"] = key
     return shared
 
@@ -170,7 +171,7 @@ def shared_judge(settings: Settings) -> SharedJudge:
 @st.cache_resource(max_entries=1, on_release=lambda shared: shared.retire(), show_spinner=False)
 def _load_second(model: str, n_ctx: int, n_threads: int | None, n_gpu_layers: int) -> SharedJudge:
     options = BackendOptions(n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers)
-    return SharedJudge(load_judge(model, options), (model, n_ctx, n_threads, n_gpu_layers))
+    return SharedJudge(open_shared(model, options), (model, n_ctx, n_threads, n_gpu_layers))
 
 
 def shared_second_judge(settings: Settings) -> SharedJudge | None:

@@ -10,7 +10,6 @@ from app import metrics
 from app.cascade import Cascade
 from app.errors import PocketJudgeError
 from app.model_settings import SettingsLayer
-from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
 from app.ui.settings import Settings
@@ -43,8 +42,7 @@ def prepare_run(
     except PocketJudgeError as exc:
         st.error(f"The second judge could not be loaded: {exc}")
         return None
-    service = JudgeService(shared.judge.backend, shared.name, load_catalog())
-    return shared, service, config
+    return shared, shared.judge.service, config
 
 
 def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
@@ -58,7 +56,7 @@ def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
     kept = SettingsLayer(criterion_scores=settings.judging.criterion_scores)
     chosen = replace(settings, model=settings.cascade_model, judging=kept, cascade_model="")
     cascade = Cascade(
-        JudgeService(second.judge.backend, second.name, load_catalog()),
+        second.judge.service,
         chosen.judge_config(),
         settings.cascade_below,
         lock=second.lock,

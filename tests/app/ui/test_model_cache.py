@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from app.api import Judge, JudgeConfig
 from app.ui import model_cache
-from app.ui.model_cache import ModelLoadFailed, ModelReleased, SharedJudge, load_judge
+from app.ui.model_cache import ModelLoadFailed, ModelReleased, SharedJudge, open_shared
 from app.ui.settings import Settings
 from models.backends.base import BackendOptions
 from models.loader import LoadedJudge
@@ -32,7 +33,8 @@ class Job:
 
 def shared() -> tuple[SharedJudge, FakeBackend]:
     backend = FakeBackend()
-    return SharedJudge(LoadedJudge(backend, "fake-model", None), ("fake-model",)), backend
+    judge = Judge(LoadedJudge(backend, "fake-model", None), JudgeConfig())
+    return SharedJudge(judge, ("fake-model",)), backend
 
 
 def test_retired_model_closes_at_once_when_idle() -> None:
@@ -68,11 +70,11 @@ def test_use_holds_the_lock() -> None:
 
 def test_load_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadFailed, match="file not found"):
-        load_judge(str(tmp_path / "missing.gguf"), BackendOptions())
+        open_shared(str(tmp_path / "missing.gguf"), BackendOptions())
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model")
     with pytest.raises(ModelLoadFailed, match="complete GGUF model"):
-        load_judge(str(broken), BackendOptions())
+        open_shared(str(broken), BackendOptions())
 
 
 def test_switching_models_releases_the_previous_one(tiny_gguf_model: Path) -> None:
