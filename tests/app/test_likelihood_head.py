@@ -10,10 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.judge_config import JudgeParts
-from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from app.state_head import (
     StateHead,
     answer_parts,
@@ -25,6 +23,7 @@ from app.state_head import (
 from models.backends.base import BackendOptions, Capabilities
 from models.readings import FEATURES
 from tests.support.fake_backend import FakeBackend
+from tests.support.head_configs import head_alone
 
 PAIR = JudgeItem(
     id="p",
@@ -58,17 +57,11 @@ def head(tiny) -> StateHead:
     )
 
 
-def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
-    """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
-    base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
-    return with_changes(base, {"criterion_scores": False, **more})
-
-
 def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, head):
     service, backend = tiny
-    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
     swapped = PAIR.model_copy(update={"answers": PAIR.answers[::-1]})
-    mirrored = service.judge(swapped, _config(head, Protocol.PAIRWISE))
+    mirrored = service.judge(swapped, head_alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.OK and judged.raw_output is None
     assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
     readings = backend.read_answers(PAIR.question, list(PAIR.answers))
@@ -91,17 +84,17 @@ def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, 
 def test_grades_and_rankings_come_from_the_same_reads(tiny, head):
     service, backend = tiny
     single = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    graded = service.judge(single, _config(head, Protocol.SINGLE))
+    graded = service.judge(single, head_alone(head, Protocol.SINGLE))
     features = backend.read_answers(PAIR.question, [PAIR.answers[0]])[0].features()
     value = 5.0 + 0.5 * features["pmi_mean"] + 0.2 * features["cond_mean"]
     assert graded.answers[0].expected_overall == pytest.approx(min(max(value, 1), 10), abs=1e-3)
     three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
-    ranked = service.judge(three, _config(head, Protocol.MULTI))
+    ranked = service.judge(three, head_alone(head, Protocol.MULTI))
     best, second = ranked.ranking[:2]
     pair = three.model_copy(
         update={"answers": (three.answers[best - 1], three.answers[second - 1])}
     )
-    assert service.judge(pair, _config(head, Protocol.PAIRWISE)).leaning == "A"
+    assert service.judge(pair, head_alone(head, Protocol.PAIRWISE)).leaning == "A"
 
 
 def test_the_likelihood_judge_needs_no_states_and_follows_pmi(tiny):
@@ -109,7 +102,7 @@ def test_the_likelihood_judge_needs_no_states_and_follows_pmi(tiny):
     service, _backend = tiny
     rule = likelihood_judge_head()
     assert not rule.weights and rule.likelihood
-    judged = service.judge(PAIR, _config(rule, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, head_alone(rule, Protocol.PAIRWISE))
     parts = judged.verdict_parts
     expected = sum(w * parts[f"{name}_difference"] for name, w in rule.likelihood.items())
     assert judged.status is Status.OK
@@ -119,11 +112,11 @@ def test_the_likelihood_judge_needs_no_states_and_follows_pmi(tiny):
 
 def test_a_backend_without_likelihoods_gives_a_clear_error(head):
     backend = FakeBackend([], capabilities=Capabilities(grammar=True, states=True))
-    judged = JudgeService(backend, "remote").judge(PAIR, _config(head, Protocol.PAIRWISE))
+    judged = JudgeService(backend, "remote").judge(PAIR, head_alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.ERROR
     assert "likelihoods" in judged.error and "llama-cpp backend" in judged.error
     # with criterion scores asked for, none is read for a judgment that cannot be made
-    asked = _config(head, Protocol.PAIRWISE, criterion_scores=True)
+    asked = head_alone(head, Protocol.PAIRWISE, criterion_scores=True)
     assert JudgeService(backend, "remote").judge(PAIR, asked).status is Status.ERROR
     assert backend.calls == []
 

@@ -11,10 +11,8 @@ import numpy as np
 import pytest
 
 from app.errors import ConfigError
-from app.judge_config import JudgeParts
-from app.model_settings import with_changes
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from app.state_head import (
     StateHead,
     answer_parts,
@@ -26,6 +24,7 @@ from app.state_head import (
 from models.backends.base import BackendOptions, Capabilities
 from models.readings import pooled
 from tests.support.fake_backend import FakeBackend
+from tests.support.head_configs import head_alone
 
 PAIR = JudgeItem(
     id="p",
@@ -117,17 +116,11 @@ def head(tiny_service) -> StateHead:
     )
 
 
-def _config(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
-    """The head alone: criterion scores beside it are tested in test_head_criteria.py."""
-    base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
-    return with_changes(base, {"criterion_scores": False, **more})
-
-
 def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     service, backend = tiny_service
-    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
     swapped = PAIR.model_copy(update={"answers": PAIR.answers[::-1]})
-    mirrored = service.judge(swapped, _config(head, Protocol.PAIRWISE))
+    mirrored = service.judge(swapped, head_alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.OK and judged.mode == "score"
     assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
     assert {judged.winner, mirrored.winner} == {"A", "B"}
@@ -144,13 +137,13 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
 
 def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service, head):
     service, _ = tiny_service
-    judged = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
     p_a = judged.verdict_probs["A"]
     band = abs(p_a - 0.5) + 1e-3
-    tied = service.judge(PAIR, _config(head, Protocol.PAIRWISE, tie_margin=band))
+    tied = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE, tie_margin=band))
     assert tied.leaning == "tie"
     unsure = service.judge(
-        PAIR, _config(head, Protocol.PAIRWISE, uncertain_below=judged.confidence + 0.01)
+        PAIR, head_alone(head, Protocol.PAIRWISE, uncertain_below=judged.confidence + 0.01)
     )
     assert unsure.winner == "uncertain" and unsure.leaning == judged.leaning
 
@@ -158,19 +151,19 @@ def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service,
 def test_a_ranking_follows_the_pairwise_head(tiny_service, head):
     service, _ = tiny_service
     three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
-    ranked = service.judge(three, _config(head, Protocol.MULTI))
+    ranked = service.judge(three, head_alone(head, Protocol.MULTI))
     assert ranked.status is Status.OK and sorted(ranked.ranking) == [1, 2, 3]
     best, second = ranked.ranking[:2]
     pair = three.model_copy(
         update={"answers": (three.answers[best - 1], three.answers[second - 1])}
     )
-    assert service.judge(pair, _config(head, Protocol.PAIRWISE)).leaning == "A"
+    assert service.judge(pair, head_alone(head, Protocol.PAIRWISE)).leaning == "A"
 
 
 def test_grades_come_from_the_grade_head(tiny_service, head):
     service, backend = tiny_service
     item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    graded = service.judge(item, _config(head, Protocol.SINGLE))
+    graded = service.judge(item, head_alone(head, Protocol.SINGLE))
     features = backend.state_features(state_text(item.question, item.answers[0]))
     value = 5.0 + float(np.dot(head.grade_weights, features))
     assert graded.status is Status.OK
@@ -182,14 +175,14 @@ def test_without_a_grade_head_grades_come_from_the_model(tiny_service, head):
     service, _ = tiny_service
     no_grades = head.model_copy(update={"grade_weights": None})
     item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    graded = service.judge(item, _config(no_grades, Protocol.SINGLE, template="pocketjudge"))
+    graded = service.judge(item, head_alone(no_grades, Protocol.SINGLE, template="pocketjudge"))
     assert graded.raw_output  # the model's reply was read, not the head
     assert graded.verdict_parts is None
 
 
 def test_a_backend_that_cannot_read_states_gives_a_clear_error(head):
     backend = FakeBackend([], capabilities=Capabilities(grammar=True, score_distributions=True))
-    judged = JudgeService(backend, "remote").judge(PAIR, _config(head, Protocol.PAIRWISE))
+    judged = JudgeService(backend, "remote").judge(PAIR, head_alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.ERROR and "llama-cpp backend" in judged.error
 
 

