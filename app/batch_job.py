@@ -12,6 +12,10 @@ of the input: a stop never loses a judged row and a resume never judges one
 again. Every input row ends with exactly one judgment; a row that could not be
 read becomes an error judgment, as in `JudgeService.judge_rows`.
 
+The rows go through the batch loop the CLI runs (`app.batch_run.write_batch`): when
+the backend fails on several rows in a row (a server down), the job stops in state
+"failed" saying so, those rows unjudged, and `resume()` judges them.
+
 `JudgeService.judge` never raises for a bad row, so an exception that reaches
 this module is unexpected (a bug, the machine out of memory): the job stops in
 state "failed" with the message, the row it was on stays unjudged, and
@@ -31,12 +35,13 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from app.batch_run import write_batch
 from app.io.reader import InputRow
 from app.io.resumable import settings_key
 from app.io.writer import error_judgment
@@ -231,22 +236,19 @@ class BatchJob:
         self._thread.start()
 
     def _run(self) -> None:
+        """The rows from the first without a judgment, through the batch loop the CLI runs
+        (app.batch_run.write_batch): each judgment kept and recorded as it comes, rows the
+        backend failed on held back, and the run stopped when it fails on several in a row."""
         try:
-            while True:
-                with self._guard:
-                    index = len(self._judgments)
-                    if index >= len(self._rows):
-                        self._finish("done")
-                        return
-                    if self._stop_requested:
-                        self._finish("stopped")
-                        return
-                row = self._rows[index]
-                judgment = self._judge(row)
-                with self._guard:
-                    self._judgments.append(judgment)
-                    self._counts[judgment.status] += 1
-                self._record("add", judgment, row.item)
+            written = write_batch(self._remaining(), self, on_written=self._recorded)
+            with self._guard:
+                if written.stopped is not None:
+                    self._error = f"{written.stopped}; fix the backend"
+                    self._finish("failed")
+                elif len(self._judgments) >= len(self._rows):
+                    self._finish("done")
+                else:
+                    self._finish("stopped")
         except Exception as exc:
             with self._guard:
                 self._error = f"{type(exc).__name__}: {exc}"
@@ -256,6 +258,27 @@ class BatchJob:
                 if self._state in ("running", "stopping"):
                     self._error = self._error or "the batch thread ended unexpectedly"
                     self._finish("failed")
+
+    def _remaining(self) -> Iterator[Judgment]:
+        """A judgment for each row from the first without one, until a stop is asked."""
+        with self._guard:
+            start = len(self._judgments)
+        for row in self._rows[start:]:
+            with self._guard:
+                if self._stop_requested:
+                    return
+            yield self._judge(row)
+
+    def append(self, judgment: Judgment) -> None:
+        """Keep a judgment (the batch loop's sink: the rows in order)."""
+        with self._guard:
+            self._judgments.append(judgment)
+            self._counts[judgment.status] += 1
+
+    def _recorded(self, judgment: Judgment) -> None:
+        with self._guard:
+            row = self._rows[len(self._judgments) - 1]
+        self._record("add", judgment, row.item)
 
     def _judge(self, row: InputRow) -> Judgment:
         config = self._config

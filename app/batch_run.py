@@ -1,8 +1,11 @@
-"""A file batch judged into a resumable output, and the exit code it ends with.
+"""The batch loop of every front end, and the exit code a CLI run ends with.
 
-The CLI's `judge` command is a thin caller of `write_batch`: judgments stream in
-row order from `JudgeService.judge_rows`, each is written to the partial file
-(`app.io.resumable`) as it comes, and how the run ended decides the exit code.
+`write_batch` takes judgments as they stream in row order and keeps each in a sink as it
+comes: the CLI's `judge` command streams `JudgeService.judge_rows` (or Ray's) into its
+resumable partial file (`app.io.resumable`), and how the run ended decides its exit
+code; the app's `BatchJob` streams its rows one at a time into its own list, from a
+background thread it can stop and resume. Both record each row in the run history as it
+is kept (`on_written`).
 
 When the backend fails (a server down, a model crashed), the rows it failed on
 are held back. If it recovers, they are written as error rows and the run goes
@@ -15,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Protocol
 
-from app.io.resumable import ResumableOutput
 from app.records import Judgment, Status, backend_failed
 
 BACKEND_STREAK = 3  # rows in a row the backend failed on before a run gives up
@@ -33,6 +36,12 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C: the rows written are kept; the same command resumes
 
 
+class RowSink(Protocol):
+    """Where a batch keeps its rows, in order: a resumable output file, a job's list."""
+
+    def append(self, judgment: Judgment) -> None: ...
+
+
 @dataclass
 class BatchWrite:
     """What a run wrote: `judgments` are the rows now in the partial file from this run."""
@@ -44,7 +53,7 @@ class BatchWrite:
 
 def write_batch(
     stream: Iterable[Judgment],
-    output: ResumableOutput,
+    output: RowSink,
     on_written: Callable[[Judgment], None] | None = None,
 ) -> BatchWrite:
     """Append each judgment of `stream` to `output`; stop after a backend failure streak.
@@ -76,7 +85,7 @@ def write_batch(
 
 def _write(
     row: Judgment,
-    output: ResumableOutput,
+    output: RowSink,
     result: BatchWrite,
     on_written: Callable[[Judgment], None] | None,
 ) -> None:

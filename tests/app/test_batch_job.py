@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from app.batch_job import BatchJob
+from app.batch_run import BACKEND_STREAK
 from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
@@ -209,6 +210,26 @@ def test_backend_failure_is_an_error_row_not_a_failed_job() -> None:
     assert snap.judgments[0].status is Status.ERROR
     assert "model crashed" in snap.judgments[0].error
     assert snap.errors == 1
+
+
+def test_a_backend_down_for_several_rows_stops_the_job_and_resume_judges_them() -> None:
+    """The app's batch goes through the CLI's loop (app.batch_run.write_batch): rows the
+    backend fails on in a row are held back, and after BACKEND_STREAK of them the job
+    stops, saying why, without keeping them as error rows; resume judges them."""
+    down = [BackendError("connection refused")] * BACKEND_STREAK
+    batch, backend = job(rows(5), graded(6), *down)
+    batch.start()
+    finish(batch)
+    snap = batch.snapshot()
+    assert snap.state == "failed" and f"{BACKEND_STREAK} rows in a row" in snap.error
+    assert "connection refused" in snap.error and [j.id for j in snap.judgments] == ["r1"]
+
+    backend.queue(*(graded(score) for score in (7, 8, 9, 10)))
+    batch.resume()
+    finish(batch)
+    judged = batch.snapshot().judgments
+    assert batch.state == "done" and [j.status for j in judged] == [Status.OK] * 5
+    assert [j.answers[0].overall for j in judged] == [6.0, 7.0, 8.0, 9.0, 10.0]
 
 
 def test_unexpected_exception_fails_the_job_and_resume_retries_that_row() -> None:

@@ -152,11 +152,12 @@ def _key_of(args: list[str]) -> str:
     """The partial-file key the CLI uses for these arguments."""
     from app.cli import _parser
     from app.cli.batch import run_settings
+    from app.cli.judge_command import open_first
+    from app.criteria_resolution import CriteriaChoice
     from app.io.resumable import run_key
-    from models.loader import open_judge
 
     parsed = _parser().parse_args(args)
-    judge = open_judge(parsed.model)
+    judge = open_first(parsed, CriteriaChoice())
     try:
         return run_key(parsed.input, run_settings(parsed, judge))
     finally:
