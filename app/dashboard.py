@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import NamedTuple
 
+from app.catalog.scenarios import Catalog, load_catalog
 from app.errors import UnknownNameError
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.scenarios import Catalog, load_catalog
 
 OTHER_GROUP = "other"
 VERDICTS = ("A", "B", "tie", "uncertain")

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.errors import BackendError
-from app.prompts import fence, nonce_of
+from app.formats.prompts import fence, nonce_of
+from app.formats.text_fitting import fit_texts
 from app.records import JudgeItem, Judgment, Status
-from app.text_fitting import fit_texts
 from models.backends.base import Backend, Message, SamplingParams
 
 ITEM_CHARS = 6000  # request, reference and answers together; cut from the middle beyond this

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol as TypingProtocol
 
-from app.calibration import ConfidenceCalibration
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.scenario_detection import ScenarioClassifier
+from app.deciding.calibration import ConfidenceCalibration
+from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
-from app.scenario_detection import ScenarioClassifier
-from app.state_head import StateHead
 from models.backends.base import SamplingParams
 from models.judge_settings import JudgeSettings
 
@@ -24,7 +24,7 @@ DEFAULT_CONTEXT_TOKENS = 4096
 
 
 class SecondOpinion(TypingProtocol):
-    """What a judgment this judge is unsure of goes to (app.cascade.Cascade): it keeps
+    """What a judgment this judge is unsure of goes to (app.deciding.cascade.Cascade): it keeps
     the judgment or replaces it with a second judge's."""
 
     def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
@@ -37,7 +37,7 @@ class JudgeParts:
     context_tokens: int = DEFAULT_CONTEXT_TOKENS  # the model's context: items fit in it
     # verdicts, rankings (and grades, with a grade head) read from the model's states
     head: StateHead | None = None
-    # the judge's confidence mapped to the share of right verdicts (app/calibration.py)
+    # the judge's confidence mapped to the share of right verdicts (app/deciding/calibration.py)
     calibrator: ConfidenceCalibration | None = None
     # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
     classifier: ScenarioClassifier | None = None
@@ -61,7 +61,7 @@ class JudgeConfig:
     feedback: bool = False  # score mode: also write a critique of each judgment (slower)
     # scenario "auto" and a row without one: the scenario classifier picks it (else default)
     detect_scenario: bool = True
-    # a second judge for the judgments this one is unsure of (app/cascade.py)
+    # a second judge for the judgments this one is unsure of (app/deciding/cascade.py)
     cascade: SecondOpinion | None = None
 
     def judging(self, **settings: object) -> JudgeConfig:

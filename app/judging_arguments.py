@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import get_args
 
+from app.deciding.state_head import LIKELIHOOD_HEAD_FILE
+from app.formats.prompts import DEFAULT_TEMPLATE, template_names
 from app.model_settings import TURNED_OFF, SettingsLayer
-from app.prompts import DEFAULT_TEMPLATE, template_names
-from app.state_head import LIKELIHOOD_HEAD_FILE
 from models.judge_settings import SETTING_NAMES
 from models.verdict_settings import PairCombine
 

@@ -25,10 +25,10 @@ from statistics import fmean, stdev
 import numpy as np
 from scipy import stats
 
-from app.criteria_types import LIBRARY_SCALE
+from app.catalog.criteria_types import LIBRARY_SCALE
+from app.catalog.rubrics import Rubric
+from app.deciding.scoring import ScoringRule
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.rubrics import Rubric
-from app.scoring import ScoringRule
 
 Comparison = tuple[str, str, float]  # (first, second, score of the first: 1 win, 0.5 tie, 0 loss)
 Scale = tuple[float, float]  # the lowest and the highest grade possible

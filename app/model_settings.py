@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from app.calibration import load_calibration
+from app.catalog.scenario_detection import load_classifier
+from app.deciding.calibration import load_calibration
+from app.deciding.state_head import load_state_head
 from app.errors import ConfigError
 from app.judge_config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
-from app.scenario_detection import load_classifier
-from app.state_head import load_state_head
 from models.backends.base import SamplingParams
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import MODELS_DIR, ModelEntry

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.rubrics import Rubric
+from app.catalog.rubrics import Rubric
 
 MAX_ANSWERS = 6
 Winner = Literal["A", "B", "tie"]
@@ -63,7 +63,7 @@ class JudgeItem(_Frozen):
 
     `rubric` is the row's own rubric (a Prometheus row carries one): it replaces the
     row's and the run's criteria, but not a rubric chosen for the run
-    (app.criteria_resolution.resolve).
+    (app.catalog.criteria_resolution.resolve).
     """
 
     id: str
@@ -138,11 +138,14 @@ class Judgment(_Frozen):
     feedback: str | None = None
     feedback_note: str | None = None  # why there is no critique although one was asked for
     reference_metrics: tuple[dict[str, float], ...] | None = None  # per answer, vs the reference
-    confidence: float | None = None  # probability of the reported decision (see app.verdicts)
-    # how often verdicts of this confidence were right on training pairs (app/calibration.py)
+    # probability of the reported decision (see app.deciding.verdicts)
+    confidence: float | None = None
+    # how often verdicts of this confidence were right on training pairs
+    # (app/deciding/calibration.py)
     calibrated_confidence: float | None = None
     # mean entropy (nats) of the judge's full next-token distribution where it decided: low
-    # when it is sure; None without score distributions (app.judgment_builder.decision_entropy)
+    # when it is sure; None without score distributions
+    # (app.deciding.judgment_builder.decision_entropy)
     entropy: float | None = None
     verdict_probs: dict[str, float] | None = None  # pairwise: P(A), P(B), P(tie) over both orders
     consistent: bool | None = None  # pairwise with swap: did both orders agree?
@@ -151,15 +154,15 @@ class Judgment(_Frozen):
     # relevance join: the judge's own P(A) - P(B) and probabilities, and cos(request, A) minus
     # cos(request, B), from which the reported verdict and confidence were made
     relevance: dict[str, Any] | None = None
-    # state head (app/state_judging.py): each signal's share of the score (states, relevance,
-    # length, their sum), or each answer's utility for a ranking
+    # state head (app/deciding/state_judging.py): each signal's share of the score (states,
+    # relevance, length, their sum), or each answer's utility for a ranking
     verdict_parts: dict[str, float] | None = None
     # a state head's judgment with criterion scores: the decision those scores give on their
     # own (pairwise verdict, or multi ranking), and why there are none when they failed
     criteria_verdict: Verdict | None = None
     criteria_ranking: tuple[int, ...] | None = None
     criteria_note: str | None = None
-    # a cascaded run (app/cascade.py): which judge decided, and what the first one said
+    # a cascaded run (app/deciding/cascade.py): which judge decided, and what the first one said
     cascade: dict[str, Any] | None = None
     # the answers' overall grades are on this scale (lowest, highest) when the template grades
     # on its own (native formats: Prometheus 1-5, JudgeLM / Auto-J / EasyJudge 1-10); None: the
@@ -172,7 +175,7 @@ class Judgment(_Frozen):
     raw_output_swapped: str | None = None
     scenario: str | None = None
     # scenario "auto" on a row naming none: the classifier's top guesses, best first
-    # (app/scenario_detection.py); `scenario` is the first, or default when it is unsure
+    # (app/catalog/scenario_detection.py); `scenario` is the first, or default when it is unsure
     scenario_guesses: dict[str, float] | None = None
     criteria: tuple[str, ...] = ()
     model: str | None = None

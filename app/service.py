@@ -12,29 +12,29 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
-from app import criterion_reads
-from app.criteria_resolution import AUTO, ResolvedCriteria, resolve
-from app.errors import BackendError, PocketJudgeError, UnknownNameError
-from app.io.reader import InputRow
-from app.io.writer import error_judgment
-from app.judge_config import JudgeConfig
-from app.judgment_builder import Attempt, build_judgment, combine_swapped
-from app.native_formats import parse_native
-from app.native_judgment import NativeAttempt, native_judgment
-from app.output_format import ReplyLayout, output_spec
-from app.parsing import ParseFailure, parse_output
-from app.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
-from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
-from app.scenario_detection import (
+from app.catalog.criteria_resolution import AUTO, ResolvedCriteria, resolve
+from app.catalog.scenario_detection import (
     ScenarioGuess,
     chosen_scenario,
     detect_scenarios,
 )
-from app.scenarios import Catalog, load_catalog
-from app.state_head import StateHead
-from app.state_judging import decides, head_judgment, with_reference_reading
-from app.text_fitting import fit_texts, input_budget_chars, scaled_budget
-from app.verdicts import mark_uncertain
+from app.catalog.scenarios import Catalog, load_catalog
+from app.deciding import criterion_reads
+from app.deciding.judgment_builder import Attempt, build_judgment, combine_swapped
+from app.deciding.native_judgment import NativeAttempt, native_judgment
+from app.deciding.state_head import StateHead
+from app.deciding.state_judging import decides, head_judgment, with_reference_reading
+from app.deciding.verdicts import mark_uncertain
+from app.errors import BackendError, PocketJudgeError, UnknownNameError
+from app.formats.native_formats import parse_native
+from app.formats.output_format import ReplyLayout, output_spec
+from app.formats.parsing import ParseFailure, parse_output
+from app.formats.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
+from app.formats.text_fitting import fit_texts, input_budget_chars, scaled_budget
+from app.io.reader import InputRow
+from app.io.writer import error_judgment
+from app.judge_config import JudgeConfig
+from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import (
     Backend,
     Generation,
@@ -296,7 +296,8 @@ class JudgeService:
         self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
     ) -> _Plan:
         """A plan the state head decides. With criteria asked for, it also holds one call per
-        answer and criterion (app/criterion_reads.py), read apart from the head's verdict."""
+        answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
+        verdict."""
         truncated = _cut_by_head(item, config.parts.head)
         assert config.parts.head is not None
         # no criterion reads for a judgment that will be an error (a backend the head
@@ -443,7 +444,7 @@ class JudgeService:
     def _finish(self, plan: _Plan) -> Judgment:
         judgment = self._by_head(plan) if plan.by_head else self._build(plan)
         if plan.config.judge.relevance_join is not None and not plan.by_head:
-            from app.relevance import join_relevance
+            from app.deciding.relevance import join_relevance
 
             judgment = join_relevance(judgment, plan.item, plan.config.judge.relevance_join)
         judgment = mark_uncertain(judgment, plan.config.judge.uncertain_below)

@@ -12,7 +12,7 @@ default judge's settings, every item fitted to the same 4096-token context:
 - d: llama.cpp, score mode, instructions and shared requests kept in the cache;
 - e: as d with the decision-first compact template and no criterion scores: only
   the verdict token is read;
-- f: the judge's state head, where its registry entry has one (app/state_head.py): the
+- f: the judge's state head, where its registry entry has one (app/deciding/state_head.py): the
   verdict read from the model's hidden states of each answer, no reply at all. Modes
   a-e run the same model without its head (and without a relevance join).
 
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
 
     entry = load_registry().get(name)
     # Modes a-e: the judging modes of the LLM engine. A registry's relevance join (MiniLM
-    # through torch, app/relevance.py) would add the same cost to every one, and a state
+    # through torch, app/deciding/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
     if mode in ("f", "g") and entry.judging.state_head is None:

@@ -76,7 +76,7 @@ def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: i
         "Auto-J dev, each judge through its head (no reply), one llama.cpp thread, each in its "
         f"own process; ratios against `{reference}` measured in the same run. A row named "
         "'+ criterion scores' is the same judge reading each criterion's score beside its "
-        "verdict (app/criterion_reads.py): their cost per pair is the difference.",
+        "verdict (app/deciding/criterion_reads.py): their cost per pair is the difference.",
         "",
         "| judge | s/pair | x reference time | peak RSS MB | x reference RSS | model file MB "
         "| RSS above the file MB | agreement % |",

@@ -1,7 +1,7 @@
 """The types of a judge's verdict settings, as a registry entry declares them.
 
 They live with the registry (the models layer) so it needs nothing of the core; the core
-(app/verdicts.py, app/relevance.py) applies them.
+(app/deciding/verdicts.py, app/deciding/relevance.py) applies them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ PairCombine = Literal["agree", "calibrated"]
 
 
 class RelevanceJoin(BaseModel):
-    """Weights of a pairwise verdict joined with request relevance (app/relevance.py):
+    """Weights of a pairwise verdict joined with request relevance (app/deciding/relevance.py):
     P(A) = sigmoid(margin * (P(A) - P(B)) + relevance * (cos(request, A) - cos(request, B)))."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

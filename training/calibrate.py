@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from app.verdicts import calibrated_winner
+from app.deciding.verdicts import calibrated_winner
 
 
 def verdict_at(margin: float, tie_margin: float) -> str:

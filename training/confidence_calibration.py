@@ -1,5 +1,5 @@
 """Fit a judge's confidence calibration: an isotonic map from a confidence indicator
-to the share of right verdicts, stored with the judge (app/calibration.py).
+to the share of right verdicts, stored with the judge (app/deciding/calibration.py).
 
 State-head judges, on their own training pairs:
 
@@ -37,10 +37,10 @@ from typing import get_args
 
 import numpy as np
 
-from app.calibration import ConfidenceCalibration, Indicator
+from app.deciding.calibration import ConfidenceCalibration, Indicator
+from app.deciding.state_head import load_state_head
 from app.io.judgments import read_judgments
 from app.records import Judgment, Status
-from app.state_head import load_state_head
 from training.labelled_files import load_labelled
 from training.meta_metrics import calibration_error
 from training.rescore import attach_judgments

@@ -1,7 +1,7 @@
 """How often a head judge's criterion scores agree with its verdict, from saved judgments.
 
 A head's pairwise judgment with criteria keeps the decision their weighted means give on
-their own (`criteria_verdict`, app/criterion_reads.py). On the pairs the head decided (A
+their own (`criteria_verdict`, app/deciding/criterion_reads.py). On the pairs the head decided (A
 or B, not uncertain): the share where the criteria favour the same answer, and how often
 the verdict is right when they agree and when they do not (what a user who is told of a
 disagreement should make of it). The criteria's decision alone is scored against the

@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
+from app.catalog.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
+from app.catalog.scenarios import Catalog, load_catalog
 from app.errors import PocketJudgeError
+from app.formats.prompts import get_template
 from app.io.reader import read_rows
-from app.prompts import get_template
 from app.records import JudgeItem, Protocol
-from app.scenarios import Catalog, load_catalog
 from app.service import prompt_input
 from training.config import CounterexampleMatch, DataConfig, resolve_path
 

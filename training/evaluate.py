@@ -28,14 +28,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.calibration import ConfidenceCalibration, load_calibration
+from app.catalog.scenarios import load_catalog
+from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
 from app.judging_arguments import add_judging_arguments, judging_overrides
 from app.model_settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
-from app.scenarios import load_catalog
 from app.service import JudgeConfig
 from models.backends.base import BackendOptions, SamplingParams
 from models.registry import ModelEntry
@@ -280,7 +280,7 @@ def evaluate_files(
     of a cascade); each pairwise file then gets the cascade curve (`cascade`).
     `base_judgments`: a saved run of the judge's base model on the same files, in score
     mode; the confidence indicators then include the entropy minus the base's.
-    `calibration`: re-scoring only: a calibration file (app/calibration.py) applied to
+    `calibration`: re-scoring only: a calibration file (app/deciding/calibration.py) applied to
     the saved judgments, as if the judge had had it when judging.
 
     `model` is a registry name or a model path (None: the registry default);

@@ -6,7 +6,7 @@
     python -m training.gpu_levels merge --gguf G --tokens T.npz --reads DIR \\
         --score-cache S --state-cache C                                      # here
 
-A criterion read (app/criterion_reads.py) is one score-mode reply holding one value.
+A criterion read (app/deciding/criterion_reads.py) is one score-mode reply holding one value.
 `tokens` builds, through the real service and llama.cpp's tokenizer, each read's prompt
 tokens with the text the reply's schema forces before the value (what the engine
 evaluates before it reads the value), and where two levels share a first token ("1"
@@ -71,7 +71,7 @@ def level_ids(pieces: list[str]) -> np.ndarray:
 # -- here: the reads as token ids -----------------------------------------------------
 def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
     """(item, config) of every labelled row whose criterion reads are wanted."""
-    from app.criteria_resolution import CriteriaChoice
+    from app.catalog.criteria_resolution import CriteriaChoice
     from models.registry import load_registry
     from training.evaluate import file_config
 
@@ -175,8 +175,8 @@ def build_tokens(
 
 def likelihood_tokens(backend, out: Path) -> None:  # type: ignore[no-untyped-def]
     """The default head's likelihood reads of vicuna_eval's answers (training.gpu_reads)."""
+    from app.deciding.state_head import load_state_head
     from app.io.reader import read_rows
-    from app.state_head import load_state_head
     from models.registry import MODELS_DIR, load_registry
     from training.gpu_reads import tokenize_reads
 
@@ -192,7 +192,7 @@ def likelihood_tokens(backend, out: Path) -> None:  # type: ignore[no-untyped-de
 
 def _scenario_texts() -> list[str]:
     """The scenario classifier's requests (train and test), as detection reads them."""
-    from app.scenario_detection import request_text
+    from app.catalog.scenario_detection import request_text
     from training.scenario_classifier import TEST_FILE, TRAIN_FILE, read_split
 
     texts = [request_text(t) for path in (TRAIN_FILE, TEST_FILE) for t in read_split(path)[0]]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
 from app.records import JudgeItem
-from app.state_head import ANSWER_CHARS, QUESTION_CHARS
 
 RUN_DIR = Path("training/runs/likelihood-head")
 ALPACAEVAL_PAIRS = 800

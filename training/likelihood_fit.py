@@ -73,7 +73,7 @@ def _best_variant(states: np.ndarray, table: list, pairs: list, variants: dict) 
     best: tuple | None = None
     for name, (use_states, names, use_relevance) in VARIANTS.items():
         if use_relevance and relevance is None:
-            from app.relevance import relevance_differences
+            from app.deciding.relevance import relevance_differences
 
             relevance = relevance_differences(pairs)
         x = _design(
@@ -90,7 +90,7 @@ def _best_variant(states: np.ndarray, table: list, pairs: list, variants: dict) 
 
 
 def fit(args: argparse.Namespace) -> int:
-    from app.state_head import StateHead
+    from app.deciding.state_head import StateHead
     from training.data import write_single_rows
     from training.meta_metrics import longer_answer
     from training.state_head import HELDOUT_FILE
@@ -167,7 +167,7 @@ def fit(args: argparse.Namespace) -> int:
 def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[no-untyped-def]
     """The judge for any GGUF: likelihood features alone (no states, no length), a
     logistic head fitted here; its weights are in nats, which every model shares."""
-    from app.state_head import StateHead
+    from app.deciding.state_head import StateHead
 
     x = _design(None, table, LIKELIHOOD, None)
     decisive = np.array([w in ("A", "B") for w in winners])
@@ -196,7 +196,7 @@ def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[
 def refit_grades(args: argparse.Namespace) -> int:
     """Fit the grade head of the judge in `args.out` again on the single rows read now,
     leaving its pairwise head as it is (the pairwise cross-validation takes most of `fit`)."""
-    from app.state_head import StateHead
+    from app.deciding.state_head import StateHead
 
     path = args.out / "state_head.json"
     head = StateHead.model_validate_json(path.read_text(encoding="utf-8"))

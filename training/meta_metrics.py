@@ -36,9 +36,9 @@ from typing import Any
 from scipy import stats
 from sklearn.metrics import precision_recall_fscore_support
 
+from app.catalog.scenarios import Catalog
 from app.errors import UnknownNameError
 from app.records import Status, Winner
-from app.scenarios import Catalog
 
 CLASSES: tuple[Winner, ...] = ("A", "B", "tie")
 CONFIDENCE_BUCKETS = 5  # equal-count buckets of rows, least confident first
@@ -60,7 +60,7 @@ class PairRow:
     group: str = OTHER_GROUP
     confidence: float | None = None  # the judge's probability of its verdict (leaning)
     calibrated: float | None = None  # its calibrated confidence, where the judge has a map
-    # mean full-vocabulary entropy where it decided (app.judgment_builder.decision_entropy)
+    # mean full-vocabulary entropy where it decided (app.deciding.judgment_builder.decision_entropy)
     entropy: float | None = None
 
 

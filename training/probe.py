@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.deciding.state_head import state_text
 from app.records import JudgeItem
-from app.state_head import state_text
 from training.config import DataConfig, resolve_path
 from training.meta_metrics import longer_answer, percent
 
@@ -153,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
     from models.backends.state_reader import StateReader
     from models.bases import base_gguf
     from training.data import BuildReport, training_pairs

@@ -11,7 +11,7 @@ judged by the engine pairwise on the row's rubric, once with the reference and o
 without, and the report gives, on the same pairs:
 
 - the verdict with the reference (the head plus its reference reading,
-  app.state_judging.with_reference_reading) and without it (the head alone);
+  app.deciding.state_judging.with_reference_reading) and without it (the head alone);
 - the decision of the criterion scores alone, read with and without the reference;
 - the longer answer.
 

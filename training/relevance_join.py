@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from app.deciding.relevance import relevance_differences
 from app.io.writer import write_jsonl
 from app.records import JudgeItem
-from app.relevance import relevance_differences
 from models.verdict_settings import RelevanceJoin
 from training.config import resolve_config_path, resolve_path
 from training.meta_metrics import longer_answer, percent
@@ -50,7 +50,7 @@ EVAL_FILES = (
 def fitting_pairs(config_name: str, pairs: int, seed: int = 99) -> list[JudgeItem]:
     """`pairs` AlpacaEval pairs the config's judge never trained on, plus as many
     nearest-request counterexamples."""
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
     from training.alpacaeval import length_balanced, read_decisive
     from training.config import load_config
     from training.data import BuildReport, alpacaeval_training_pairs, counterexamples
@@ -113,9 +113,9 @@ def features(judgments: Path, data_file: Path) -> tuple[np.ndarray, list[JudgeIt
 def apply_join(judgments: Path, weights: RelevanceJoin, uncertain_below: float) -> list:
     """Saved judgments of the evaluation files, pairwise ones joined with relevance as the
     engine joins them, then marked uncertain below the threshold (as the engine does)."""
+    from app.deciding.relevance import join_relevance
+    from app.deciding.verdicts import mark_uncertain
     from app.io.judgments import read_judgments
-    from app.relevance import join_relevance
-    from app.verdicts import mark_uncertain
 
     items = {resolve_path(name).name: labelled_items(resolve_path(name)) for name in EVAL_FILES}
     joined = []
@@ -167,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     apply = commands.add_parser(
         "apply",
         help="join saved judgments of the evaluation files with relevance through the "
-        "engine's own join (app/relevance.py), for `training.evaluate --judgments`",
+        "engine's own join (app/deciding/relevance.py), for `training.evaluate --judgments`",
     )
     apply.add_argument("judgments", type=Path)
     apply.add_argument("--margin", type=float, required=True)

@@ -121,7 +121,7 @@ def relevance_verdicts(features: np.ndarray) -> list[str]:
 def training_sets(share: float, seed: int) -> tuple[list[JudgeItem], dict[str, list[JudgeItem]]]:
     """All labelled Auto-J training pairs (no length balance), and for each way of matching
     the counterexamples built from them."""
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
     from training.data import BuildReport, training_pairs
 
     catalog = load_catalog()

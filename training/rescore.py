@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app import verdicts
+from app.deciding import verdicts
 from app.errors import PocketJudgeError
+from app.formats.prompts import get_template
 from app.io.reader import InputRow
-from app.prompts import get_template
 from app.records import Judgment, Status, Winner
 from training.labelled_files import FILE_KEY, EvaluationError, LabelledFile
 

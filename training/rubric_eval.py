@@ -6,7 +6,7 @@
 Every row of a Prometheus absolute-grading file (../shared/data/prometheus/vicuna_eval.json:
 80 requests x 4 answers, one rubric each, three GPT-4 grades 1-5) is judged by the engine
 as a user's row with its rubric would be: the rubric grade is the criterion read's
-expected level (app/criterion_reads.py), read once with the row's reference answer in
+expected level (app/deciding/criterion_reads.py), read once with the row's reference answer in
 the prompt and once without it. Beside it, on the same rows: the judge's own grade (its
 grade head, which reads neither rubric nor reference) and the length of the answer.
 Correlations are with the mean of GPT-4's three grades (Pearson, Spearman, Kendall).

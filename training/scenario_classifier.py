@@ -1,4 +1,4 @@
-"""Fit the scenario classifier (app/scenario_detection.py) and measure it.
+"""Fit the scenario classifier (app/catalog/scenario_detection.py) and measure it.
 
     python -m training.scenario_classifier [--out models/scenario_classifier.npz]
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.scenario_detection import CLASSIFIER_PATH, ScenarioClassifier, request_text
+from app.catalog.scenario_detection import CLASSIFIER_PATH, ScenarioClassifier, request_text
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "autoj"
 TRAIN_FILE = DATA_DIR / "scenario_classifier_train.jsonl"
@@ -55,7 +55,7 @@ def embeddings(texts: Sequence[str], cache: Path) -> np.ndarray:
     path = cache.with_name(f"{cache.stem}-{key}.npy")
     if path.is_file():
         return np.load(path)
-    from app.relevance import embed
+    from app.deciding.relevance import embed
 
     vectors = embed([request_text(t) for t in texts])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in (args.train, args.test):
         if not path.is_file():
             raise SystemExit(f"{path} is missing: the Auto-J data belongs in ../shared/data/autoj/")
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
 
     train_texts, train_labels = read_split(args.train)
     test_texts, test_labels = read_split(args.test)

@@ -1,6 +1,6 @@
 """Score-mode replies cached on disk by (model, prompt tokens, reply schema), resumable.
 
-A criterion read (app/criterion_reads.py) is a score-mode reply: its probabilities depend
+A criterion read (app/deciding/criterion_reads.py) is a score-mode reply: its probabilities depend
 on the prompt's tokens and on what the reply may hold, nothing else (greedy choice, no
 sampling). An evaluation that wraps the backend's `score` with `CachedScores` reads each
 prompt once: a run again, a run resumed, or replies read elsewhere (a lent GPU,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.catalog.scenarios import Catalog
 from app.records import JudgeItem, Judgment, Status
-from app.scenarios import Catalog
 from training.labelled_files import LabelledFile
 from training.meta_metrics import (
     JUDGE_SCALE,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.relevance import embed
+from app.deciding.relevance import embed
 
 
 def neighbours_by_similarity(texts: Sequence[str]) -> list[list[int]]:

@@ -1,7 +1,7 @@
 """Request states (`state_features`) cached on disk by text, for scenario detection.
 
 A judge whose scenario classifier reads its own states of each request (`scenario:
-auto`, app/scenario_detection.py) reads every request once more; an evaluation that
+auto`, app/catalog/scenario_detection.py) reads every request once more; an evaluation that
 wraps the backend's `state_features` with `CachedStates` reads each text once, and
 states read elsewhere (a lent GPU, `training.gpu_levels`) cost nothing.
 """

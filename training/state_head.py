@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.deciding.state_head import length_log_ratio, state_text
 from app.records import JudgeItem
-from app.state_head import length_log_ratio, state_text
 from training.state_head_data import (
     FeatureCache,
     saved_fitting_pairs,
@@ -142,7 +142,7 @@ def signals_of(
     cache: FeatureCache, pairs: list[JudgeItem]
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per pair: the state difference, and each explicit signal (read once for all variants)."""
-    from app.relevance import relevance_differences
+    from app.deciding.relevance import relevance_differences
 
     first, second = cache.pair_features(pairs)
     extra = {
@@ -226,7 +226,7 @@ def agreement_by_source(found: list[str], pairs: list[JudgeItem]) -> dict[str, f
 
 
 def fit(args: argparse.Namespace) -> int:
-    from app.state_head import StateHead
+    from app.deciding.state_head import StateHead
     from training.data import write_single_rows
     from training.meta_metrics import longer_answer
 

@@ -14,7 +14,7 @@ file is read:
 
 The set is built once and kept beside the cache (`saved_fitting_pairs`). Features are
 the frozen GGUF's pooled states of each distinct request + answer
-text (`app.state_head.state_text`), cached by the text's hash in chunk files of
+text (`app.deciding.state_head.state_text`), cached by the text's hash in chunk files of
 `CHUNK` texts: a run killed at any moment loses at most one chunk, and
 `--part K --parts N` lets N processes (one core each) share the texts.
 """
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.deciding.state_head import state_text
 from app.records import JudgeItem
-from app.state_head import state_text
 
 CHUNK = 25
 AUTOJ_COUNTER_SHARE = 0.3
@@ -42,7 +42,7 @@ def fitting_pairs(
     alpacaeval: int, seed: int = SEED, per_request: int = ALPACA_PER_REQUEST
 ) -> list[JudgeItem]:
     """The labelled pairs of the fitting set (see the module's docstring)."""
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
     from training.alpacaeval import length_balanced, read_decisive
     from training.config import DataConfig, resolve_path
     from training.data import PAIRWISE_FILE, BuildReport, _labelled, counterexamples

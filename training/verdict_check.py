@@ -30,8 +30,8 @@ SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
 
 def prepare(config: TrainingConfig, out: Path) -> dict:
     """Tokenize every labelled pair of the eval files, both orders, into `out`/<file>.json."""
+    from app.catalog.scenarios import load_catalog
     from app.io.reader import read_rows
-    from app.scenarios import load_catalog
     from models.bases import base_gguf
     from training.data import BuildReport, pairwise_examples
     from training.lora import IGNORE, ExampleTokenizer

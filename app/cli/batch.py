@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from app.batch_run import ExitCode, exit_code
 from app.cli.judge_options import backend_options
 from app.errors import PocketJudgeError
-from app.prompts import get_template
+from app.formats.prompts import get_template
 from app.records import JudgeItem, Judgment, Status
 
 if TYPE_CHECKING:

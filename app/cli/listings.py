@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from app.prompts import get_template, template_names
-from app.scenarios import load_catalog
+from app.catalog.scenarios import load_catalog
+from app.formats.prompts import get_template, template_names
 
 
 def add_listing_parsers(commands: argparse._SubParsersAction) -> None:

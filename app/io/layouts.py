@@ -25,11 +25,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.catalog.rubrics import Rubric
 from app.datafiles import first_problem
 from app.errors import InputError, validation_message
 from app.io.prometheus import PromptError, is_prompt, make_rubric, split_prompt, strip_brackets
 from app.records import MAX_ANSWERS, JudgeItem, Label
-from app.rubrics import Rubric
 
 UNKNOWN = "unknown"
 

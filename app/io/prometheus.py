@@ -22,7 +22,7 @@ import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.rubrics import Rubric, RubricCriterion
+from app.catalog.rubrics import Rubric, RubricCriterion
 
 SCALE = (1, 5)
 RUBRIC_ID = "prometheus"

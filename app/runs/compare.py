@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.catalog.scenarios import Catalog, load_catalog
 from app.dashboard import group_of
 from app.leaderboard import ModelStanding, leaderboard
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.runs.store import RunInfo, StoredRow
-from app.scenarios import Catalog, load_catalog
 
 SINGLE_AGREE_POINTS = 1.0
 

@@ -82,8 +82,8 @@ def run_versions(template: str | None, model_file: Path | None = None) -> dict[s
     template file's and the model file's content (hash prefixes; a model file by size and
     modification time, as hashing gigabytes per run would cost seconds)."""
     from app import __version__
+    from app.formats.prompts import TEMPLATES_DIR
     from app.io.resumable import file_digest
-    from app.prompts import TEMPLATES_DIR
 
     versions: dict[str, object] = {"pocketjudge": __version__}
     template_file = TEMPLATES_DIR / f"{template}.yaml" if template else None

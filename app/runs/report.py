@@ -29,12 +29,12 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from app import __version__, charts
+from app.catalog.scenarios import Catalog, load_catalog
 from app.dashboard import Dashboard, summarize
 from app.leaderboard import ModelStanding, leaderboard
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.runs.compare import RunComparison, decision_text
 from app.runs.store import RunInfo, StoredRow
-from app.scenarios import Catalog, load_catalog
 
 HASH_CHARS = 12  # of an input file's hash shown
 CHART_HEIGHT = 400  # px, for a figure that sets no height of its own

@@ -19,11 +19,11 @@ import streamlit as st
 
 from app import charts
 from app.batch_job import BatchJob, BatchSnapshot
+from app.catalog.rubrics import Rubric
+from app.catalog.scenarios import Catalog, load_catalog
 from app.dashboard import Dashboard, summarize
 from app.leaderboard import ModelStanding, grade_scale, leaderboard
 from app.records import Judgment
-from app.rubrics import Rubric
-from app.scenarios import Catalog, load_catalog
 from app.ui.model_cache import RUNNING_STATES, SharedJudge
 from app.ui.settings import measured_rows
 from app.ui.tables import (

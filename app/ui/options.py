@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.criteria_resolution import AUTO
+from app.catalog.criteria_resolution import AUTO
+from app.catalog.scenarios import DEFAULT_SCENARIO, Catalog
 from app.records import MAX_ANSWERS, Protocol
-from app.scenarios import DEFAULT_SCENARIO, Catalog
 
 AUTO_LABEL = "auto: each row's own scenario, else default"
 

@@ -3,7 +3,7 @@
 The draft shown in the editor is `st.session_state["rubric.draft"]`; the rubric the judge
 uses is the stored `cfg.rubric`. Loading a file puts it in use at once; edits apply when
 "Use this rubric" is clicked (they are validated like a rubric file). Files are YAML in the
-form `app.rubrics.load_rubric` reads and `save_rubric` writes.
+form `app.catalog.rubrics.load_rubric` reads and `save_rubric` writes.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import streamlit as st
 import yaml
 
+from app.catalog.rubrics import Rubric, builtin_rubrics, load_rubric, rubric_to_dict, save_rubric
 from app.errors import PocketJudgeError
-from app.rubrics import Rubric, builtin_rubrics, load_rubric, rubric_to_dict, save_rubric
 from app.ui import state
 from app.ui.rubric_tables import blank_rubric, rubric_from_tables, rubric_tables
 from app.ui.settings import user_rubrics_dir

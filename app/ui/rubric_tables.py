@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from app.catalog.rubrics import Rubric
 from app.datafiles import validate
-from app.rubrics import Rubric
 
 CRITERIA_COLUMNS = ("id", "name", "description", "min", "max", "weight")
 LEVEL_COLUMNS = ("criterion", "scores", "description")

@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from app.criteria_types import LIBRARY_SCALE
+from app.catalog.criteria_types import LIBRARY_SCALE
+from app.catalog.rubrics import Rubric
+from app.catalog.scenarios import Catalog
+from app.deciding.scoring import ScoringRule
 from app.io.layouts import row_id
 from app.io.reader import InputRow
 from app.io.writer import to_csv, write_jsonl
 from app.records import Judgment, Status
-from app.rubrics import Rubric
-from app.scenarios import Catalog
-from app.scoring import ScoringRule
 
 PREVIEW_COLUMNS = ("line", "id", "status", "layout", "answers", "reference", "question", "error")
 RESULT_COLUMNS = (

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 import streamlit as st
 
 from app import charts
+from app.catalog.scenarios import load_catalog
 from app.records import Judgment, Protocol, Status
-from app.scenarios import load_catalog
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
 
@@ -214,7 +214,7 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
 
 def head_note(parts: dict[str, float]) -> str:
     """How much each signal of a head moved a pairwise verdict (logit units), in words."""
-    from app.state_head import part_phrases
+    from app.deciding.state_head import part_phrases
 
     rewards = ["relevance rewards the request's topic"] if parts.get("relevance") else []
     rewards += ["length rewards more text"] if parts.get("length") else []

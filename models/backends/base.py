@@ -7,7 +7,7 @@ in `Capabilities`, never probed with `hasattr`:
 - `score_distributions`: it can read token probabilities at the value positions
   an `OutputSpec` marks, and restrict those values to the allowed candidates;
 - `states`: it can read the model's hidden states of a text (`state_features`), which
-  a judge with a state head (app/state_head.py) decides from;
+  a judge with a state head (app/deciding/state_head.py) decides from;
 - `gpu_offload`, `batching`: as named.
 """
 

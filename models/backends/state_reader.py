@@ -1,4 +1,5 @@
-"""A GGUF model's hidden states for a text, pooled: what a state head (app/state_head.py) reads.
+"""A GGUF model's hidden states for a text, pooled: what a state head reads
+(app/deciding/state_head.py).
 
 llama.cpp gives per-token final-layer states from a context made for embeddings
 without pooling. The reader makes such a context on the weights of a model that

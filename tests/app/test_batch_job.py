@@ -15,11 +15,11 @@ import pytest
 
 from app.batch_job import BatchJob
 from app.batch_run import BACKEND_STREAK
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.scenarios import load_catalog
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Status
-from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import Message
 from tests.support.fake_backend import FakeBackend

@@ -1,4 +1,4 @@
-"""A judge's confidence calibration (app/calibration.py) and its fitting."""
+"""A judge's confidence calibration (app/deciding/calibration.py) and its fitting."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.calibration import ConfidenceCalibration, load_calibration
+from app.catalog.scenarios import load_catalog
+from app.deciding.calibration import ConfidenceCalibration, load_calibration
+from app.deciding.scoring import ScoringRule
 from app.errors import ConfigError
 from app.judge_config import JudgeParts
 from app.records import Judgment, Protocol, Status
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
 from tests.app.test_service import item, pair_json
 from tests.support.fake_backend import FakeBackend

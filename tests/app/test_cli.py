@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from app.catalog.scenarios import SCENARIOS_DIR, load_catalog
 from app.cli import main
 from app.records import Judgment, Protocol, Status
-from app.scenarios import SCENARIOS_DIR, load_catalog
 from models.registry import load_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.rubrics import Rubric, RubricCriterion
+from app.catalog.scenarios import Catalog, load_catalog
 from app.records import JudgeItem
-from app.rubrics import Rubric, RubricCriterion
-from app.scenarios import Catalog, load_catalog
 
 
 def _rubric(rubric_id: str) -> Rubric:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from app.catalog.scenarios import load_catalog
 from app.dashboard import GroupSummary, ProblemRow, group_of, summarize
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from app.scenarios import load_catalog
 
 CATALOG = load_catalog()
 

@@ -8,19 +8,19 @@ import json
 
 import pytest
 
-from app.output_format import ReplyLayout, json_schema, output_spec
-from app.parsing import ParseFailure, parse_output
-from app.prompts import get_template, template_names
-from app.records import Protocol
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
-from app.scoring import (
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import (
     ScoringRule,
     ranking_reachable,
     reachable_overalls,
     verdict_from_overall,
     verdict_reachable,
 )
+from app.formats.output_format import ReplyLayout, json_schema, output_spec
+from app.formats.parsing import ParseFailure, parse_output
+from app.formats.prompts import get_template, template_names
+from app.records import Protocol
 
 CATALOG = load_catalog()
 RULE = ScoringRule(CATALOG.specs_for(criteria_ids=["accuracy", "relevance", "clarity"]))

@@ -41,7 +41,7 @@ def setting():
     entry = load_registry().get()
     need_model(entry.path(), entry.name)
     # the model's own replies: the head off, and the verdict alone (the head's criterion
-    # scores are always read in score mode: app/criterion_reads.py)
+    # scores are always read in score mode: app/deciding/criterion_reads.py)
     replies = SettingsLayer(state_head=False, criterion_scores=False)
     config = judge_config(entry, replies, protocol=Protocol.PAIRWISE)
     row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label

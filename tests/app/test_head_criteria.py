@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import criterion_reads
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.rubrics import load_rubric
+from app.deciding import criterion_reads
+from app.deciding.state_head import StateHead
 from app.judge_config import JudgeParts
 from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.rubrics import load_rubric
 from app.service import JudgeConfig, JudgeService
-from app.state_head import StateHead
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 
@@ -128,8 +128,8 @@ def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_ref
 
 def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     """The arithmetic of `with_reference_reading` on a judgment built by hand."""
+    from app.deciding.state_judging import with_reference_reading
     from app.records import AnswerScores
-    from app.state_judging import with_reference_reading
 
     judged = Judgment(
         id="p",
@@ -185,8 +185,8 @@ def test_a_ranking_keeps_the_heads_order_and_the_criteria_order_apart(tiny, head
 def test_a_read_without_probabilities_leaves_the_scores_out_and_says_why():
     """Logic around the backend: a reply with no level probabilities (a backend that
     gives none) is never turned into an invented score."""
-    from app.criteria_types import CriterionSpec
-    from app.scoring import ScoringRule
+    from app.catalog.criteria_types import CriterionSpec
+    from app.deciding.scoring import ScoringRule
     from models.backends.base import Generation
 
     head_said = Judgment(

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.leaderboard import bradley_terry, grade_scale, leaderboard, mean_interval
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from app.rubrics import RUBRICS_DIR, load_rubric
 
 # --------------------------------------------------------------------------- Bradley-Terry
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.errors import ConfigError
+from app.formats.prompts import DEFAULT_TEMPLATE
 from app.judge_config import JudgeConfig, JudgeParts
 from app.model_settings import SettingsLayer, judge_config, judge_settings, with_changes
-from app.prompts import DEFAULT_TEMPLATE
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import ModelEntry, load_registry
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from app.native_formats import NATIVE_FORMATS, native_format, parse_native
-from app.native_parsers import NativeReply
-from app.parsing import ParseFailure
-from app.prompts import get_template, template_names
+from app.formats.native_formats import NATIVE_FORMATS, native_format, parse_native
+from app.formats.native_parsers import NativeReply
+from app.formats.parsing import ParseFailure
+from app.formats.prompts import get_template, template_names
 from app.records import Protocol
 
 CASES_FILE = Path(__file__).parent / "native_cases.json"

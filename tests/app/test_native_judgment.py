@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.scenarios import load_catalog
+from app.formats.native_parsers import judgelm_pairwise, pandalm_pairwise
+from app.formats.prompts import get_template
 from app.leaderboard import grade_scale
 from app.model_settings import config_of
-from app.native_parsers import judgelm_pairwise, pandalm_pairwise
-from app.prompts import get_template
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.scenarios import load_catalog
 from app.service import JudgeService, prompt_input, row_problem
 from models.backends.base import Generation, SamplingParams
 from tests.support.fake_backend import FakeBackend

@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from app.criteria_types import CriterionSpec, default_weight
-from app.output_format import (
+from app.catalog.criteria_types import CriterionSpec, default_weight
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule, ranking_from_overall
+from app.formats.output_format import (
     FEEDBACK_MAX_CHARS,
     VERDICTS,
     JudgeValueRules,
@@ -17,11 +20,8 @@ from app.output_format import (
     json_schema,
     output_spec,
 )
-from app.parsing import parse_output
+from app.formats.parsing import parse_output
 from app.records import Protocol
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule, ranking_from_overall
 from models.backends.base import OutputSpec, ValueRule
 from models.backends.json_tracker import JsonTracker
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from app.criteria_types import CriterionSpec, default_weight
-from app.parsing import ParsedOutput, ParseFailure, last_json_object, parse_output
+from app.catalog.criteria_types import CriterionSpec, default_weight
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule
+from app.formats.parsing import ParsedOutput, ParseFailure, last_json_object, parse_output
 from app.records import Protocol
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 
 CASES_FILE = Path(__file__).parent / "parser_cases.json"
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text(encoding="utf-8"))

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import Scenario, load_catalog
+from app.deciding.scoring import ScoringRule
 from app.errors import ConfigError, UnknownNameError
-from app.prompts import (
+from app.formats.prompts import (
     DEFAULT_TEMPLATE,
     AnswerSlot,
     PromptInput,
@@ -28,9 +31,6 @@ from app.prompts import (
     template_names,
 )
 from app.records import Protocol
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import Scenario, load_catalog
-from app.scoring import ScoringRule
 from models.backends.base import Message
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

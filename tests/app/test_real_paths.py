@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from app.criteria_resolution import resolve
+from app.catalog.criteria_resolution import resolve
+from app.catalog.scenarios import load_catalog
+from app.formats.output_format import ReplyLayout
+from app.formats.prompts import get_template
 from app.judge_config import JudgeParts
-from app.output_format import ReplyLayout
-from app.prompts import get_template
 from app.records import JudgeItem, Protocol, Status
-from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.judge_settings import JudgeSettings

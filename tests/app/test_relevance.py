@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.deciding.relevance import join_relevance, relevance_differences
 from app.model_settings import SettingsLayer, judge_settings
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.relevance import join_relevance, relevance_differences
 from models.registry import ModelEntry, load_registry
 from models.verdict_settings import RelevanceJoin
 from tests.app.test_score_mode import DECISION, service, verdict_reply

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.judge_config import JudgeParts
-from app.records import JudgeItem, Protocol, Status
-from app.scenario_detection import (
+from app.catalog.scenario_detection import (
     ScenarioClassifier,
     detect_scenarios,
     request_text,
     shipped_classifier,
 )
+from app.judge_config import JudgeParts
+from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ConfigError, UnknownNameError
-from app.rubrics import (
+from app.catalog.rubrics import (
     RUBRICS_DIR,
     Rubric,
     RubricCriterion,
@@ -14,7 +13,8 @@ from app.rubrics import (
     load_rubric,
     save_rubric,
 )
-from app.scenarios import CATEGORIES, SCENARIOS_DIR, Catalog, load_catalog
+from app.catalog.scenarios import CATEGORIES, SCENARIOS_DIR, Catalog, load_catalog
+from app.errors import ConfigError, UnknownNameError
 
 GROUP_SIZES = {
     "Summarization": 3,

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule
 from app.records import JudgeItem, Protocol, Status
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 from app.service import JudgeConfig, JudgeService
 from models.judge_settings import JudgeSettings
 from tests.support.fake_backend import FakeBackend, reply

@@ -8,10 +8,10 @@ from fractions import Fraction
 
 import pytest
 
-from app.criteria_types import CriterionSpec, default_weight
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
-from app.scoring import (
+from app.catalog.criteria_types import CriterionSpec, default_weight
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import (
     TEN_SCALE,
     ScoringRule,
     expected,

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.judge_config import JudgeParts
 from app.model_settings import config_of
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
 from app.service import JudgeConfig, JudgeService, Progress, infer_protocol
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions, SamplingParams

@@ -10,10 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import ConfigError
-from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
-from app.state_head import (
+from app.deciding.state_head import (
     StateHead,
     answer_parts,
     load_state_head,
@@ -21,6 +18,9 @@ from app.state_head import (
     state_text,
     verdict_parts,
 )
+from app.errors import ConfigError
+from app.records import JudgeItem, Protocol, Status
+from app.service import JudgeService
 from models.backends.base import BackendOptions, Capabilities
 from models.readings import pooled
 from tests.support.fake_backend import FakeBackend

@@ -65,7 +65,7 @@ def test_cut_keeps_the_closing_token() -> None:
 
 
 def test_relevance_reads_through_it(built: Path) -> None:
-    from app.relevance import _encoder, request_similarities
+    from app.deciding.relevance import _encoder, request_similarities
 
     assert isinstance(_encoder(), SentenceEncoder)
     near, far = request_similarities(

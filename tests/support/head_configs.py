@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.deciding.state_head import StateHead
 from app.judge_config import JudgeConfig, JudgeParts
 from app.model_settings import with_changes
 from app.records import Protocol
-from app.state_head import StateHead
 
 
 def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:

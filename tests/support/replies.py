@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.output_format import ReplyLayout
-from app.parsing import ParseFailure, parse_output
+from app.deciding.scoring import ScoringRule
+from app.formats.output_format import ReplyLayout
+from app.formats.parsing import ParseFailure, parse_output
 from app.records import Protocol
-from app.scoring import ScoringRule
 
 
 def parses(parser: Callable[[str], object], text: str) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.calibration import load_calibration
+from app.deciding.calibration import load_calibration
 from app.io.writer import write_jsonl
 from app.records import Judgment, Protocol, Status
 from tests.support.needs import shared_file

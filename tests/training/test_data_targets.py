@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 import torch
 
-from app.criteria_resolution import CriteriaChoice, resolve
-from app.output_format import ReplyLayout, json_schema
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.scenarios import load_catalog
+from app.formats.output_format import ReplyLayout, json_schema
 from app.records import JudgeItem, Protocol
-from app.scenarios import load_catalog
 from tests.support.needs import SHARED_DATA, shared_file
 from training.config import DataConfig
 from training.data import (

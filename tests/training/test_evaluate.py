@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule, verdict_from_overall
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
 from app.model_settings import SettingsLayer
 from app.records import Judgment, Status
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule, verdict_from_overall
 from models.backends import register_backend
 from models.backends.base import BackendOptions, Generation, Message, OutputSpec, SamplingParams
 from tests.support.fake_backend import FakeBackend

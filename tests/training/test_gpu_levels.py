@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.rubrics import load_rubric
+from app.deciding.state_head import likelihood_judge_head
 from app.judge_config import JudgeParts
 from app.records import JudgeItem, Protocol
-from app.rubrics import load_rubric
 from app.service import JudgeConfig, JudgeService
-from app.state_head import likelihood_judge_head
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.scenarios import load_catalog
+from app.formats.prompts import get_template
 from app.judge_config import JudgeParts
 from app.model_settings import judge_config
-from app.prompts import get_template
 from app.records import Protocol, Status
-from app.scenarios import load_catalog
 from app.service import JudgeConfig, JudgeService, prompt_input
 from models.backends.base import BackendOptions, SamplingParams
 from models.backends.llama_cpp_backend import LlamaCppBackend

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.catalog.scenarios import load_catalog
 from app.records import Status
-from app.scenarios import load_catalog
 from training.meta_metrics import (
     PairRow,
     ScoreRow,

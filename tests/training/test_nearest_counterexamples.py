@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.catalog.scenarios import load_catalog
 from app.records import JudgeItem
-from app.scenarios import load_catalog
 from training.data import BuildReport, counterexamples
 from training.relevance_probe import (
     RelevanceHead,

@@ -3,7 +3,7 @@
 import numpy as np
 from llama_cpp import LLAMA_POOLING_TYPE_NONE, Llama
 
-from app.state_head import state_text
+from app.deciding.state_head import state_text
 from models.readings import pooled
 from training.probe import agreement, fit_head, pair_features
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.scenario_detection import CLASSIFIER_PATH, ScenarioClassifier, chosen_scenario
+from app.catalog.scenario_detection import CLASSIFIER_PATH, ScenarioClassifier, chosen_scenario
 from training.scenario_classifier import main
 
 REQUESTS = {
@@ -70,7 +70,7 @@ def test_fit_save_load_and_detect(tmp_path: Path) -> None:
 
 
 def test_the_shipped_classifier_loads_and_knows_the_catalog() -> None:
-    from app.scenarios import load_catalog
+    from app.catalog.scenarios import load_catalog
 
     classifier = ScenarioClassifier.load(CLASSIFIER_PATH)
     catalog = set(load_catalog().scenarios)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app.batch_job import BatchJob
+from app.catalog.scenarios import load_catalog
 from app.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
-from app.scenarios import load_catalog
 from app.service import row_problem
 from app.ui import state
 from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome

@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
+from app.catalog.scenarios import load_catalog
 from app.errors import PocketJudgeError, validation_message
 from app.followup import ask
 from app.records import JudgeItem, Judgment, Protocol
-from app.scenarios import load_catalog
 from app.service import reference_note
 from app.ui import state
 from app.ui.options import answer_label, answer_range

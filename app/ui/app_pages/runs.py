@@ -10,11 +10,11 @@ from pathlib import Path
 import streamlit as st
 
 from app import charts
+from app.catalog.scenarios import Catalog, load_catalog
 from app.dashboard import summarize
 from app.leaderboard import grade_scale, leaderboard
 from app.runs.compare import RunComparison, compare_runs
 from app.runs.store import RunInfo, RunStore, RunStoreError, StoredRow
-from app.scenarios import Catalog, load_catalog
 from app.ui.batch_view import criterion_name, judgment_downloads, render_dashboard, render_standings
 from app.ui.run_tables import (
     EMPTY_HINT,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from app.catalog.rubrics import Rubric, builtin_rubrics, load_rubric
 from app.datafiles import read_mapping
 from app.errors import InputError
 from app.io.layouts import LAYOUTS, UNKNOWN, detect_layout, row_id, to_item
 from app.records import JudgeItem, Label
-from app.rubrics import Rubric, builtin_rubrics, load_rubric
 from tests.support.needs import SHARED_DATA, missing
 
 AUTOJ_PROMPT = (

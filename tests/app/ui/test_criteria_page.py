@@ -7,10 +7,10 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from app.criteria_resolution import AUTO, resolve
+from app.catalog.criteria_resolution import AUTO, resolve
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
 from app.records import JudgeItem
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
 from app.ui.state import settings_from
 
 PAGE = "app_pages/criteria.py"

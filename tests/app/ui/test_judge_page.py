@@ -9,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app.metrics
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.records import Judgment, Protocol, Status
-from app.rubrics import RUBRICS_DIR, load_rubric
 
 QUESTION = "What is the capital of France?"
 REFERENCE = "Paris is the capital of France."

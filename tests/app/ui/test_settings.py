@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from app.criteria_resolution import AUTO, resolve
+from app.catalog.criteria_resolution import AUTO, resolve
+from app.catalog.rubrics import RUBRICS_DIR, load_rubric
+from app.catalog.scenarios import load_catalog
+from app.formats.prompts import DEFAULT_TEMPLATE
 from app.model_settings import SettingsLayer
-from app.prompts import DEFAULT_TEMPLATE
 from app.records import JudgeItem, Protocol
-from app.rubrics import RUBRICS_DIR, load_rubric
-from app.scenarios import load_catalog
 from app.ui.settings import (
     MAX_UPLOAD_ENV,
     MODEL_ENV,

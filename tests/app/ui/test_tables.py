@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.rubrics import RUBRICS_DIR, builtin_rubrics, load_rubric
 from app.errors import ConfigError
 from app.io.reader import read_rows
 from app.records import AnswerScores, Judgment, Protocol, Status
-from app.rubrics import RUBRICS_DIR, builtin_rubrics, load_rubric
 from app.ui.rubric_tables import blank_rubric, rubric_from_tables, rubric_tables
 from app.ui.tables import (
     csv_bytes,

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from app.output_format import json_schema
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule
+from app.formats.output_format import json_schema
 from app.records import Protocol
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
 

@@ -1,8 +1,8 @@
 """LlamaCppBackend on the tiny random-weight GGUF, through real llama.cpp.
 
 The tiny model writes junk. The grammar (from the JSON schema) and the value
-rules (from `app.output_format`) must still make every judgment valid JSON that
-`app.parsing.parse_output` accepts, with an overall, verdict and ranking that
+rules (from `app.formats.output_format`) must still make every judgment valid JSON that
+`app.formats.parsing.parse_output` accepts, with an overall, verdict and ranking that
 agree with the scores written.
 """
 
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.rubrics import load_rubric
+from app.catalog.scenarios import SCENARIOS_DIR, load_catalog
+from app.deciding.scoring import ScoringRule, verdict_from_overall
 from app.errors import BackendError, BackendUnavailable, UnknownNameError
-from app.output_format import answer_keys, output_spec
-from app.parsing import parse_output
-from app.prompts import AnswerSlot, PromptInput, get_template
+from app.formats.output_format import answer_keys, output_spec
+from app.formats.parsing import parse_output
+from app.formats.prompts import AnswerSlot, PromptInput, get_template
 from app.records import Protocol
-from app.rubrics import load_rubric
-from app.scenarios import SCENARIOS_DIR, load_catalog
-from app.scoring import ScoringRule, verdict_from_overall
 from models.backends import backend_names, create_backend
 from models.backends.base import (
     Backend,

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from app.output_format import ReplyLayout, output_spec
+from app.catalog.scenarios import load_catalog
+from app.deciding.scoring import ScoringRule
+from app.formats.output_format import ReplyLayout, output_spec
 from app.records import Protocol
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule
 from models.backends.reply_walker import ReplyWalker
 from models.backends.value_constraints import TokenTable
 from models.backends.value_reader import Feed, Rewind

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.scenarios import load_catalog
 from app.cli import main
-from app.criteria_resolution import CriteriaChoice
+from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.formats.output_format import ReplyLayout, output_spec
+from app.formats.parsing import parse_output
+from app.formats.prompts import AnswerSlot, PromptInput, get_template
 from app.judge_config import JudgeParts
-from app.output_format import ReplyLayout, output_spec
-from app.parsing import parse_output
-from app.prompts import AnswerSlot, PromptInput, get_template
 from app.records import JudgeItem, Protocol, Status
-from app.scenarios import load_catalog
-from app.scoring import ScoringRule, verdict_from_overall
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, Generation, SamplingParams, ScoreRequest
@@ -234,7 +234,7 @@ def test_the_decision_entropy_is_that_of_the_whole_vocabulary(plain) -> None:
 def test_every_protocol_gets_a_decision_entropy_and_an_entropy_calibration(plain) -> None:
     """The judgment's entropy is the mean of its decision positions' (both orders of a
     pair), and a judge calibrated on entropy maps it, through the real model."""
-    from app.calibration import ConfidenceCalibration
+    from app.deciding.calibration import ConfidenceCalibration
 
     calibration = ConfidenceCalibration(indicator="entropy", at=(0.0, 20.0), right=(0.9, 0.1))
     service = JudgeService(plain, "tiny")

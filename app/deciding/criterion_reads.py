@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.output_format import ReplyLayout, output_spec
+from app.deciding.scoring import ScoringRule
+from app.formats.output_format import ReplyLayout, output_spec
 from app.records import AnswerScores, Judgment, Protocol
-from app.scoring import ScoringRule
 from models.backends.base import Generation, OutputSpec
 
 TEMPLATE = "pocketjudge-criterion"

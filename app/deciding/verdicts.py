@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from app.deciding.scoring import probability_of_verdict
 from app.records import Judgment, Protocol, Status, Winner
-from app.scoring import probability_of_verdict
 
 VERDICT_ORDER: tuple[Winner, ...] = ("A", "B", "tie")
 SWAPPED = {"A": "B", "B": "A", "tie": "tie"}
@@ -118,8 +118,9 @@ def both_orders(
     one: Judgment, two: Judgment, winner: str, probs: Mapping[str, float], answers: tuple
 ) -> dict:
     """What a pair judged in both orders reports, however its two judgments were merged
-    (app.judgment_builder.combine_swapped, app.native_judgment): the verdict, whether the
-    orders agreed and what each said, the merged scores, and the first order's critique."""
+    (app.deciding.judgment_builder.combine_swapped, app.deciding.native_judgment): the
+    verdict, whether the orders agreed and what each said, the merged scores, and the
+    first order's critique."""
     return {
         "status": Status.OK,
         "winner": winner,

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import Field, model_validator
 
-from app.criteria_types import (
+from app.catalog.criteria_types import (
     Aggregate,
     CriterionSpec,
     FrozenModel,
@@ -23,7 +23,7 @@ from app.criteria_types import (
 )
 from app.datafiles import FieldError, read_mapping, validate
 
-RUBRICS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "rubrics"
+RUBRICS_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rubrics"
 _LEVEL_KEY = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 
 

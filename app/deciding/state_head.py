@@ -59,7 +59,8 @@ class StateHead(BaseModel):
     grade_intercept: float = 0.0
     grade_likelihood: dict[str, float] = Field(default_factory=dict)
     # pairwise with a reference: the score adds this times A's lead in the criterion scores
-    # read with the reference, on 0-1 of their range (app.state_judging.with_reference_reading)
+    # read with the reference, on 0-1 of their range
+    # (app.deciding.state_judging.with_reference_reading)
     reference_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
@@ -108,7 +109,7 @@ def load_state_head(path: Path) -> StateHead:
 
 
 LIKELIHOOD_HEAD_FILE = "likelihood_head.json"  # under models/
-LIKELIHOOD_HEAD = Path(__file__).resolve().parent.parent / "models" / LIKELIHOOD_HEAD_FILE
+LIKELIHOOD_HEAD = Path(__file__).resolve().parents[2] / "models" / LIKELIHOOD_HEAD_FILE
 
 
 def likelihood_judge_head() -> StateHead:

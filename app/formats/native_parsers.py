@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.parsing import ParseFailure
+from app.formats.parsing import ParseFailure
 
 TEN_SCALE = (1, 10)  # JudgeLM, Auto-J (single), EasyJudge
 PROMETHEUS_SCALE = (1, 5)

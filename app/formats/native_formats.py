@@ -2,9 +2,9 @@
 
 A template names its reply format (`reply_format:` in app/prompt_templates/*.yaml).
 `pocketjudge` replies are JSON objects, constrained by a grammar and read by
-app/parsing.py. A native format is the free text a judge model was fine-tuned
+app/formats/parsing.py. A native format is the free text a judge model was fine-tuned
 to write (JudgeLM, PandaLM, Auto-J, Prometheus, EasyJudge); this module says,
-for each, which protocols it has a parser for (app/native_parsers.py), the
+for each, which protocols it has a parser for (app/formats/native_parsers.py), the
 scale of its grades, and whether its prompt shows the criteria PocketJudge
 resolved for the row or the fixed criteria the model was trained with.
 
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from app import native_parsers as parsers
-from app.native_parsers import NativeReply
+from app.formats import native_parsers as parsers
+from app.formats.native_parsers import NativeReply
 from app.records import Protocol
 
 ReplyFormat = Literal["pocketjudge", "judgelm", "pandalm", "autoj", "prometheus", "easyjudge"]

@@ -5,7 +5,7 @@ request, the answers, the reference) is fenced between markers that carry a
 nonce derived from the whole item, so an answer cannot close its own fence and
 speak as the instructions: it would have to contain a hash of itself.
 
-A template also names its reply format (app/native_formats.py): PocketJudge's
+A template also names its reply format (app/formats/native_formats.py): PocketJudge's
 JSON, or the native free-text format of another judge model (JudgeLM, PandaLM,
 Auto-J, Prometheus, EasyJudge). Native templates keep the section markers that
 model was fine-tuned on, exactly, and cannot use nonce fences.
@@ -23,13 +23,13 @@ from typing import Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from app.criteria_types import CriterionSpec
+from app.catalog.criteria_types import CriterionSpec
+from app.catalog.scenarios import Scenario
 from app.datafiles import FieldError, read_mapping, validate
+from app.deciding.scoring import ScoringRule
 from app.errors import ConfigError, UnknownNameError
-from app.native_formats import JSON_FORMAT, ReplyFormat, native_format
+from app.formats.native_formats import JSON_FORMAT, ReplyFormat, native_format
 from app.records import Protocol
-from app.scenarios import Scenario
-from app.scoring import ScoringRule
 from models.backends.base import Message
 
 TEMPLATES_DIR = Path(__file__).parent / "prompt_templates"

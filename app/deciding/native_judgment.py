@@ -1,11 +1,11 @@
-"""Judgments from native replies (app/native_formats.py).
+"""Judgments from native replies (app/formats/native_formats.py).
 
 Each answer's grade is its overall, on the format's own scale, which the
 judgment records (`overall_scale`: Prometheus 1-5, JudgeLM / Auto-J / EasyJudge
 1-10). EasyJudge's dimension scores become criterion scores when they name
 every criterion of the row; the explanation is the feedback.
 
-Free text carries no probabilities. As app/verdicts.py does for text-only
+Free text carries no probabilities. As app/deciding/verdicts.py does for text-only
 backends, each order's verdict counts with probability 1; the two orders of a
 swapped pair are averaged and combine as "agree" (a verdict both orders give,
 else a tie flagged inconsistent), whatever `pair_combine` says, since the
@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app import verdicts
-from app.judgment_builder import RAW_SEPARATOR
-from app.native_formats import NativeFormat, native_format
-from app.native_parsers import NativeReply
+from app.deciding import verdicts
+from app.deciding.judgment_builder import RAW_SEPARATOR
+from app.deciding.scoring import ScoringRule
+from app.formats.native_formats import NativeFormat, native_format
+from app.formats.native_parsers import NativeReply
 from app.records import AnswerScores, Judgment, Protocol, Status
-from app.scoring import ScoringRule
 from models.backends.base import Generation
 
 

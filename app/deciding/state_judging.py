@@ -1,4 +1,4 @@
-"""Judgments made by a state head (app/state_head.py) instead of a generated reply.
+"""Judgments made by a state head (app/deciding/state_head.py) instead of a generated reply.
 
 Each answer gets a utility from the judge model's states of it (plus, where the
 head was fitted with them, request relevance and log length):
@@ -18,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from app.deciding.state_head import (
+    StateHead,
+    answer_parts,
+    probability_a,
+    state_text,
+    verdict_parts,
+)
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from app.state_head import StateHead, answer_parts, probability_a, state_text, verdict_parts
 from models.readings import FEATURES
 
 Likelihoods = list[dict[str, float] | None]
@@ -67,7 +73,7 @@ def read_features(
 def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
     if not head.relevance:
         return None
-    from app.relevance import request_similarities
+    from app.deciding.relevance import request_similarities
 
     return request_similarities(item.question, item.answers)
 

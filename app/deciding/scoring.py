@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from app.criteria_types import CriterionSpec
+from app.catalog.criteria_types import CriterionSpec
 
 Aggregate = Literal["weighted_mean", "sum"]
 TEN_SCALE = (1, 10)

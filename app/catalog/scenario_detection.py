@@ -133,7 +133,7 @@ def detect_scenarios(
         assert read_states is not None
         vectors = np.stack([read_states(text) for text in texts])
     else:
-        from app.relevance import embed
+        from app.deciding.relevance import embed
 
         vectors = embed(texts)
     return classifier.guesses(vectors, allowed, top)

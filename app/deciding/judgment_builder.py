@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app import verdicts
-from app.output_format import ReplyLayout, answer_keys, decision_path
-from app.parsing import ParsedOutput
-from app.records import AnswerScores, Judgment, Protocol, Status
-from app.scoring import (
+from app.deciding import verdicts
+from app.deciding.scoring import (
     ScoringRule,
     expected,
     probability_of_verdict,
     rounded_overall_distribution,
 )
+from app.formats.output_format import ReplyLayout, answer_keys, decision_path
+from app.formats.parsing import ParsedOutput
+from app.records import AnswerScores, Judgment, Protocol, Status
 from models.backends.base import Generation
 
 RAW_SEPARATOR = "\n\n----- next answer -----\n\n"
@@ -97,7 +97,7 @@ def build_judgment(base: Judgment, attempts: Sequence[Attempt], rule: ScoringRul
 def _verdict_probs(
     attempt: Attempt, rule: ScoringRule, dists: dict[int, dict[int, float]] | None
 ) -> dict[str, float]:
-    """One order's P(A), P(B), P(tie) in the original labels (see app.verdicts)."""
+    """One order's P(A), P(B), P(tie) in the original labels (see app.deciding.verdicts)."""
     parsed = attempt.parsed
     assert parsed is not None and parsed.verdict is not None
     token = attempt.decision_probs() if attempt.layout.decision_first else None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.catalog.rubrics import Rubric
+from app.catalog.scenarios import DEFAULT_SCENARIO, Catalog, Scenario
+from app.deciding.scoring import ScoringRule
 from app.records import JudgeItem
-from app.rubrics import Rubric
-from app.scenarios import DEFAULT_SCENARIO, Catalog, Scenario
-from app.scoring import ScoringRule
 
 AUTO = "auto"
 

@@ -34,8 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.records import Protocol
-from app.scoring import (
+from app.deciding.scoring import (
     ScoringRule,
     ranking_from_overall,
     ranking_reachable,
@@ -43,6 +42,7 @@ from app.scoring import (
     verdict_from_overall,
     verdict_reachable,
 )
+from app.records import Protocol
 from models.backends.base import JsonPath, OutputSpec, ValueRule
 
 FEEDBACK_MAX_CHARS = 400

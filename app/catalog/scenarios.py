@@ -1,9 +1,9 @@
 """Scenarios and the criteria library: validated models and their YAML loader.
 
 The catalog (scenarios.yaml + criteria.yaml) says which criteria a judge checks for each kind
-of request. A rubric (app/rubrics.py) is a user-editable set of criteria with
+of request. A rubric (app/catalog/rubrics.py) is a user-editable set of criteria with
 their own scales and level descriptions. Both are reduced to `CriterionSpec`
-(app/criteria_types.py), the one view of a criterion the engine uses.
+(app/catalog/criteria_types.py), the one view of a criterion the engine uses.
 
 Every problem found while loading is raised as `ConfigError(file, field path, message)`, where
 the field path looks like `scenarios[12].criteria[3]`, so a user can find it in the file.
@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from app.criteria_types import (
+from app.catalog.criteria_types import (
     CriterionSpec,
     FrozenModel,
     Id,
@@ -33,7 +33,7 @@ from app.criteria_types import (
 from app.datafiles import FieldError, read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 SCENARIOS_FILE = "scenarios.yaml"
 CRITERIA_FILE = "criteria.yaml"
 DEFAULT_SCENARIO = "default"

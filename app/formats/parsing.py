@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from app.output_format import VERDICTS, ReplyLayout, answer_keys
+from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.formats.output_format import VERDICTS, ReplyLayout, answer_keys
 from app.records import Protocol
-from app.scoring import ScoringRule, verdict_from_overall
 
 OVERALL_TOLERANCE = 1.0  # stated overall may differ this much from the exact weighted mean
 
