@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol as TypingProtocol
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenario_detection import ScenarioClassifier
+from app.criteria_resolution import CriteriaChoice
 from app.deciding.calibration import ConfidenceCalibration
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
@@ -24,7 +24,7 @@ DEFAULT_CONTEXT_TOKENS = 4096
 
 
 class SecondOpinion(TypingProtocol):
-    """What a judgment this judge is unsure of goes to (app.deciding.cascade.Cascade): it keeps
+    """What a judgment this judge is unsure of goes to (app.cascade.Cascade): it keeps
     the judgment or replaces it with a second judge's."""
 
     def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
@@ -61,7 +61,7 @@ class JudgeConfig:
     feedback: bool = False  # score mode: also write a critique of each judgment (slower)
     # scenario "auto" and a row without one: the scenario classifier picks it (else default)
     detect_scenario: bool = True
-    # a second judge for the judgments this one is unsure of (app/deciding/cascade.py)
+    # a second judge for the judgments this one is unsure of (app/cascade.py)
     cascade: SecondOpinion | None = None
 
     def judging(self, **settings: object) -> JudgeConfig:

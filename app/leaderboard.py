@@ -27,7 +27,7 @@ from scipy import stats
 
 from app.catalog.criteria_types import LIBRARY_SCALE
 from app.catalog.rubrics import Rubric
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.records import JudgeItem, Judgment, Protocol, Status
 
 Comparison = tuple[str, str, float]  # (first, second, score of the first: 1 win, 0.5 tie, 0 loss)

@@ -63,7 +63,7 @@ class JudgeItem(_Frozen):
 
     `rubric` is the row's own rubric (a Prometheus row carries one): it replaces the
     row's and the run's criteria, but not a rubric chosen for the run
-    (app.catalog.criteria_resolution.resolve).
+    (app.criteria_resolution.resolve).
     """
 
     id: str
@@ -162,7 +162,7 @@ class Judgment(_Frozen):
     criteria_verdict: Verdict | None = None
     criteria_ranking: tuple[int, ...] | None = None
     criteria_note: str | None = None
-    # a cascaded run (app/deciding/cascade.py): which judge decided, and what the first one said
+    # a cascaded run (app/cascade.py): which judge decided, and what the first one said
     cascade: dict[str, Any] | None = None
     # the answers' overall grades are on this scale (lowest, highest) when the template grades
     # on its own (native formats: Prometheus 1-5, JudgeLM / Auto-J / EasyJudge 1-10); None: the

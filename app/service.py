@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
-from app.catalog.criteria_resolution import AUTO, ResolvedCriteria, resolve
 from app.catalog.scenario_detection import (
     ScenarioGuess,
     chosen_scenario,
     detect_scenarios,
 )
 from app.catalog.scenarios import Catalog, load_catalog
+from app.criteria_resolution import AUTO, ResolvedCriteria, resolve
 from app.deciding import criterion_reads
 from app.deciding.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.deciding.native_judgment import NativeAttempt, native_judgment

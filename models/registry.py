@@ -29,7 +29,7 @@ class ModelEntry(BaseModel):
     context: int = 4096
     judging: JudgeSettings = JudgeSettings()  # how it judges (models/judge_settings.py)
     # A second judge (a registry name) for the judgments this one is unsure of: those with a
-    # confidence below `cascade_below` go to it (app/deciding/cascade.py); None: no cascade.
+    # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
     cascade_to: str | None = None
     cascade_below: float = Field(default=0.6, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows

@@ -15,6 +15,7 @@ model's `max_seq_length`). They agree with sentence-transformers' to a cosine of
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,3 +96,16 @@ class SentenceEncoder:
 
     def close(self) -> None:
         self.llama.close()
+
+
+@functools.cache
+def shared_encoder() -> SentenceEncoder:
+    """The process's one MiniLM encoder (built into the store on first use)."""
+    path, _ = build_encoder()
+    return SentenceEncoder(path)
+
+
+def embed(texts: Sequence[str]) -> np.ndarray:
+    """Unit-length MiniLM embeddings, one row per text: what request relevance and the
+    scenario classifier read (through llama.cpp: no torch in the judge)."""
+    return shared_encoder().encode(list(texts))

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.catalog.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.catalog.scenarios import Catalog, load_catalog
+from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import PocketJudgeError
 from app.formats.prompts import get_template
 from app.io.reader import read_rows

@@ -55,7 +55,7 @@ def embeddings(texts: Sequence[str], cache: Path) -> np.ndarray:
     path = cache.with_name(f"{cache.stem}-{key}.npy")
     if path.is_file():
         return np.load(path)
-    from app.deciding.relevance import embed
+    from models.sentence_encoder import embed
 
     vectors = embed([request_text(t) for t in texts])
     path.parent.mkdir(parents=True, exist_ok=True)

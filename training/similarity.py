@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.deciding.relevance import embed
+from models.sentence_encoder import embed
 
 
 def neighbours_by_similarity(texts: Sequence[str]) -> list[list[int]]:

@@ -1,2 +1,3 @@
 """The scenario and criteria catalog: scenarios, criteria and rubrics as data
-(scenarios/), validated on load, which criteria a run uses, and the scenario detection."""
+(scenarios/), validated on load; the scoring rule a set of criteria makes (their
+scales, weights and overall); and the scenario detection."""

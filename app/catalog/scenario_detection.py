@@ -133,7 +133,7 @@ def detect_scenarios(
         assert read_states is not None
         vectors = np.stack([read_states(text) for text in texts])
     else:
-        from app.deciding.relevance import embed
+        from models.sentence_encoder import embed
 
         vectors = embed(texts)
     return classifier.guesses(vectors, allowed, top)

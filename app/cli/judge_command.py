@@ -10,11 +10,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from app.batch_run import ExitCode
-from app.catalog.criteria_resolution import AUTO, CriteriaChoice
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import load_catalog
 from app.cli.batch import run_batch
 from app.cli.judge_options import CASCADE_BELOW, backend_options
+from app.criteria_resolution import AUTO, CriteriaChoice
 from app.judging_arguments import judging_overrides
 from app.model_settings import sampling_of
 from app.records import Protocol
@@ -123,6 +123,6 @@ def with_second(config: JudgeConfig, second: Judge | None, below: float) -> Judg
     """`config` with the cascade to the second judge (which keeps its own settings)."""
     if second is None:
         return config
-    from app.deciding.cascade import Cascade
+    from app.cascade import Cascade
 
     return replace(config, cascade=Cascade(second.service, second.config, below))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.catalog.criteria_resolution import AUTO
+from app.criteria_resolution import AUTO
 from app.judging_arguments import add_judging_arguments
 from app.records import Protocol
 from models.backends import backend_names

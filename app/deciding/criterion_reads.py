@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.formats.output_format import ReplyLayout, output_spec
 from app.records import AnswerScores, Judgment, Protocol
 from models.backends.base import Generation, OutputSpec

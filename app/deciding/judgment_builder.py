@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.deciding import verdicts
-from app.deciding.scoring import (
+from app.catalog.scoring import (
     ScoringRule,
     expected,
     probability_of_verdict,
     rounded_overall_distribution,
 )
+from app.deciding import verdicts
 from app.formats.output_format import ReplyLayout, answer_keys, decision_path
 from app.formats.parsing import ParsedOutput
 from app.records import AnswerScores, Judgment, Protocol, Status

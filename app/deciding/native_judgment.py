@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.catalog.scoring import ScoringRule
 from app.deciding import verdicts
 from app.deciding.judgment_builder import RAW_SEPARATOR
-from app.deciding.scoring import ScoringRule
 from app.formats.native_formats import NativeFormat, native_format
 from app.formats.native_parsers import NativeReply
 from app.records import AnswerScores, Judgment, Protocol, Status

@@ -16,30 +16,17 @@ own probabilities and the relevance difference are kept in `judgment.relevance`.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from app.records import JudgeItem, Judgment, Protocol, Status
-from models.sentence_encoder import SentenceEncoder, build_encoder
+from models.sentence_encoder import embed
 from models.verdict_settings import RelevanceJoin
 
 QUESTION_CHARS = 1000
 ANSWER_CHARS = 2000
-
-
-@functools.cache
-def _encoder() -> SentenceEncoder:
-    """MiniLM through llama.cpp (models/sentence_encoder.py): no torch in the judge."""
-    path, _ = build_encoder()
-    return SentenceEncoder(path)
-
-
-def embed(texts: Sequence[str]) -> np.ndarray:
-    """Unit-length MiniLM embeddings, one row per text."""
-    return _encoder().encode(list(texts))
 
 
 def relevance_differences(items: Sequence[JudgeItem]) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.deciding.scoring import probability_of_verdict
+from app.catalog.scoring import probability_of_verdict
 from app.records import Judgment, Protocol, Status, Winner
 
 VERDICT_ORDER: tuple[Winner, ...] = ("A", "B", "tie")

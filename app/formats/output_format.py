@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.deciding.scoring import (
+from app.catalog.scoring import (
     ScoringRule,
     ranking_from_overall,
     ranking_reachable,

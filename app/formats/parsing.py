@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.formats.output_format import VERDICTS, ReplyLayout, answer_keys
 from app.records import Protocol
 

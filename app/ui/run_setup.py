@@ -7,7 +7,7 @@ from dataclasses import replace
 import streamlit as st
 
 from app import metrics
-from app.deciding.cascade import Cascade
+from app.cascade import Cascade
 from app.errors import PocketJudgeError
 from app.model_settings import SettingsLayer
 from app.service import JudgeConfig, JudgeService

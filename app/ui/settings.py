@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from app.catalog.criteria_resolution import AUTO, CriteriaChoice
 from app.catalog.rubrics import Rubric
+from app.criteria_resolution import AUTO, CriteriaChoice
 from app.model_settings import SettingsLayer, judge_config, judge_settings, sampling_of
 from app.records import Protocol
 from app.service import JudgeConfig
@@ -84,7 +84,7 @@ class Settings:
     criteria_mode: CriteriaMode = "scenario"
     criteria: tuple[str, ...] = ()
     rubric: Rubric | None = field(default=None, compare=False)
-    cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/deciding/cascade.py)
+    cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/cascade.py)
     cascade_below: float = 0.6  # a confidence below this goes to the second judge
 
     @property

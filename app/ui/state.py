@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.catalog.criteria_resolution import AUTO
+from app.criteria_resolution import AUTO
 from app.model_settings import SettingsLayer
 from app.ui.settings import SIDEBAR_JUDGING, Settings, default_model, model_defaults
 

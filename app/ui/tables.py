@@ -11,7 +11,7 @@ import pandas as pd
 from app.catalog.criteria_types import LIBRARY_SCALE
 from app.catalog.rubrics import Rubric
 from app.catalog.scenarios import Catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.io.layouts import row_id
 from app.io.reader import InputRow
 from app.io.writer import to_csv, write_jsonl

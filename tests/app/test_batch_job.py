@@ -15,8 +15,8 @@ import pytest
 
 from app.batch_job import BatchJob
 from app.batch_run import BACKEND_STREAK
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
+from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Status

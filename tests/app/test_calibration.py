@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from app.catalog.scenarios import load_catalog
+from app.catalog.scoring import ScoringRule
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
-from app.deciding.scoring import ScoringRule
 from app.errors import ConfigError
 from app.judge_config import JudgeParts
 from app.records import Judgment, Protocol, Status

@@ -1,4 +1,4 @@
-"""The cascade (app/deciding/cascade.py): unsure judgments go to a second judge.
+"""The cascade (app/cascade.py): unsure judgments go to a second judge.
 
 Through the CLI on the tiny llama.cpp model the tests build (as both judges), and
 the rule of which judgments go on, on judgments made by a scripted backend.
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cascade import Cascade
 from app.cli import main
-from app.deciding.cascade import Cascade
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from tests.app.test_cli_resume import command, read, rows_file

@@ -150,10 +150,10 @@ def test_a_row_cut_off_mid_write_is_judged_again_and_never_twice(
 
 def _key_of(args: list[str]) -> str:
     """The partial-file key the CLI uses for these arguments."""
-    from app.catalog.criteria_resolution import CriteriaChoice
     from app.cli import _parser
     from app.cli.batch import run_settings
     from app.cli.judge_command import open_first
+    from app.criteria_resolution import CriteriaChoice
     from app.io.resumable import run_key
 
     parsed = _parser().parse_args(args)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.rubrics import Rubric, RubricCriterion
 from app.catalog.scenarios import Catalog, load_catalog
+from app.criteria_resolution import CriteriaChoice, resolve
 from app.records import JudgeItem
 
 

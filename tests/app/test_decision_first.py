@@ -10,7 +10,7 @@ import pytest
 
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import (
+from app.catalog.scoring import (
     ScoringRule,
     ranking_reachable,
     reachable_overalls,

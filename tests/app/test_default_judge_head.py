@@ -13,7 +13,7 @@ from itertools import islice
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
+from app.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import PART_WORDS
 from app.io.reader import read_rows
 from app.model_settings import judge_config

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
+from app.criteria_resolution import CriteriaChoice
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.judge_config import JudgeParts
@@ -186,7 +186,7 @@ def test_a_read_without_probabilities_leaves_the_scores_out_and_says_why():
     """Logic around the backend: a reply with no level probabilities (a backend that
     gives none) is never turned into an invented score."""
     from app.catalog.criteria_types import CriterionSpec
-    from app.deciding.scoring import ScoringRule
+    from app.catalog.scoring import ScoringRule
     from models.backends.base import Generation
 
     head_said = Judgment(

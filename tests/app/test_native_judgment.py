@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
+from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.formats.prompts import get_template
 from app.leaderboard import grade_scale

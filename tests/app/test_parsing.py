@@ -24,7 +24,7 @@ import pytest
 from app.catalog.criteria_types import CriterionSpec, default_weight
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.formats.parsing import ParsedOutput, ParseFailure, last_json_object, parse_output
 from app.records import Protocol
 

@@ -18,7 +18,7 @@ import pytest
 
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import Scenario, load_catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.errors import ConfigError, UnknownNameError
 from app.formats.prompts import (
     DEFAULT_TEMPLATE,

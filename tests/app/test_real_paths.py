@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog.criteria_resolution import resolve
 from app.catalog.scenarios import load_catalog
+from app.criteria_resolution import resolve
 from app.formats.output_format import ReplyLayout
 from app.formats.prompts import get_template
 from app.judge_config import JudgeParts

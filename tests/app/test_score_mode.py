@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
+from app.criteria_resolution import CriteriaChoice
 from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.judge_settings import JudgeSettings

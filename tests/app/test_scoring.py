@@ -11,7 +11,7 @@ import pytest
 from app.catalog.criteria_types import CriterionSpec, default_weight
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import (
+from app.catalog.scoring import (
     TEN_SCALE,
     ScoringRule,
     expected,

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
+from app.catalog.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
+from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.judge_config import JudgeParts

@@ -65,9 +65,10 @@ def test_cut_keeps_the_closing_token() -> None:
 
 
 def test_relevance_reads_through_it(built: Path) -> None:
-    from app.deciding.relevance import _encoder, request_similarities
+    from app.deciding.relevance import request_similarities
+    from models.sentence_encoder import shared_encoder
 
-    assert isinstance(_encoder(), SentenceEncoder)
+    assert isinstance(shared_encoder(), SentenceEncoder)
     near, far = request_similarities(
         "What is the capital of Australia?",
         ["Canberra is the capital of Australia.", "Bake the bread for forty minutes."],

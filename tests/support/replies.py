@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.formats.output_format import ReplyLayout
 from app.formats.parsing import ParseFailure, parse_output
 from app.records import Protocol

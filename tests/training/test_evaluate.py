@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
+from app.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import likelihood_judge_head
 from app.judge_config import JudgeParts
 from app.records import JudgeItem, Protocol

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
+from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.prompts import get_template
 from app.judge_config import JudgeParts
 from app.model_settings import judge_config

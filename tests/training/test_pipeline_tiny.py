@@ -104,7 +104,10 @@ def test_merge_and_export_give_a_gguf_that_judges(tiny_run: dict) -> None:
         config = JudgeConfig(
             protocol=Protocol.PAIRWISE,
             sampling=SamplingParams(max_tokens=512),
-            judge=JudgeSettings(template="pocketjudge-compact", pair_combine="calibrated"),
+            # no confidence threshold: the assertion reads the verdict itself
+            judge=JudgeSettings(
+                template="pocketjudge-compact", pair_combine="calibrated", uncertain_below=0
+            ),
         )
         judgment = service.judge(item, config)
     finally:

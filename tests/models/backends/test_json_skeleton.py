@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.formats.output_format import json_schema
 from app.records import Protocol
 from models.backends.json_skeleton import JsonSkeleton

@@ -16,7 +16,7 @@ import pytest
 
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import SCENARIOS_DIR, load_catalog
-from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.errors import BackendError, BackendUnavailable, UnknownNameError
 from app.formats.output_format import answer_keys, output_spec
 from app.formats.parsing import parse_output

@@ -27,8 +27,8 @@ need_module(
     "llama_cpp.server.app", install="run `make setup` (llama-cpp-python[server])", module_level=True
 )
 
-from app.catalog.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.catalog.scenarios import load_catalog  # noqa: E402 - after the check above
+from app.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
 from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
 from app.service import JudgeConfig, JudgeService  # noqa: E402 - after the check above

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.catalog.scenarios import load_catalog
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.formats.output_format import ReplyLayout, output_spec
 from app.records import Protocol
 from models.backends.reply_walker import ReplyWalker

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
+from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.cli import main
-from app.deciding.scoring import ScoringRule, verdict_from_overall
+from app.criteria_resolution import CriteriaChoice
 from app.formats.output_format import ReplyLayout, output_spec
 from app.formats.parsing import parse_output
 from app.formats.prompts import AnswerSlot, PromptInput, get_template

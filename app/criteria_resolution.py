@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from app.catalog.rubrics import Rubric
 from app.catalog.scenarios import DEFAULT_SCENARIO, Catalog, Scenario
-from app.deciding.scoring import ScoringRule
+from app.catalog.scoring import ScoringRule
 from app.records import JudgeItem
 
 AUTO = "auto"
