@@ -4,7 +4,8 @@
 and embedded in its registry entry; `JudgeParts` are the files it names, loaded, with the
 context the model was loaded with; the rest of `JudgeConfig` is what this run asks of it
 (protocol, scenario and criteria, reference, swap, mode, sampling). `app.model_settings`
-builds one from a registry entry and the user's overrides.
+builds one from a registry entry and the user's overrides, and changes one
+(`with_changes`: a changed judge file is loaded too).
 """
 
 from __future__ import annotations
@@ -63,8 +64,3 @@ class JudgeConfig:
     detect_scenario: bool = True
     # a second judge for the judgments this one is unsure of (app/cascade.py)
     cascade: SecondOpinion | None = None
-
-    def judging(self, **settings: object) -> JudgeConfig:
-        """This run with some judging settings changed (validated as a registry block is)."""
-        changed = JudgeSettings.model_validate({**self.judge.model_dump(), **settings})
-        return JudgeConfig(**{**vars(self), "judge": changed})

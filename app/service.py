@@ -34,6 +34,7 @@ from app.formats.text_fitting import fit_texts, input_budget_chars, scaled_budge
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judge_config import JudgeConfig
+from app.model_settings import with_changes
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import (
     Backend,
@@ -311,7 +312,9 @@ class JudgeService:
             return _Plan(item, config, resolved, base, calls=[], by_head=True)
         template = get_template(criterion_reads.TEMPLATE)
         one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
-        reading = replace(config, protocol=one, mode="score").judging(template=template.name)
+        reading = with_changes(
+            replace(config, protocol=one, mode="score"), {"template": template.name}
+        )
         calls: list[_Call] = []
         for answer in range(len(item.answers)):
             for rule in criterion_reads.criterion_rules(resolved.rule):

@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     from app.api import load_judge
     from app.io.reader import read_rows
     from app.io.writer import write_jsonl
-    from app.model_settings import SettingsLayer, judge_config
+    from app.model_settings import SettingsLayer, judge_config, with_changes
     from app.records import Protocol, Status
     from models.backends.base import BackendOptions, SamplingParams
     from models.registry import load_registry
@@ -69,9 +69,11 @@ def main(argv: list[str]) -> int:
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
     )
     if mode in ("f", "g"):  # the head alone (f), or with its criterion reads (g)
-        config = config.judging(criterion_scores=mode == "g")
+        config = with_changes(config, {"criterion_scores": mode == "g"})
     if mode == "e":
-        config = config.judging(template="pocketjudge-decision-compact", criterion_scores=False)
+        config = with_changes(
+            config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}
+        )
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
         config = replace(config, sampling=SamplingParams(max_tokens=768))
     service = judge.service

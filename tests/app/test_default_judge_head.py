@@ -16,7 +16,7 @@ import pytest
 from app.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import PART_WORDS
 from app.io.reader import read_rows
-from app.model_settings import judge_config
+from app.model_settings import judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeService
 from bench.cell import DEV
@@ -40,7 +40,8 @@ def judged():
     try:
         service = JudgeService(judge.backend, entry.name)
         row = next(islice(read_rows(DEV), 2, None))  # the third pair: short, a real label
-        config = settings.judging(criterion_scores=False)  # the head alone (criteria: below)
+        # the head alone (criteria: below)
+        config = with_changes(settings, {"criterion_scores": False})
         swapped = row.item.model_copy(update={"answers": row.item.answers[::-1]})
         yield (
             entry,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.deciding.relevance import join_relevance, relevance_differences
-from app.model_settings import SettingsLayer, judge_settings
+from app.model_settings import SettingsLayer, judge_settings, with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
 from models.registry import ModelEntry, load_registry
 from models.verdict_settings import RelevanceJoin
@@ -71,7 +71,7 @@ def test_the_service_joins_before_it_marks_uncertain():
     second = verdict_reply("B", {"A": 0.35, "B": 0.6, "tie": 0.05}, 4, 7)
     svc, _ = service(first, second)
     item = OFF_TOPIC.model_copy(update={"id": "p"})
-    config = DECISION.judging(relevance_join=WEIGHTS, uncertain_below=0.55)
+    config = with_changes(DECISION, {"relevance_join": WEIGHTS, "uncertain_below": 0.55})
     judgment = svc.judge(item, config)
     assert judgment.relevance is not None and judgment.leaning == "B"
     assert judgment.uncertain is (judgment.confidence < 0.55)

@@ -12,6 +12,7 @@ import pytest
 from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule
 from app.criteria_resolution import CriteriaChoice
+from app.model_settings import with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.judge_settings import JudgeSettings
@@ -69,7 +70,7 @@ def test_a_verdict_below_the_threshold_is_uncertain_with_its_leaning() -> None:
     first = verdict_reply("A", {"A": 0.5, "B": 0.3, "tie": 0.2})
     second = verdict_reply("B", {"A": 0.2, "B": 0.5, "tie": 0.3}, 4, 7)
     svc, _ = service(first, second)
-    config = DECISION.judging(uncertain_below=0.6)
+    config = with_changes(DECISION, {"uncertain_below": 0.6})
     judgment = svc.judge(PAIR, config)
     assert judgment.confidence == pytest.approx(0.5)
     assert judgment.winner == "uncertain" and judgment.leaning == "A"
@@ -80,7 +81,7 @@ def test_decision_first_without_criteria_is_a_verdict_alone() -> None:
     text = json.dumps({"verdict": "tie"})
     dists = {("verdict",): {'"A"': 0.2, '"B"': 0.2, '"tie"': 0.6}}
     svc, backend = service(reply(text, dists), reply(text, dists))
-    config = DECISION.judging(criterion_scores=False)
+    config = with_changes(DECISION, {"criterion_scores": False})
     judgment = svc.judge(PAIR, config)
     assert backend.calls[0].output.json_schema["required"] == ["verdict"]
     assert judgment.status is Status.OK and judgment.answers == ()
@@ -136,7 +137,7 @@ def test_an_empty_critique_is_said_not_shown() -> None:
 
 def test_a_judge_known_to_write_no_critique_says_so_without_a_call() -> None:
     svc, backend = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7))
-    config = replace(DECISION, feedback=True).judging(writes_critiques=False)
+    config = with_changes(replace(DECISION, feedback=True), {"writes_critiques": False})
     judgment = svc.judge(PAIR, config)
     assert len(backend.calls) == 2
     assert judgment.feedback is None and "does not write critiques" in judgment.feedback_note
@@ -174,7 +175,7 @@ def test_decision_first_calibrated_ties_a_close_probability_gap(tie_margin, winn
     first = verdict_reply("A", {"A": 0.7, "B": 0.2, "tie": 0.1})
     second = verdict_reply("A", {"A": 0.5, "B": 0.4, "tie": 0.1}, 7, 4)
     svc, _ = service(first, second)
-    config = DECISION.judging(pair_combine="calibrated", tie_margin=tie_margin)
+    config = with_changes(DECISION, {"pair_combine": "calibrated", "tie_margin": tie_margin})
     judgment = svc.judge(PAIR, config)
     # averaged over both orders: A 0.55, B 0.35 -> the gap is 0.2
     assert judgment.margin == pytest.approx(0.2)

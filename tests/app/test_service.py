@@ -18,7 +18,7 @@ from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.judge_config import JudgeParts
-from app.model_settings import config_of
+from app.model_settings import config_of, with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
 from app.service import JudgeConfig, JudgeService, Progress, infer_protocol
 from models.backends import create_backend
@@ -782,7 +782,7 @@ def _biased_pair() -> tuple[Any, Any]:
 def test_calibrated_combine_cancels_position_bias() -> None:
     # GOOD: 8 (slot A) and 5 (slot B) -> 6.5; BAD: 4 and 6 -> 5.0; margin +1.5 -> A
     svc, _ = service(*_biased_pair())
-    config = TWO_CONFIG.judging(pair_combine="calibrated")
+    config = with_changes(TWO_CONFIG, {"pair_combine": "calibrated"})
     judgment = svc.judge(item(GOOD, BAD), config)
     assert judgment.winner == "A"
     assert judgment.consistent is False  # the orders disagree; calibration still decides
@@ -792,7 +792,7 @@ def test_calibrated_combine_cancels_position_bias() -> None:
 
 def test_calibrated_combine_tie_margin() -> None:
     svc, _ = service(*_biased_pair())
-    config = TWO_CONFIG.judging(pair_combine="calibrated", tie_margin=1.5)
+    config = with_changes(TWO_CONFIG, {"pair_combine": "calibrated", "tie_margin": 1.5})
     assert svc.judge(item(GOOD, BAD), config).winner == "tie"
 
 
@@ -805,6 +805,6 @@ def test_agree_combine_keeps_the_flagged_tie_and_reports_the_margin() -> None:
 
 def test_calibrated_combine_without_distributions_falls_back_to_agreement() -> None:
     svc, _ = service(pair_json(TWO_RULE, 8, 4), pair_json(TWO_RULE, 6, 5))
-    config = TWO_CONFIG.judging(pair_combine="calibrated")
+    config = with_changes(TWO_CONFIG, {"pair_combine": "calibrated"})
     judgment = svc.judge(item(GOOD, BAD), config)
     assert (judgment.winner, judgment.margin) == ("tie", None)

@@ -19,7 +19,7 @@ from app.catalog.scenarios import load_catalog
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.prompts import get_template
 from app.judge_config import JudgeParts
-from app.model_settings import judge_config
+from app.model_settings import judge_config, with_changes
 from app.records import Protocol, Status
 from app.service import JudgeConfig, JudgeService, prompt_input
 from models.backends.base import BackendOptions, SamplingParams
@@ -107,7 +107,7 @@ def test_the_default_judge_on_the_injection_set() -> None:
         config = judge_config(judge.entry)
         # the verdicts and grades under injection; criterion scores (about 90 s a pair on
         # one thread) would make this set take over an hour, and the head reads no scenario
-        config = replace(config, detect_scenario=False).judging(criterion_scores=False)
+        config = with_changes(replace(config, detect_scenario=False), {"criterion_scores": False})
         outcomes = judge_set(JudgeService(judge.backend, judge.name), config, load_set())
     finally:
         judge.close()

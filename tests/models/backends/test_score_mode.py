@@ -25,6 +25,7 @@ from app.formats.output_format import ReplyLayout, output_spec
 from app.formats.parsing import parse_output
 from app.formats.prompts import AnswerSlot, PromptInput, get_template
 from app.judge_config import JudgeParts
+from app.model_settings import with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.service import JudgeConfig, JudgeService
 from models.backends import create_backend
@@ -174,7 +175,7 @@ def test_every_judgment_has_a_confidence(plain) -> None:
     ]
     for template in ("pocketjudge", "pocketjudge-decision"):
         for item in items:
-            judgment = service.judge(item, config.judging(template=template))
+            judgment = service.judge(item, with_changes(config, {"template": template}))
             assert judgment.status is Status.OK, judgment.error
             assert judgment.mode == "score"
             assert judgment.confidence is not None and 0 <= judgment.confidence <= 1
