@@ -1,12 +1,22 @@
 # PocketJudge entry points. `make run` and `make test` do all set-up themselves.
-#   GPU=1 make setup   builds llama-cpp-python with CUDA (NVIDIA GPU + CUDA toolkit needed)
+# llama.cpp is compiled for any x86-64 CPU with AVX2/FMA/F16C (models/llama_cpp_flags/cpu.txt:
+# never -march=native, never AMX tiles); GPU=1 adds CUDA (NVIDIA GPU + CUDA toolkit needed).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 LLAMA_CPP_VERSION := 0.3.36
 REQ_HASH := $(shell cat requirements.txt requirements-nodeps.txt | md5sum | cut -c1-10)
-STAMP := $(VENV)/.installed-$(REQ_HASH)$(if $(GPU),-gpu,)
+STAMP := $(VENV)/.installed-$(REQ_HASH)
+# The engine's build flags, read from files; their hash names the engine's stamp, so a change
+# of flags (or GPU=1) rebuilds llama-cpp-python once, from source, never from pip's cache.
+# A CUDA build is remembered ($(VENV)/.gpu): later targets keep it; GPU=0 goes back to the CPU.
+GPU ?= $(if $(wildcard $(VENV)/.gpu),1,0)
+GPU_BUILD := $(filter 1,$(GPU))
+FLAG_FILES := models/llama_cpp_flags/cpu.txt $(if $(GPU_BUILD),models/llama_cpp_flags/gpu.txt,)
+LLAMA_CMAKE_ARGS := $(shell grep -hv '^\s*\(\#\|$$\)' $(FLAG_FILES) | tr '\n' ' ')
+ENGINE_HASH := $(shell echo "$(LLAMA_CPP_VERSION) $(LLAMA_CMAKE_ARGS)" | md5sum | cut -c1-10)
+ENGINE_STAMP := $(VENV)/.engine-$(ENGINE_HASH)
 CONVERTER := vendor/llama.cpp/convert_hf_to_gguf.py
 HOST ?= 127.0.0.1
 PORT ?= 8501
@@ -14,16 +24,29 @@ PYTEST_ARGS ?=
 
 .PHONY: setup models run test test-fast lint format bench clean-venv train-lora eval
 
-setup: $(STAMP) $(CONVERTER)
+# setup ends with the engine's self-check (python -m app doctor): a child process loads
+# the smallest model and reads one pair, and a crash is reported in one line, not a dead make.
+# Then (CPU builds) the faster variants beside the portable build (models/engine_library.py).
+setup: $(STAMP) $(ENGINE_STAMP) $(CONVERTER)
+	@$(if $(GPU_BUILD),true,$(BIN)/python -m models.engine_build)
+	@$(BIN)/python -m app doctor
 
-$(STAMP): requirements.txt requirements-nodeps.txt
+$(VENV)/.torch:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing torch==2.13.0 first (local CPU build), then requirements.txt"
+	@echo "installing torch==2.13.0 first (local CPU build)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-ifdef GPU
-	CMAKE_ARGS="-DGGML_CUDA=on" $(BIN)/python -m pip install -q --disable-pip-version-check \
-		--no-cache-dir --force-reinstall --no-deps llama-cpp-python==$(LLAMA_CPP_VERSION)
-endif
+	@touch $@
+
+$(ENGINE_STAMP): $(FLAG_FILES) | $(VENV)/.torch
+	@echo "compiling llama-cpp-python $(LLAMA_CPP_VERSION) (several minutes): $(LLAMA_CMAKE_ARGS)"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q --disable-pip-version-check \
+		--no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
+		llama-cpp-python==$(LLAMA_CPP_VERSION)
+	@rm -f $(VENV)/.engine-* $(VENV)/.gpu
+	@echo "$(LLAMA_CMAKE_ARGS)" > $@
+	@$(if $(GPU_BUILD),touch $(VENV)/.gpu,true)
+
+$(STAMP): requirements.txt requirements-nodeps.txt $(ENGINE_STAMP) | $(VENV)/.torch
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-*
@@ -92,6 +115,7 @@ bench: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run $(BENCH_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.scale_out
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.heads
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.engine
 
 lint: setup
 	$(BIN)/ruff check .
