@@ -105,6 +105,7 @@ def load_judge(
     backend: str | None = None,
     options: BackendOptions | None = None,
     overrides: SettingsLayer | None = None,
+    isolated: bool = False,
     **settings: Any,
 ) -> Judge:
     """Open `model` (a registry name, a .gguf file or a safetensors folder; None: the
@@ -114,8 +115,10 @@ def load_judge(
     a server's URL, parallel sequences...) replaces `threads`, `n_ctx` and
     `gpu_layers`; `overrides` is a user's layer of judging settings over the
     registry's (the CLI's flags: app.judging_arguments), merged as the CLI and the app
-    merge them (app.model_settings)."""
+    merge them (app.model_settings). `isolated`: llama.cpp runs in an engine worker process
+    (models/backends/worker_backend.py), so a native crash raises EngineStopped instead of
+    ending this process; the next call starts a fresh worker."""
     options = options or BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers)
-    loaded = open_judge(model, options, backend=backend)
+    loaded = open_judge(model, options, backend=backend, isolated=isolated)
     config = judge_config(loaded.entry, overrides, context_tokens=options.n_ctx)
     return Judge(loaded, with_changes(config, settings))

@@ -29,6 +29,9 @@ class ConfigError(PocketJudgeError):
         location = f"{self.path}: {field}" if field else self.path
         super().__init__(f"{location}: {message}")
 
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str, str]]:
+        return (type(self), (self.path, self.field, self.message))
+
 
 class InputError(PocketJudgeError):
     """One input row is invalid. The other rows are still judged."""
@@ -74,6 +77,24 @@ class BackendError(PocketJudgeError):
     """A backend failed while generating."""
 
 
+class EngineStopped(PocketJudgeError):
+    """The process that runs the model (the engine worker) ended while it was needed: a
+    native crash (an illegal instruction, a failed assertion), the machine out of memory.
+
+    Not a BackendError: a row that meets it is not judged and not written, so a batch
+    stops there and keeps what it judged; the next call starts a fresh engine.
+    `reason` says how the process ended and what to do.
+    """
+
+    def __init__(self, reason: str, returncode: int | None = None) -> None:
+        self.reason = reason
+        self.returncode = returncode
+        super().__init__(f"the judge engine stopped: {reason}")
+
+    def __reduce__(self) -> tuple[type[EngineStopped], tuple[str, int | None]]:
+        return (type(self), (self.reason, self.returncode))
+
+
 class ModelFileError(BackendUnavailable):
     """A model file is missing, damaged, or too large for this machine's memory.
 
@@ -87,3 +108,7 @@ class ModelFileError(BackendUnavailable):
         self.problem = problem
         self.remedy = remedy
         super().__init__(f"{self.path}: {problem}; {remedy}")
+
+    def __reduce__(self) -> tuple[type[ModelFileError], tuple[str, str, str, str]]:
+        """Picklable with its own arguments (load errors cross from the engine worker)."""
+        return (type(self), (self.path, self.kind, self.problem, self.remedy))

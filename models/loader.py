@@ -32,15 +32,35 @@ def backend_for_path(path: Path) -> str:
     )
 
 
+# Backends whose native code runs in an engine worker when a caller asks for isolation.
+ISOLATABLE = ("llama-cpp",)
+
+
+def create_isolated(kind: str, model: str, options: BackendOptions, isolated: bool) -> Backend:
+    """`kind`'s backend for `model`; with `isolated`, in an engine worker process
+    (models/backends/worker_backend.py) where its native code can crash alone, and the
+    MiniLM embeddings of this process in one of their own."""
+    if isolated and kind in ISOLATABLE:
+        from models import sentence_encoder
+        from models.backends.worker_backend import WorkerBackend
+
+        sentence_encoder.isolate()  # relevance and scenario detection embed through llama.cpp
+        return WorkerBackend(kind, model, options)
+    return create_backend(kind, model, options)
+
+
 def open_judge(
     model: str | None,
     options: BackendOptions | None = None,
     *,
     backend: str | None = None,
+    isolated: bool = False,
 ) -> LoadedJudge:
     """`model` is a registry name, a .gguf path, a safetensors folder, or (openai) a server model.
 
-    None opens the registry's default.
+    None opens the registry's default. `isolated`: llama.cpp runs in an engine worker
+    process, so a native crash ends that process and raises EngineStopped here instead of
+    ending the caller's (the app and the CLI ask for it).
     """
     options = options or BackendOptions()
     if backend == "openai":
@@ -51,7 +71,7 @@ def open_judge(
         if not path.exists():
             raise ModelFileError(path, "missing", "file not found", model_file.MISSING_REMEDY)
         chosen = backend or backend_for_path(path)
-        return LoadedJudge(create_backend(chosen, str(path), options), path.name, None)
+        return LoadedJudge(create_isolated(chosen, str(path), options, isolated), path.name, None)
     entry = load_registry().get(model)
     if entry.backend == "openai":
         options = replace(
@@ -71,7 +91,7 @@ def open_judge(
             f"model '{entry.name}' is not built yet ({path} is missing): {how}"
         )
     try:
-        backend = create_backend(entry.backend, str(path), options)
+        backend = create_isolated(entry.backend, str(path), options, isolated)
     except ModelFileError as exc:
         if exc.kind != "corrupt":
             raise

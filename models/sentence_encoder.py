@@ -105,7 +105,24 @@ def shared_encoder() -> SentenceEncoder:
     return SentenceEncoder(path)
 
 
+_WORKER: dict[str, Any] = {}  # "engine": the encoder's engine worker, once isolated
+
+
+def isolate() -> None:
+    """From now on this process embeds in an engine worker of the encoder's own, so a crash
+    of llama.cpp there cannot end this process (the app and the CLI: models.loader does it
+    when a judge is opened isolated). The worker starts on the first embedding."""
+    if "engine" not in _WORKER:
+        from models.backends.worker_backend import EngineProcess
+
+        _WORKER["engine"] = EngineProcess()
+
+
 def embed(texts: Sequence[str]) -> np.ndarray:
     """Unit-length MiniLM embeddings, one row per text: what request relevance and the
-    scenario classifier read (through llama.cpp: no torch in the judge)."""
+    scenario classifier read (through llama.cpp: no torch in the judge); in the encoder's
+    engine worker once `isolate()` was called."""
+    engine = _WORKER.get("engine")
+    if engine is not None:
+        return engine.call("embed", list(texts))
     return shared_encoder().encode(list(texts))

@@ -74,3 +74,21 @@ def test_relevance_reads_through_it(built: Path) -> None:
         ["Canberra is the capital of Australia.", "Bake the bread for forty minutes."],
     )
     assert near > far + 0.2
+
+
+def test_an_isolated_process_embeds_in_a_worker_of_its_own_with_the_same_vectors(
+    encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What models.loader turns on when a judge is opened isolated (the app, the CLI)."""
+    from models import sentence_encoder
+    from models.backends.worker_backend import EngineProcess
+
+    texts = ["Name a primary colour.", "Red is one."]
+    engine = EngineProcess()
+    monkeypatch.setitem(sentence_encoder._WORKER, "engine", engine)
+    try:
+        there = sentence_encoder.embed(texts)
+        assert engine.pid is not None and engine.starts == 1
+    finally:
+        engine.close()
+    np.testing.assert_allclose(there, encoder.encode(texts), atol=1e-5)
