@@ -16,7 +16,12 @@ The rows go through the batch loop the CLI runs (`app.batch_run.write_batch`): w
 the backend fails on several rows in a row (a server down), the job stops in state
 "failed" saying so, those rows unjudged, and `resume()` judges them.
 
-`JudgeService.judge` never raises for a bad row, so an exception that reaches
+When the engine worker that runs the model dies (a native crash: an illegal
+instruction, a failed assertion, memory run out), the job stops in state "failed"
+with `engine_stopped` set and the reason; the rows judged are kept, the row in
+progress stays unjudged, and `resume()` goes on with a fresh worker.
+
+`JudgeService.judge` never raises for a bad row, so any other exception that reaches
 this module is unexpected (a bug, the machine out of memory): the job stops in
 state "failed" with the message, the row it was on stays unjudged, and
 `resume()` tries that row again.
@@ -42,6 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.batch_run import write_batch
+from app.errors import EngineStopped
 from app.io.reader import InputRow
 from app.io.resumable import settings_key
 from app.io.writer import error_judgment
@@ -114,6 +120,7 @@ class BatchJob:
         self._counts = {Status.OK: 0, Status.UNPARSED: 0, Status.ERROR: 0}
         self._state: JobState = "idle"
         self._error: str | None = None
+        self._engine_stopped = False  # the last failure was the engine worker's end
         self._stop_requested = False
         self._thread: threading.Thread | None = None
         self._active_s = 0.0  # active time of the runs that ended
@@ -177,6 +184,13 @@ class BatchJob:
             return self._error
 
     @property
+    def engine_stopped(self) -> bool:
+        """Whether the job failed because the engine worker ended (a native crash): resume
+        starts a fresh one."""
+        with self._guard:
+            return self._engine_stopped
+
+    @property
     def total(self) -> int:
         return len(self._rows)
 
@@ -230,6 +244,7 @@ class BatchJob:
             self._record("start", self._history)
         self._stop_requested = False
         self._error = None
+        self._engine_stopped = False
         self._state = "running"
         self._run_started = time.perf_counter()
         self._thread = threading.Thread(target=self._run, name="pocketjudge-batch", daemon=True)
@@ -249,6 +264,11 @@ class BatchJob:
                     self._finish("done")
                 else:
                     self._finish("stopped")
+        except EngineStopped as exc:  # its message says how the engine ended and what to do
+            with self._guard:
+                self._error = str(exc)
+                self._engine_stopped = True
+                self._finish("failed")
         except Exception as exc:
             with self._guard:
                 self._error = f"{type(exc).__name__}: {exc}"

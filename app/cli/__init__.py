@@ -1,11 +1,12 @@
-"""Command line: `python -m app judge|scenarios|criteria|models|templates|ask|runs`.
+"""Command line: `python -m app judge|scenarios|criteria|models|templates|ask|runs|doctor`.
 
 The CLI only parses arguments, calls the core, and turns the core's typed
 errors into one-line messages with a non-zero exit code (`app.batch_run.ExitCode`:
 0 all rows ok, 1 some rows error or unparsed, 2 bad usage or input, 3 the
 backend failed, 4 the results could not be written, 130 interrupted). One module
 per command: `judge` (judge_command, its arguments in judge_options, its batch
-runner in batch), the listings, `ask`, and `runs` (app/runs/commands.py).
+runner in batch), the listings, `ask`, `runs` (app/runs/commands.py) and `doctor`
+(the engine's self-check).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from collections.abc import Sequence
 
 from app.batch_run import ExitCode
 from app.cli.ask_command import add_ask_parser
+from app.cli.doctor_command import add_doctor_parser
 from app.cli.judge_command import run_judge
 from app.cli.judge_options import add_judge_arguments
 from app.cli.listings import add_listing_parsers
-from app.errors import BackendError, PocketJudgeError
+from app.errors import BackendError, EngineStopped, PocketJudgeError
 from app.runs.commands import add_runs_parser
 
 
@@ -32,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     try:
         return int(args.handler(args))
-    except BackendError as exc:
+    except (BackendError, EngineStopped) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.BACKEND
     except PocketJudgeError as exc:
@@ -60,4 +62,5 @@ def _parser() -> argparse.ArgumentParser:
     add_listing_parsers(commands)
     add_ask_parser(commands)
     add_runs_parser(commands)
+    add_doctor_parser(commands)
     return parser

@@ -42,7 +42,7 @@ def ask_about(args: argparse.Namespace) -> int:
         where = args.judged if judgment is None else args.input
         print(f"error: no row with id '{args.id}' in {where}", file=sys.stderr)
         return ExitCode.USAGE
-    judge = load_judge(args.model, threads=args.threads)
+    judge = load_judge(args.model, threads=args.threads, isolated=True)
     try:
         print(ask(judge.backend, item, judgment, [], args.question))
     finally:

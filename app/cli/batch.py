@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.batch_run import ExitCode, exit_code
 from app.cli.judge_options import backend_options
-from app.errors import PocketJudgeError
+from app.errors import EngineStopped, PocketJudgeError
 from app.formats.prompts import get_template
 from app.records import JudgeItem, Judgment, Status
 
@@ -52,6 +52,15 @@ def run_batch(
             ExitCode.WRITE,
             f"error: could not write the results to {output.partial}: {exc}. The {{kept}} rows "
             "written are kept; free some space and run the same command again to go on.",
+        )
+    except EngineStopped as exc:
+        recorder.stop()
+        return _kept(
+            output,
+            ExitCode.BACKEND,
+            f"error: {_braces(exc)}. The {{kept}} rows written are kept in {output.partial}; "
+            "run the same "
+            "command again to go on from there with a fresh engine.",
         )
     except KeyboardInterrupt:
         recorder.stop()
@@ -237,6 +246,11 @@ def _items_by_line(path: Path, limit: int | None) -> dict[int, JudgeItem]:
     """The input items by line, stored with the judgments (the Runs page shows them)."""
     rows = _input_rows(path, limit)
     return {row.line: row.item for row in rows if row.item is not None and row.line is not None}
+
+
+def _braces(error: Exception) -> str:
+    """`error`'s message, safe inside a message that `_kept` formats."""
+    return str(error).replace("{", "{{").replace("}", "}}")
 
 
 def _kept(output: ResumableOutput, code: ExitCode, message: str) -> ExitCode:

@@ -82,6 +82,7 @@ def open_first(args: argparse.Namespace, choice: CriteriaChoice) -> Judge:
         options=backend_options(args, args.base_url),
         backend=args.backend,
         overrides=judging_overrides(args),
+        isolated=True,
         **run_fields(args, choice),
     )
 
@@ -106,6 +107,7 @@ def open_second(args: argparse.Namespace, choice: CriteriaChoice, first: Judge) 
         args.cascade_to,
         options=backend_options(args, args.cascade_base_url),
         backend="openai" if args.cascade_base_url else None,
+        isolated=True,
         **run_fields(args, choice),
     )
 

@@ -112,6 +112,14 @@ def render_outcome(run: BatchRun) -> None:
             "resume goes on with the rest."
         )
         st.button("Resume", key="resume_batch", on_click=resume, args=(run,))
+    elif snap.state == "failed" and run.job.engine_stopped:
+        text = snap.error or "the judge engine stopped"
+        st.error(
+            f"{text[:1].upper()}{text[1:]}. The app is still running: the {snap.done} rows "
+            "judged are kept, and Resume starts a fresh engine and goes on from the row it "
+            "was on."
+        )
+        st.button("Resume", key="resume_batch", on_click=resume, args=(run,))
     elif snap.state == "failed":
         st.error(f"The run failed: {snap.error}. Resume tries that row again.")
         st.button("Resume", key="resume_batch", on_click=resume, args=(run,))

@@ -134,7 +134,7 @@ def open_shared(model: str, options: BackendOptions) -> Judge:
         else "run `make models` to build the registry's model files"
     )
     try:
-        return load_judge(model, options=options)
+        return load_judge(model, options=options, isolated=True)
     except PocketJudgeError as exc:
         text = str(exc)
         said = any(word in text for word in ("make models", "install", "check"))

@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import charts
 from app.catalog.scenarios import load_catalog
+from app.errors import EngineStopped
 from app.records import Judgment, Protocol, Status
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
@@ -27,6 +28,13 @@ CONSISTENCY_HELP = (
     "With swap debiasing the pair is judged in both orders (A first, then B first). A judge "
     "that prefers a position gives different verdicts; PocketJudge then calls it a tie."
 )
+
+
+def engine_stopped_message(error: EngineStopped, then: str) -> str:
+    """What a page says when the engine worker died under a call: how it ended, that the app
+    lives on, and `then` (what the user can do next)."""
+    text = str(error)
+    return f"{text[:1].upper()}{text[1:]}. The app is still running. {then}"
 
 
 def show_judgment(

@@ -114,6 +114,51 @@ def test_a_killed_batch_resumes_after_its_last_whole_row(
     assert partials(out) == []
 
 
+def engine_worker_of(pid: int) -> int | None:
+    """The engine worker (models/backends/engine_worker.py) process `pid` started, if any."""
+    for child in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            command_line = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == pid and b"models.backends.engine_worker" in command_line:
+            return int(child)
+    return None
+
+
+def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_on(
+    tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    """llama.cpp runs in an engine worker: its death (here SIGKILL, as when memory runs
+    out) ends the run with the signal named, not the CLI with it."""
+    source, out = rows_file(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
+    args = command(tiny_gguf_model, source, out)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (partials(out) and len(whole_lines(partials(out)[0])) >= 3):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        worker = engine_worker_of(process.pid)
+        assert worker is not None
+        os.kill(worker, signal.SIGKILL)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 3, stderr
+    assert "the judge engine stopped: it was stopped by SIGKILL" in stderr
+    (partial,) = partials(out)
+    kept = whole_lines(partial)
+    assert 3 <= len(kept) < ROWS and f"The {len(kept)} rows written are kept" in stderr
+    again = run(args)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming: {len(kept)} of {ROWS} rows" in again.stderr
+    assert [j.line for j in read(out)] == list(range(1, ROWS + 1))
+
+
 def test_ctrl_c_exits_130_keeps_the_rows_and_the_same_command_goes_on(
     tiny_gguf_model: Path, tmp_path: Path
 ) -> None:

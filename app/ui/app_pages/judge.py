@@ -6,7 +6,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app.catalog.scenarios import load_catalog
-from app.errors import PocketJudgeError, validation_message
+from app.errors import EngineStopped, PocketJudgeError, validation_message
 from app.followup import ask
 from app.records import JudgeItem, Judgment, Protocol
 from app.service import reference_note
@@ -15,7 +15,7 @@ from app.ui.options import answer_label, answer_range
 from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, measured_rows, model_label
 from app.ui.tables import criterion_names, overall_top, rubric_scale
-from app.ui.views import show_judgment, show_measured
+from app.ui.views import engine_stopped_message, show_judgment, show_measured
 from models.backends.base import Message
 
 RESULT = "single.result"
@@ -84,6 +84,9 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
     try:
         with st.spinner("Judging..."), shared.use():
             judgment = service.judge(item, config)
+    except EngineStopped as exc:
+        st.error(engine_stopped_message(exc, "Judge again to start a fresh engine."))
+        return
     except PocketJudgeError as exc:
         st.error(str(exc))
         return

@@ -1,8 +1,12 @@
-"""The batch flow on the tiny real model: preview, run to done, stop and resume, two tabs."""
+"""The batch flow on the tiny real model: preview, run to done, stop and resume, an engine
+killed mid-batch, two tabs."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.records import Status
+from app.runs.store import RunStore
 from app.ui import model_cache
 from app.ui.batch_view import RUN, BatchRun
 from app.ui.settings import MAX_UPLOAD_ENV
@@ -175,6 +180,43 @@ def test_stop_keeps_the_judged_rows_and_resume_finishes(
     snap = current_run(at).job.snapshot()
     assert snap.state == "done" and snap.done == 7
     assert [j.id for j in snap.judgments] == [f"r{n}" for n in range(6)] + ["bad"]
+
+
+def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
+    make_app: Callable[..., AppTest], app_env: Path
+) -> None:
+    """The model runs in an engine worker (models/backends/worker_backend.py): killing it
+    mid-batch fails the batch with the signal named, keeps the rows judged, marks the run
+    incomplete, and Resume starts a fresh worker that judges the rest."""
+    at = make_app(PAGE)
+    upload(at, rows(6))
+    handle = model_cache.shared_judge(settings_from(at.session_state))
+    engine = handle.judge.backend
+    first_pid = engine.pid
+    assert first_pid is not None and first_pid != os.getpid()
+    at.button(key="run_batch").click().run()
+    job = current_run(at).job
+    deadline = time.monotonic() + WAIT_S
+    while job.snapshot().done < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with handle.lock:  # between two rows: the next row's first call meets the dead worker
+        os.kill(first_pid, signal.SIGKILL)
+    finish(at)
+    snap = job.snapshot()
+    assert snap.state == "failed" and job.engine_stopped and 2 <= snap.done < snap.total
+    message = at.error[0].value
+    assert "SIGKILL" in message and "The app is still running" in message, message
+    assert f"the {snap.done} rows judged are kept" in message
+    assert len(table_with(at, "verdict")) == snap.done  # the judged rows stay on the page
+    [run] = RunStore().runs()
+    assert (run.status, run.rows) == ("incomplete", snap.done)
+    at.button(key="resume_batch").click().run()
+    finish(at)
+    snap = job.snapshot()
+    assert snap.state == "done" and snap.done == 7
+    assert [j.id for j in snap.judgments] == [f"r{n}" for n in range(6)] + ["bad"]
+    assert engine.engine.starts == 2 and engine.pid not in (None, first_pid)
+    assert RunStore().runs()[0].status == "complete"
 
 
 def test_two_tabs_judge_at_once_on_one_model(make_app: Callable[..., AppTest]) -> None:

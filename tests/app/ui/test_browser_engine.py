@@ -1,0 +1,126 @@
+"""The app in a real browser when its engine dies: `streamlit run` on the tiny model, a batch
+started in headless Chromium, and the engine worker that runs llama.cpp killed mid-batch
+from outside (as the kernel kills a process out of memory, or as an illegal instruction
+ends one). The page stays up, names the signal, keeps the rows judged, and Resume
+finishes the batch on a fresh worker. With POCKETJUDGE_SCREENSHOTS=1 the screenshots go to
+docs/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
+    BATCH_S,
+    LIVE,
+    app_server,
+    chromium,  # noqa: F401 - a fixture
+    go_to,
+    healthy,
+    page,  # noqa: F401 - a fixture
+    screenshot,
+    settle,
+    shots,  # noqa: F401 - a fixture
+    watch,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROWS = 24
+WORKER = "models.backends.engine_worker"
+
+
+@pytest.fixture(scope="module")
+def app_url(chromium: Path, tiny_gguf_model: Path, tmp_path_factory) -> Iterator[str]:  # noqa: F811
+    with app_server(str(tiny_gguf_model), tmp_path_factory.mktemp("server")) as url:
+        yield url
+
+
+def _command_line(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _parent(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return ""
+
+
+def engine_workers(url: str) -> list[int]:
+    """The engine workers of the app server listening at `url` (its children that run one)."""
+    port = f"--server.port {urlparse(url).port}"
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if WORKER in _command_line(pid) and port in _command_line(_parent(pid)):
+            found.append(int(pid))
+    return found
+
+
+def batch_file(path: Path) -> Path:
+    rows = [
+        {"id": f"r{n}", "question": f"Name a primary colour ({n}).", "answers": ["Red.", "Blue."]}
+        for n in range(ROWS)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
+    page,  # noqa: F811
+    app_url: str,
+    shots: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    page.locator(".st-key-reference_metrics label").first.click()  # no BERTScore load
+    settle(page)
+    go_to(page, "Batch")
+    page.locator(".st-key-upload input[type=file]").set_input_files(
+        batch_file(tmp_path / "colours.jsonl")
+    )
+    page.locator('[data-testid="stMetric"]', has_text="Readable").first.wait_for()
+    settle(page)
+    page.locator(".st-key-run_batch button").click()
+    running = watch(page, lambda p: p.done >= 2 or p.state != "running", BATCH_S)[-1]
+    assert running.state == "running", f"the batch ended before the kill: {running}"
+    [worker] = engine_workers(app_url)
+    os.kill(worker, signal.SIGKILL)
+    stopped = watch(page, lambda p: p.state != "running", 120)[-1]
+    assert stopped.state == "failed" and 2 <= stopped.done < ROWS, stopped
+    error = page.get_by_text("The judge engine stopped: it was stopped by SIGKILL")
+    error.wait_for(timeout=30_000)
+    settle(page)
+    shown = error.inner_text()
+    assert "The app is still running" in shown and f"the {stopped.done} rows judged" in shown
+    assert healthy(app_url) and engine_workers(app_url) == []  # the server lives, no worker
+    screenshot(
+        page,
+        shots / "engine_stopped.png",
+        top='h2:has-text("Run: ")',
+        bottom='h2:has-text("Dashboard")',
+        main_only=True,
+    )
+
+    page.locator(f".st-key-resume_batch{LIVE} button").first.click()
+    resumed = watch(page, lambda p: p.state == "done", BATCH_S)
+    assert resumed[0].done >= stopped.done and resumed[-1].done == ROWS, resumed
+    page.get_by_text(f"Done: {ROWS} rows judged").wait_for(timeout=30_000)
+    settle(page)
+    workers = engine_workers(app_url)
+    assert len(workers) == 1 and workers[0] != worker  # a fresh one judged the rest
+    screenshot(
+        page,
+        shots / "engine_resumed.png",
+        top='h2:has-text("Run: ")',
+        bottom='h2:has-text("Dashboard")',
+        main_only=True,
+    )
