@@ -123,3 +123,20 @@ def available_memory_bytes(meminfo: Path | None = None) -> int | None:
 
 def _corrupt(path: Path, problem: str) -> ModelFileError:
     return ModelFileError(path, "corrupt", f"not a complete GGUF model: {problem}", CORRUPT_REMEDY)
+
+
+def check_whole(path: Path) -> None:
+    """Refuse a GGUF file whose tensor data runs past its end (a cut-off download or copy).
+
+    Walks the metadata and the tensor table (models.gguf_table), never the weights: a
+    fraction of a second for the 1.5B."""
+    from models.gguf_table import tensor_data_end
+
+    check_gguf_header(path)
+    try:
+        end = tensor_data_end(path)
+    except (ValueError, KeyError, struct.error, OSError) as error:
+        raise _corrupt(path, f"its tensor table cannot be read ({error})") from None
+    size = path.stat().st_size
+    if end > size:
+        raise _corrupt(path, f"its tensors need {end} bytes but the file has {size} (truncated)")

@@ -201,3 +201,25 @@ def test_the_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
         "and run `make models` to build it again"
     ]
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_check_whole_finds_the_end_of_the_tensor_data(
+    tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    from gguf import GGUFReader
+
+    from models.gguf_table import tensor_data_end
+
+    reader = GGUFReader(tiny_gguf_model)
+    expected = max(int(t.data_offset) + int(t.n_bytes) for t in reader.tensors)
+    assert tensor_data_end(tiny_gguf_model) == expected == tiny_gguf_model.stat().st_size
+    model_file.check_whole(tiny_gguf_model)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(tiny_gguf_model.read_bytes()[:-1000])
+    with pytest.raises(ModelFileError, match="truncated") as error:
+        model_file.check_whole(cut)
+    assert error.value.kind == "corrupt"
+    inside = tmp_path / "inside.gguf"
+    inside.write_bytes(tiny_gguf_model.read_bytes()[:4000])
+    with pytest.raises(ModelFileError, match=r"tensor table|truncated"):
+        model_file.check_whole(inside)
