@@ -115,7 +115,7 @@ def isolate() -> None:
     if "engine" not in _WORKER:
         from models.backends.worker_backend import EngineProcess
 
-        _WORKER["engine"] = EngineProcess()
+        _WORKER["engine"] = EngineProcess(label="minilm-encoder")
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:

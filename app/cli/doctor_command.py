@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 PASSED, CHECK_FAILED = 0, 1
 
 

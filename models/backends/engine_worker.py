@@ -1,8 +1,9 @@
 """The engine worker: a child process that owns one model and answers its parent's calls.
 
-    python -m models.backends.engine_worker FD
+    python -m models.backends.engine_worker FD [LABEL]
 
-FD is this end of a socket pair the parent made (models/backends/worker_backend.py). A
+FD is this end of a socket pair the parent made (models/backends/worker_backend.py);
+LABEL (the model's file name) is only there for `ps` to show. A
 crash of native code (llama.cpp) then ends this process only; the parent reports how it
 ended and starts a fresh one for the next call. Each message is a pickled tuple
 (method, args, kwargs), answered by ("ok", value) or ("error", exception):

@@ -55,11 +55,13 @@ class EngineProcess:
     """One engine worker process and the socket to it; `call` starts one when none runs.
 
     `opening`: the first call of every worker started (the model's "open"), so a
-    restarted worker has the model loaded again before it answers.
+    restarted worker has the model loaded again before it answers. `label` (the model's
+    file name, "minilm-encoder") ends the worker's command line.
     """
 
-    def __init__(self, opening: tuple[str, tuple] | None = None) -> None:
+    def __init__(self, opening: tuple[str, tuple] | None = None, label: str = "engine") -> None:
         self.opening = opening
+        self.label = label  # on the worker's command line, so `ps` tells workers apart
         self.opened: Any = None  # what the last opening call answered
         self.starts = 0  # workers started so far (1 + the restarts after a stop)
         self._lock = threading.RLock()
@@ -85,7 +87,7 @@ class EngineProcess:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
             try:
                 self._process = subprocess.Popen(
-                    [sys.executable, "-m", WORKER_MODULE, str(theirs.fileno())],
+                    [sys.executable, "-m", WORKER_MODULE, str(theirs.fileno()), self.label],
                     pass_fds=(theirs.fileno(),),
                     stdin=subprocess.DEVNULL,
                     stdout=self._log,
@@ -197,7 +199,7 @@ class WorkerBackend:
         self.kind = kind
         self.model = str(Path(model).expanduser().absolute())
         self.options = options
-        self.engine = EngineProcess(("open", (kind, self.model, options)))
+        self.engine = EngineProcess(("open", (kind, self.model, options)), Path(model).name)
         self.engine.start()
         self.name: str
         self.capabilities: Capabilities

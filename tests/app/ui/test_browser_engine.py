@@ -56,12 +56,14 @@ def _parent(pid: str) -> str:
         return ""
 
 
-def engine_workers(url: str) -> list[int]:
-    """The engine workers of the app server listening at `url` (its children that run one)."""
+def engine_workers(url: str, model: Path) -> list[int]:
+    """The judge's engine workers of the app server listening at `url` (its children that
+    run one on `model`; the MiniLM encoder's worker is another)."""
     port = f"--server.port {urlparse(url).port}"
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        if WORKER in _command_line(pid) and port in _command_line(_parent(pid)):
+        command = _command_line(pid)
+        if WORKER in command and model.name in command and port in _command_line(_parent(pid)):
             found.append(int(pid))
     return found
 
@@ -79,6 +81,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     page,  # noqa: F811
     app_url: str,
     shots: Path,  # noqa: F811
+    tiny_gguf_model: Path,
     tmp_path: Path,
 ) -> None:
     page.locator(".st-key-reference_metrics label").first.click()  # no BERTScore load
@@ -92,7 +95,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     page.locator(".st-key-run_batch button").click()
     running = watch(page, lambda p: p.done >= 2 or p.state != "running", BATCH_S)[-1]
     assert running.state == "running", f"the batch ended before the kill: {running}"
-    [worker] = engine_workers(app_url)
+    [worker] = engine_workers(app_url, tiny_gguf_model)
     os.kill(worker, signal.SIGKILL)
     stopped = watch(page, lambda p: p.state != "running", 120)[-1]
     assert stopped.state == "failed" and 2 <= stopped.done < ROWS, stopped
@@ -101,7 +104,8 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     settle(page)
     shown = error.inner_text()
     assert "The app is still running" in shown and f"the {stopped.done} rows judged" in shown
-    assert healthy(app_url) and engine_workers(app_url) == []  # the server lives, no worker
+    assert healthy(app_url)  # the server lives on, with no judge worker now
+    assert engine_workers(app_url, tiny_gguf_model) == []
     screenshot(
         page,
         shots / "engine_stopped.png",
@@ -115,7 +119,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     assert resumed[0].done >= stopped.done and resumed[-1].done == ROWS, resumed
     page.get_by_text(f"Done: {ROWS} rows judged").wait_for(timeout=30_000)
     settle(page)
-    workers = engine_workers(app_url)
+    workers = engine_workers(app_url, tiny_gguf_model)
     assert len(workers) == 1 and workers[0] != worker  # a fresh one judged the rest
     screenshot(
         page,
