@@ -1,7 +1,11 @@
-"""Judging one item on the tiny real model: the form, the verdict, the charts, the feedback."""
+"""Judging one item on the tiny real model: the form, the verdict, the charts, the feedback,
+and an engine that died under the page."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -11,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 import app.metrics
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.records import Judgment, Protocol, Status
+from app.ui import model_cache
+from app.ui.state import settings_from
 
 QUESTION = "What is the capital of France?"
 REFERENCE = "Paris is the capital of France."
@@ -235,3 +241,31 @@ def test_a_second_judge_decides_the_unsure_verdicts_and_the_result_says_so(
     kept = judge(at)
     assert kept.cascade == {"decided_by": "first", "below": 0.0}
     assert kept.model == app_env.name
+
+
+def test_a_judgment_whose_engine_died_says_so_and_the_next_one_starts_a_fresh_engine(
+    make_app: Callable[..., AppTest],
+) -> None:
+    """The model runs in an engine worker: its death (SIGSEGV, as a native crash) leaves
+    the page up with the signal named, and judging again works on a fresh worker."""
+    at = make_app()
+    at.sidebar.radio(key="protocol").set_value("pairwise").run()
+    fill(at, ["Paris.", "Lyon."])
+    engine = model_cache.shared_judge(settings_from(at.session_state)).judge.backend
+    first = engine.pid
+    assert first is not None
+    os.kill(first, signal.SIGSEGV)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{first}") and time.monotonic() < deadline:
+        with open(f"/proc/{first}/stat") as stat:  # a zombie until the app reaps it
+            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    at.button(key="judge").click().run()
+    assert not at.exception, at.exception
+    message = at.error[0].value
+    assert message.startswith("The judge engine stopped: it was stopped by SIGSEGV"), message
+    assert "The app is still running. Judge again to start a fresh engine." in message
+    assert "single.result" not in at.session_state
+    judgment = judge(at)
+    assert judgment.status is Status.OK and engine.pid not in (None, first)
