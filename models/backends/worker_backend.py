@@ -213,10 +213,6 @@ class WorkerBackend:
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return self.engine.call(method, *args, **kwargs)
 
-    def build_info(self) -> Any:
-        """What llama.cpp was built with, read in the worker (models.backends.engine_info)."""
-        return self.call("build_info")
-
     def close(self) -> None:
         self.engine.close()
 

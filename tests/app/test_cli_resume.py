@@ -20,6 +20,7 @@ import pytest
 from app.cli import main
 from app.io.resumable import ResumableOutput
 from app.records import Judgment
+from tests.support.processes import engine_workers
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 40
@@ -114,19 +115,6 @@ def test_a_killed_batch_resumes_after_its_last_whole_row(
     assert partials(out) == []
 
 
-def engine_worker_of(pid: int) -> int | None:
-    """The engine worker (models/backends/engine_worker.py) process `pid` started, if any."""
-    for child in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-            command_line = Path(f"/proc/{child}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat[1]) == pid and b"models.backends.engine_worker" in command_line:
-            return int(child)
-    return None
-
-
 def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_on(
     tiny_gguf_model: Path, tmp_path: Path
 ) -> None:
@@ -141,8 +129,7 @@ def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_o
         while not (partials(out) and len(whole_lines(partials(out)[0])) >= 3):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
-        worker = engine_worker_of(process.pid)
-        assert worker is not None
+        [worker] = engine_workers(process.pid, tiny_gguf_model.name)
         os.kill(worker, signal.SIGKILL)
         _, stderr = process.communicate(timeout=120)
     finally:

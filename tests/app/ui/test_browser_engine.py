@@ -29,11 +29,11 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     shots,  # noqa: F401 - a fixture
     watch,
 )
+from tests.support.processes import command_line, engine_workers, processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROWS = 24
-WORKER = "models.backends.engine_worker"
 
 
 @pytest.fixture(scope="module")
@@ -42,30 +42,12 @@ def app_url(chromium: Path, tiny_gguf_model: Path, tmp_path_factory) -> Iterator
         yield url
 
 
-def _command_line(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _parent(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-    except (OSError, IndexError):
-        return ""
-
-
-def engine_workers(url: str, model: Path) -> list[int]:
-    """The judge's engine workers of the app server listening at `url` (its children that
-    run one on `model`; the MiniLM encoder's worker is another)."""
+def judge_workers(url: str, model: Path) -> list[int]:
+    """The engine workers on `model` of the app server listening at `url` (the MiniLM
+    encoder's worker is another)."""
     port = f"--server.port {urlparse(url).port}"
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        command = _command_line(pid)
-        if WORKER in command and model.name in command and port in _command_line(_parent(pid)):
-            found.append(int(pid))
-    return found
+    [server] = [pid for pid in processes() if port in command_line(pid)]
+    return engine_workers(server, model.name)
 
 
 def batch_file(path: Path) -> Path:
@@ -95,7 +77,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     page.locator(".st-key-run_batch button").click()
     running = watch(page, lambda p: p.done >= 2 or p.state != "running", BATCH_S)[-1]
     assert running.state == "running", f"the batch ended before the kill: {running}"
-    [worker] = engine_workers(app_url, tiny_gguf_model)
+    [worker] = judge_workers(app_url, tiny_gguf_model)
     os.kill(worker, signal.SIGKILL)
     stopped = watch(page, lambda p: p.state != "running", 120)[-1]
     assert stopped.state == "failed" and 2 <= stopped.done < ROWS, stopped
@@ -105,7 +87,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     shown = error.inner_text()
     assert "The app is still running" in shown and f"the {stopped.done} rows judged" in shown
     assert healthy(app_url)  # the server lives on, with no judge worker now
-    assert engine_workers(app_url, tiny_gguf_model) == []
+    assert judge_workers(app_url, tiny_gguf_model) == []
     screenshot(
         page,
         shots / "engine_stopped.png",
@@ -119,7 +101,7 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     assert resumed[0].done >= stopped.done and resumed[-1].done == ROWS, resumed
     page.get_by_text(f"Done: {ROWS} rows judged").wait_for(timeout=30_000)
     settle(page)
-    workers = engine_workers(app_url, tiny_gguf_model)
+    workers = judge_workers(app_url, tiny_gguf_model)
     assert len(workers) == 1 and workers[0] != worker  # a fresh one judged the rest
     screenshot(
         page,
