@@ -1,0 +1,107 @@
+"""The reward model of issue 41 (training/reward_model.py), run end to end on the tiny real
+model on the CPU, as the GPU run will: pairs as the engine's token ids, the head reading the
+state the engine reads, Bradley-Terry training that learns a learnable preference, and a run
+cut short that goes on from its checkpoint to the same result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.records import JudgeItem, Label
+from tests.models.backends.test_likelihood_reader import backend  # noqa: F401 - a fixture
+
+torch = pytest.importorskip("torch")
+
+COLOURS = ("red", "blue", "green", "yellow", "purple", "orange")
+
+
+def items() -> list[JudgeItem]:
+    """Pairs whose better answer says "Yes." (A or B by turns), and one tie."""
+    found = []
+    for n, colour in enumerate(COLOURS):
+        question = f"Is {colour} a colour?"
+        answers = ("Yes.", "No.") if n % 2 == 0 else ("No.", "Yes.")
+        label = Label(winner="A" if n % 2 == 0 else "B")
+        found.append(JudgeItem(id=f"p{n}", question=question, answers=answers, label=label))
+    tie = Label(winner="tie")
+    found.append(JudgeItem(id="t", question="Say hi.", answers=("Hi.", "Hello."), label=tie))
+    return found
+
+
+@pytest.fixture(scope="module")
+def pairs(backend):  # noqa: F811
+    from training.reward_model import pair_tokens
+
+    return pair_tokens(backend, items())
+
+
+def fresh_base(tiny_gguf_model: Path):  # type: ignore[no-untyped-def]
+    from training.gpu_reads import load_model
+
+    torch.set_num_threads(1)
+    return load_model(tiny_gguf_model, "cpu")
+
+
+def test_pairs_are_the_engines_reads_with_a_target_each(pairs) -> None:
+    assert len(pairs.first) == len(COLOURS) + 1
+    assert len(pairs.keys) == 2 * len(COLOURS) + 2  # each (request, answer) read once
+    assert pairs.target.tolist() == [1.0, 0.0] * 3 + [0.5]
+    assert pairs.group.tolist() == list(range(len(COLOURS) + 1))  # one request each
+    assert pairs.lengths.sum() == len(pairs.flat)
+
+
+def test_the_head_reads_the_state_the_engine_reads(backend, pairs, tiny_gguf_model: Path) -> None:  # noqa: F811
+    from models.readings import pooled
+    from training.reward_model import RewardModel, batch_tensors
+
+    model = RewardModel(fresh_base(tiny_gguf_model), rank=4, alpha=8)  # LoRA starts as nothing
+    reads = np.arange(len(pairs.keys))
+    ids, lengths = batch_tensors(pairs, reads, "cpu")
+    with torch.no_grad():
+        ours = model.states(ids, lengths).numpy()
+    for row, item in enumerate(items()[:2]):
+        engine = pooled(backend.read_reply(item.question, item.answers[0]).states)
+        last = engine[len(engine) // 2 :]  # the engine keeps [mean, last]
+        np.testing.assert_allclose(ours[2 * row], last, rtol=1e-3, atol=1e-3)
+
+
+def test_training_learns_a_learnable_preference(
+    pairs, tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    from training.reward_model import TrainSettings, train
+
+    settings = TrainSettings(steps=40, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=20)  # fmt: skip
+    state = train(fresh_base(tiny_gguf_model), pairs, tmp_path, settings, "cpu")
+    assert state["step"] == 40
+    assert np.mean(state["losses"][-5:]) < 0.5 * np.mean(state["losses"][:5])
+    assert state["decided"] == 40 * 6 and state["right"] >= 0.8 * state["decided"]  # the ties aside
+    head = json.loads((tmp_path / "value_head.json").read_text())
+    assert len(head["weights"]) == fresh_base(tiny_gguf_model).config.hidden_size
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+    record = json.loads((tmp_path / "training.json").read_text())
+    assert record["device"] == "cpu" and record["step"] == 40
+
+
+def test_a_run_cut_short_goes_on_from_its_checkpoint_to_the_same_result(
+    pairs, tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    from training.reward_model import TrainSettings, train
+
+    settings = TrainSettings(steps=6, batch_pairs=3, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=2)  # fmt: skip
+    whole = train(fresh_base(tiny_gguf_model), pairs, tmp_path / "whole", settings, "cpu")
+    cut = train(fresh_base(tiny_gguf_model), pairs, tmp_path / "cut",
+                TrainSettings(**{**vars(settings), "steps": 3}), "cpu")  # fmt: skip
+    assert cut["step"] == 3
+    resumed = train(fresh_base(tiny_gguf_model), pairs, tmp_path / "cut", settings, "cpu")
+    assert resumed["step"] == 6
+    np.testing.assert_allclose(resumed["losses"], whole["losses"], rtol=1e-4, atol=1e-6)
+    heads = [
+        json.loads((tmp_path / run / "value_head.json").read_text()) for run in ("whole", "cut")
+    ]
+    np.testing.assert_allclose(heads[1]["weights"], heads[0]["weights"], rtol=1e-4, atol=1e-6)

@@ -1,0 +1,326 @@
+"""A reward model for issue 41: LoRA on the base with a value head on the final-layer state at
+the answer's last position (the `last` state the engine already reads), trained with the
+Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
+
+    python -m training.reward_model pairs --gguf G.gguf --alpacaeval N --out P.npz   # here
+    python -m training.reward_model train --gguf G.gguf --pairs P.npz --out DIR \\
+        [--steps N] [--seconds S]                                                   # a GPU
+
+`pairs` (here, llama.cpp) writes each answer of the fitting set's pairs as the token ids the
+engine's read decodes (`training.gpu_reads.tokenize_reads`: the chat template, the defused
+control tokens, the end-of-turn token, the cut to the read's context) and each pair as two
+indices and a target. The GPU machine needs no tokenizer, template or llama.cpp.
+
+`train` loads the same GGUF through transformers, wraps every linear layer of its blocks in a
+LoRA adapter (peft) and adds the value head; each step reads a batch of pairs and minimises
+binary cross-entropy between sigmoid(r_first - r_second) and the target (1, 0, or 0.5 for a
+tie, which pulls the two rewards together). It writes a checkpoint (adapter, head, optimizer,
+step) every `--save-every` steps and when `--seconds` runs out, and goes on from it when run
+again: a 15-minute loan trains what it can, the next one continues. The result is
+`DIR/adapter/` (peft), `DIR/value_head.json` and `DIR/training.json` (steps, loss curve,
+device, seconds): small enough to come back in one transfer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from training.gpu_reads import ArrayTable, load_model, tokenize_reads, torch_device
+
+TARGETS = {"A": 1.0, "B": 0.0, "tie": 0.5}
+CHECKPOINT = "checkpoint"
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass
+class RewardPairs(ArrayTable):
+    """Reads as token ids (`training.gpu_reads.TokenTable`'s fields) and the pairs over them:
+    pair i compares read `first[i]` with read `second[i]`, `target[i]` the probability that
+    the first is better (1, 0, or 0.5 for a tie), `group[i]` its request (for grouped splits)."""
+
+    keys: np.ndarray
+    flat: np.ndarray
+    lengths: np.ndarray
+    answer_lengths: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    target: np.ndarray
+    group: np.ndarray
+
+
+def pair_tokens(backend, items) -> RewardPairs:  # type: ignore[no-untyped-def]
+    """The reads and pairs of labelled pairwise `items` (those with a winner)."""
+    from training.likelihood_data import cut
+    from training.reading_cache import cond_key
+
+    labelled = [i for i in items if i.label is not None and i.label.winner in TARGETS]
+    texts = [cut(item.question, answer) for item in labelled for answer in item.answers]
+    table = tokenize_reads(backend, texts)
+    conditioned = [n for n, key in enumerate(table.keys) if str(key).startswith("c")]
+    keep = np.array(conditioned, dtype=int)
+    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
+    flat = [table.flat[starts[n] : starts[n] + table.lengths[n]] for n in keep]
+    index = {str(table.keys[n]): row for row, n in enumerate(keep)}
+    requests: dict[str, int] = {}
+    first, second, target, group = [], [], [], []
+    for item in labelled:
+        a, b = (index[cond_key(*cut(item.question, answer))] for answer in item.answers)
+        first.append(a)
+        second.append(b)
+        target.append(TARGETS[item.label.winner])
+        group.append(requests.setdefault(item.question, len(requests)))
+    return RewardPairs(
+        keys=table.keys[keep],
+        flat=np.concatenate(flat).astype(np.int32),
+        lengths=table.lengths[keep],
+        answer_lengths=table.answer_lengths[keep],
+        first=np.array(first, dtype=np.int32),
+        second=np.array(second, dtype=np.int32),
+        target=np.array(target, dtype=np.float32),
+        group=np.array(group, dtype=np.int32),
+    )
+
+
+def write_pairs(gguf: Path, alpacaeval: int, per_request: int, out: Path) -> int:
+    """The fitting set's pairs (training split only: training.likelihood_data) as token ids."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from training.likelihood_data import fitting_pairs
+
+    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
+    pairs = pair_tokens(backend, fitting_pairs(alpacaeval, per_request))
+    backend.close()
+    pairs.save(out)
+    ties = int((pairs.target == 0.5).sum())
+    print(f"{len(pairs.first)} pairs ({ties} ties) over {len(pairs.keys)} reads, "
+          f"{int(pairs.lengths.sum())} tokens")  # fmt: skip
+    return 0
+
+
+class RewardModel:
+    """The base with LoRA adapters and a value head: `rewards(ids, lengths)` reads each
+    right-padded sequence and scores the state at its last answer position (`lengths - 2`:
+    the position that predicts the end-of-turn token the read ends with)."""
+
+    def __init__(self, base, rank: int, alpha: int, dropout: float = 0.0) -> None:  # type: ignore[no-untyped-def]
+        import torch
+        from peft import LoraConfig, get_peft_model
+
+        config = LoraConfig(
+            r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(LORA_TARGETS)
+        )
+        self.model = get_peft_model(base, config)
+        width = base.config.hidden_size
+        device = next(base.parameters()).device
+        self.head = torch.nn.Linear(width, 1).to(device)
+        torch.nn.init.zeros_(self.head.weight)
+        torch.nn.init.zeros_(self.head.bias)
+
+    def parameters(self) -> list:  # type: ignore[type-arg]
+        trained = [p for p in self.model.parameters() if p.requires_grad]
+        return trained + list(self.head.parameters())
+
+    def states(self, ids, lengths):  # type: ignore[no-untyped-def]
+        """The final-layer state at each sequence's last answer position."""
+        import torch
+
+        inner = self.model.get_base_model()
+        hidden = inner.model(input_ids=ids).last_hidden_state
+        rows = torch.arange(len(lengths), device=ids.device)
+        return hidden[rows, lengths - 2]
+
+    def rewards(self, ids, lengths):  # type: ignore[no-untyped-def]
+        return self.head(self.states(ids, lengths).float())[:, 0]
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    steps: int = 400
+    batch_pairs: int = 16
+    learning_rate: float = 1e-4
+    rank: int = 16
+    alpha: int = 32
+    save_every: int = 50
+    seed: int = 0
+    seconds: float = float("inf")
+
+
+def batch_tensors(pairs: RewardPairs, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    """`reads` as right-padded token ids and their lengths (padding after a sequence changes
+    nothing before it under causal attention)."""
+    import torch
+
+    starts = np.concatenate([[0], np.cumsum(pairs.lengths)[:-1]])
+    longest = int(pairs.lengths[reads].max())
+    ids = torch.zeros((len(reads), longest), dtype=torch.long)
+    for row, n in enumerate(reads):
+        piece = pairs.flat[starts[n] : starts[n] + pairs.lengths[n]]
+        ids[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+    lengths = torch.from_numpy(pairs.lengths[reads].astype(np.int64))
+    return ids.to(device), lengths.to(device)
+
+
+def pair_loss(model: RewardModel, pairs: RewardPairs, chosen: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    """Bradley-Terry cross-entropy of the pairs `chosen`, and how many it ranks as labelled."""
+    import torch
+
+    reads = np.concatenate([pairs.first[chosen], pairs.second[chosen]])
+    ids, lengths = batch_tensors(pairs, reads, device)
+    rewards = model.rewards(ids, lengths)
+    margin = rewards[: len(chosen)] - rewards[len(chosen) :]
+    target = torch.from_numpy(pairs.target[chosen]).to(device)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(margin, target)
+    decided = target != 0.5
+    right = ((margin > 0) == (target > 0.5))[decided].sum().item()
+    return loss, int(right), int(decided.sum().item())
+
+
+def step_order(pairs: RewardPairs, settings: TrainSettings, step: int) -> np.ndarray:
+    """The pairs of `step`: epochs of a seeded shuffle, the same on every rerun."""
+    per_epoch = max(1, len(pairs.first) // settings.batch_pairs)
+    epoch, within = divmod(step, per_epoch)
+    order = np.random.default_rng(settings.seed + epoch).permutation(len(pairs.first))
+    return order[within * settings.batch_pairs : (within + 1) * settings.batch_pairs]
+
+
+def save_checkpoint(folder: Path, model: RewardModel, optimizer, state: dict) -> None:  # type: ignore[no-untyped-def]
+    """Adapter, head, optimizer and progress, written beside and then swapped in whole."""
+    import shutil
+
+    import torch
+
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.model.save_pretrained(partial / "adapter")
+    torch.save({"head": model.head.state_dict(), "optimizer": optimizer.state_dict()},
+               partial / "trainer.pt")  # fmt: skip
+    (partial / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+
+
+def load_checkpoint(folder: Path, model: RewardModel, optimizer) -> dict:  # type: ignore[no-untyped-def]
+    """Progress of an earlier run (adapter, head and optimizer restored), or a fresh start."""
+    import torch
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    if not (folder / "state.json").is_file():
+        return {"step": 0, "losses": [], "right": 0, "decided": 0, "seconds": 0.0}
+    set_peft_model_state_dict(
+        model.model, load_file(folder / "adapter" / "adapter_model.safetensors")
+    )
+    saved = torch.load(folder / "trainer.pt", map_location=next(model.head.parameters()).device)
+    model.head.load_state_dict(saved["head"])
+    optimizer.load_state_dict(saved["optimizer"])
+    return json.loads((folder / "state.json").read_text(encoding="utf-8"))
+
+
+def train(base, pairs: RewardPairs, out: Path, settings: TrainSettings, device: str) -> dict:  # type: ignore[no-untyped-def]
+    """Train (or go on training) until `settings.steps` or `settings.seconds`; the progress.
+    The adapter, head and record are written to `out` once the last step is done."""
+    import torch
+
+    torch.manual_seed(settings.seed)
+    random.seed(settings.seed)
+    model = RewardModel(base, settings.rank, settings.alpha)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
+    checkpoint = out / CHECKPOINT
+    state = load_checkpoint(checkpoint, model, optimizer)
+    began = time.time()
+    autocast = device == "cuda"
+    while state["step"] < settings.steps and time.time() - began < settings.seconds:
+        chosen = step_order(pairs, settings, state["step"])
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
+            loss, right, decided = pair_loss(model, pairs, chosen, device)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        state["step"] += 1
+        state["losses"].append(round(float(loss.item()), 5))
+        state["right"] += right
+        state["decided"] += decided
+        if state["step"] % settings.save_every == 0:
+            save_checkpoint(checkpoint, model, optimizer, state)
+            recent = np.mean(state["losses"][-settings.save_every :])
+            print(f"step {state['step']}: loss {recent:.4f}", flush=True)
+    state["seconds"] = round(state["seconds"] + time.time() - began, 1)
+    save_checkpoint(checkpoint, model, optimizer, state)
+    if state["step"] >= settings.steps:
+        write_result(out, model, state, settings, device)
+    return state
+
+
+def write_result(
+    out: Path, model: RewardModel, state: dict, settings: TrainSettings, device: str
+) -> None:
+    """`out/adapter/`, `out/value_head.json` and `out/training.json`."""
+    import torch
+
+    model.model.save_pretrained(out / "adapter")
+    head = {
+        "weights": model.head.weight.detach().float().cpu().numpy()[0].tolist(),
+        "bias": float(model.head.bias.detach().float().cpu()),
+        "reads": "the final-layer state at the answer's last position (the engine's `last`)",
+    }
+    (out / "value_head.json").write_text(json.dumps(head), encoding="utf-8")
+    gpu = torch.cuda.get_device_name() if device == "cuda" else None
+    record = {**state, "settings": vars(settings) | {"seconds": str(settings.seconds)},
+              "device": device, "gpu": gpu, "torch": torch.__version__}  # fmt: skip
+    (out / "training.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+
+def run_training(args: argparse.Namespace) -> int:
+    device = torch_device()
+    settings = TrainSettings(
+        steps=args.steps,
+        batch_pairs=args.batch_pairs,
+        learning_rate=args.learning_rate,
+        rank=args.rank,
+        alpha=args.alpha,
+        save_every=args.save_every,
+        seconds=args.seconds,
+    )
+    pairs = RewardPairs.load(args.pairs)
+    base = load_model(args.gguf, device)
+    state = train(base, pairs, args.out, settings, device)
+    done = "done" if state["step"] >= settings.steps else "stopped (run again to go on)"
+    print(f"{done} at step {state['step']} of {settings.steps} in {state['seconds']} s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.reward_model", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    pairs = commands.add_parser("pairs", help="the fitting set's pairs as token ids (here)")
+    pairs.add_argument("--gguf", type=Path, required=True)
+    pairs.add_argument("--alpacaeval", type=int, default=3600)
+    pairs.add_argument("--per-request", type=int, default=16)
+    pairs.add_argument("--out", type=Path, required=True)
+    training = commands.add_parser("train", help="LoRA + value head, Bradley-Terry (a GPU)")
+    training.add_argument("--gguf", type=Path, required=True)
+    training.add_argument("--pairs", type=Path, required=True)
+    training.add_argument("--out", type=Path, required=True)
+    defaults = TrainSettings()
+    for name in ("steps", "batch_pairs", "rank", "alpha", "save_every"):
+        training.add_argument(
+            f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name)
+        )
+    training.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    training.add_argument("--seconds", type=float, default=defaults.seconds)
+    args = parser.parse_args(argv)
+    if args.command == "pairs":
+        return write_pairs(args.gguf, args.alpacaeval, args.per_request, args.out)
+    return run_training(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
