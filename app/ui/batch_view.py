@@ -35,7 +35,13 @@ from app.ui.tables import (
     results_frame,
     rubric_scale,
 )
-from app.ui.views import CONFIDENCE_HELP, CONSISTENCY_HELP, show_judgment, show_measured
+from app.ui.views import (
+    CONFIDENCE_HELP,
+    CONSISTENCY_HELP,
+    engine_stopped_message,
+    show_judgment,
+    show_measured,
+)
 
 POLL_S = 1.0
 RUN = "batch.run"
@@ -113,12 +119,11 @@ def render_outcome(run: BatchRun) -> None:
         )
         st.button("Resume", key="resume_batch", on_click=resume, args=(run,))
     elif snap.state == "failed" and run.job.engine_stopped:
-        text = snap.error or "the judge engine stopped"
-        st.error(
-            f"{text[:1].upper()}{text[1:]}. The app is still running: the {snap.done} rows "
-            "judged are kept, and Resume starts a fresh engine and goes on from the row it "
-            "was on."
+        then = (
+            f"the {snap.done} rows judged are kept, and Resume starts a fresh engine and goes "
+            "on from the row it was on."
         )
+        st.error(engine_stopped_message(snap.error or "the judge engine stopped", then))
         st.button("Resume", key="resume_batch", on_click=resume, args=(run,))
     elif snap.state == "failed":
         st.error(f"The run failed: {snap.error}. Resume tries that row again.")

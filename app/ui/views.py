@@ -30,11 +30,11 @@ CONSISTENCY_HELP = (
 )
 
 
-def engine_stopped_message(error: EngineStopped, then: str) -> str:
-    """What a page says when the engine worker died under a call: how it ended, that the app
-    lives on, and `then` (what the user can do next)."""
+def engine_stopped_message(error: EngineStopped | str, then: str) -> str:
+    """What a page says when the engine worker died under a call (`error`, or its message):
+    how it ended, that the app lives on, and `then` (what the user can do next)."""
     text = str(error)
-    return f"{text[:1].upper()}{text[1:]}. The app is still running. {then}"
+    return f"{text[:1].upper()}{text[1:]}. The app is still running: {then}"
 
 
 def show_judgment(

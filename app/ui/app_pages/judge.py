@@ -85,7 +85,7 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
         with st.spinner("Judging..."), shared.use():
             judgment = service.judge(item, config)
     except EngineStopped as exc:
-        st.error(engine_stopped_message(exc, "Judge again to start a fresh engine."))
+        st.error(engine_stopped_message(exc, "judge again to start a fresh engine."))
         return
     except PocketJudgeError as exc:
         st.error(str(exc))

@@ -265,7 +265,7 @@ def test_a_judgment_whose_engine_died_says_so_and_the_next_one_starts_a_fresh_en
     assert not at.exception, at.exception
     message = at.error[0].value
     assert message.startswith("The judge engine stopped: it was stopped by SIGSEGV"), message
-    assert "The app is still running. Judge again to start a fresh engine." in message
+    assert "The app is still running: judge again to start a fresh engine." in message
     assert "single.result" not in at.session_state
     judgment = judge(at)
     assert judgment.status is Status.OK and engine.pid not in (None, first)
