@@ -3,7 +3,8 @@ the answer's last position (the `last` state the engine already reads), trained 
 Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
 
     python -m training.reward_model pairs --gguf G.gguf --alpacaeval N --out P.npz   # here
-    python -m training.reward_model train --gguf G.gguf --pairs P.npz --out DIR \\
+    python -m training.reward_model grades --gguf G.gguf --out R.npz                # here
+    python -m training.reward_model train --gguf G.gguf --data P.npz --out DIR \\
         [--steps N] [--seconds S]                                                   # a GPU
 
 `pairs` (here, llama.cpp) writes each answer of the fitting set's pairs as the token ids the
@@ -11,12 +12,14 @@ engine's read decodes (`training.gpu_reads.tokenize_reads`: the chat template, t
 control tokens, the end-of-turn token, the cut to the read's context) and each pair as two
 indices and a target. The GPU machine needs no tokenizer, template or llama.cpp.
 
-`train` loads the same GGUF through transformers, wraps every linear layer of its blocks in a
-LoRA adapter (peft) and adds the value head; each step reads a batch of pairs and minimises
-binary cross-entropy between sigmoid(r_first - r_second) and the target (1, 0, or 0.5 for a
-tie, which pulls the two rewards together). It writes a checkpoint (adapter, head, optimizer,
-step) every `--save-every` steps and when `--seconds` runs out, and goes on from it when run
-again: a 15-minute loan trains what it can, the next one continues. The result is
+`grades` does the same for the graded single rows of the training split. `train` loads the
+same GGUF through transformers, wraps every linear layer of its blocks in a LoRA adapter
+(peft) and adds the value head; on pairs each step minimises binary cross-entropy between
+sigmoid(r_first - r_second) and the target (1, 0, or 0.5 for a tie, which pulls the two
+rewards together); on grades, the squared error of the reward against the rating mapped
+to -1..1 (the second adapter, for single grades). It writes a checkpoint (adapter, head,
+optimizer, step) every `--save-every` steps and when `--seconds` runs out, and goes on from
+it when run again: a 15-minute loan trains what it can, the next one continues. The result is
 `DIR/adapter/` (peft), `DIR/value_head.json` and `DIR/training.json` (steps, loss curve,
 device, seconds): small enough to come back in one transfer.
 """
@@ -36,6 +39,7 @@ import numpy as np
 from training.gpu_reads import ArrayTable, load_model, tokenize_reads, torch_device
 
 TARGETS = {"A": 1.0, "B": 0.0, "tie": 0.5}
+MID_RATING, HALF_RANGE = 5.5, 4.5  # a 1-10 rating to -1..1
 CHECKPOINT = "checkpoint"
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -105,6 +109,53 @@ def write_pairs(gguf: Path, alpacaeval: int, per_request: int, out: Path) -> int
     return 0
 
 
+@dataclass
+class GradeRows(ArrayTable):
+    """Graded single answers as token ids (`TokenTable`'s fields), `rating[i]` the 1-10
+    rating of read i and `group[i]` its request."""
+
+    keys: np.ndarray
+    flat: np.ndarray
+    lengths: np.ndarray
+    answer_lengths: np.ndarray
+    rating: np.ndarray
+    group: np.ndarray
+
+
+def grade_tokens(backend, items) -> GradeRows:  # type: ignore[no-untyped-def]
+    """The reads of graded single-answer `items` (those with a score)."""
+    from training.likelihood_data import cut
+
+    rated = [i for i in items if i.label is not None and i.label.score is not None]
+    table = tokenize_reads(backend, [cut(item.question, item.answers[0]) for item in rated])
+    conditioned = np.array([str(k).startswith("c") for k in table.keys])
+    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
+    flat = [table.flat[b : b + n] for b, n, c in zip(starts, table.lengths, conditioned) if c]
+    requests: dict[str, int] = {}
+    return GradeRows(
+        keys=table.keys[conditioned],
+        flat=np.concatenate(flat).astype(np.int32),
+        lengths=table.lengths[conditioned],
+        answer_lengths=table.answer_lengths[conditioned],
+        rating=np.array([i.label.score for i in rated], dtype=np.float32),
+        group=np.array([requests.setdefault(i.question, len(requests)) for i in rated]),
+    )
+
+
+def write_grades(gguf: Path, out: Path) -> int:
+    """The training split's graded single rows (training.state_head_data) as token ids."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from training.state_head_data import single_rows
+
+    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
+    rows = grade_tokens(backend, single_rows()[0])
+    backend.close()
+    rows.save(out)
+    print(f"{len(rows.rating)} graded rows, {int(rows.lengths.sum())} tokens")
+    return 0
+
+
 class RewardModel:
     """The base with LoRA adapters and a value head: `rewards(ids, lengths)` reads each
     right-padded sequence and scores the state at its last answer position (`lengths - 2`:
@@ -153,7 +204,7 @@ class TrainSettings:
     seconds: float = float("inf")
 
 
-def batch_tensors(pairs: RewardPairs, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+def batch_tensors(pairs: RewardPairs | GradeRows, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
     """`reads` as right-padded token ids and their lengths (padding after a sequence changes
     nothing before it under causal attention)."""
     import torch
@@ -183,11 +234,42 @@ def pair_loss(model: RewardModel, pairs: RewardPairs, chosen: np.ndarray, device
     return loss, int(right), int(decided.sum().item())
 
 
-def step_order(pairs: RewardPairs, settings: TrainSettings, step: int) -> np.ndarray:
-    """The pairs of `step`: epochs of a seeded shuffle, the same on every rerun."""
-    per_epoch = max(1, len(pairs.first) // settings.batch_pairs)
+def grade_loss(model: RewardModel, rows: GradeRows, chosen: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    """Squared error of the reward against the rating mapped to -1..1, and how many it puts
+    on the right side of the middle (5.5)."""
+    import torch
+
+    ids, lengths = batch_tensors(rows, chosen, device)
+    rewards = model.rewards(ids, lengths)
+    target = (torch.from_numpy(rows.rating[chosen]).to(device) - MID_RATING) / HALF_RANGE
+    loss = torch.nn.functional.mse_loss(rewards, target)
+    right = ((rewards > 0) == (target > 0)).sum().item()
+    return loss, int(right), len(chosen)
+
+
+def batch_loss(model: RewardModel, data: RewardPairs | GradeRows, chosen: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+    if isinstance(data, RewardPairs):
+        return pair_loss(model, data, chosen, device)
+    return grade_loss(model, data, chosen, device)
+
+
+def size(data: RewardPairs | GradeRows) -> int:
+    """Pairs, or graded rows: what a step draws from."""
+    return len(data.first) if isinstance(data, RewardPairs) else len(data.rating)
+
+
+def load_data(path: Path) -> RewardPairs | GradeRows:
+    """A `pairs` or a `grades` file."""
+    with np.load(path) as table:
+        kind = RewardPairs if "first" in table.files else GradeRows
+    return kind.load(path)
+
+
+def step_order(data: RewardPairs | GradeRows, settings: TrainSettings, step: int) -> np.ndarray:
+    """The pairs (or rows) of `step`: epochs of a seeded shuffle, the same on every rerun."""
+    per_epoch = max(1, size(data) // settings.batch_pairs)
     epoch, within = divmod(step, per_epoch)
-    order = np.random.default_rng(settings.seed + epoch).permutation(len(pairs.first))
+    order = np.random.default_rng(settings.seed + epoch).permutation(size(data))
     return order[within * settings.batch_pairs : (within + 1) * settings.batch_pairs]
 
 
@@ -224,9 +306,12 @@ def load_checkpoint(folder: Path, model: RewardModel, optimizer) -> dict:  # typ
     return json.loads((folder / "state.json").read_text(encoding="utf-8"))
 
 
-def train(base, pairs: RewardPairs, out: Path, settings: TrainSettings, device: str) -> dict:  # type: ignore[no-untyped-def]
+def train(
+    base, data: RewardPairs | GradeRows, out: Path, settings: TrainSettings, device: str
+) -> dict:  # type: ignore[no-untyped-def]
     """Train (or go on training) until `settings.steps` or `settings.seconds`; the progress.
-    The adapter, head and record are written to `out` once the last step is done."""
+    Pairs train the preference (Bradley-Terry), graded rows the grade (regression through
+    the same head). The adapter, head and record go to `out` once the last step is done."""
     import torch
 
     torch.manual_seed(settings.seed)
@@ -238,9 +323,9 @@ def train(base, pairs: RewardPairs, out: Path, settings: TrainSettings, device: 
     began = time.time()
     autocast = device == "cuda"
     while state["step"] < settings.steps and time.time() - began < settings.seconds:
-        chosen = step_order(pairs, settings, state["step"])
+        chosen = step_order(data, settings, state["step"])
         with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            loss, right, decided = pair_loss(model, pairs, chosen, device)
+            loss, right, decided = batch_loss(model, data, chosen, device)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -289,9 +374,9 @@ def run_training(args: argparse.Namespace) -> int:
         save_every=args.save_every,
         seconds=args.seconds,
     )
-    pairs = RewardPairs.load(args.pairs)
+    data = load_data(args.data)
     base = load_model(args.gguf, device)
-    state = train(base, pairs, args.out, settings, device)
+    state = train(base, data, args.out, settings, device)
     done = "done" if state["step"] >= settings.steps else "stopped (run again to go on)"
     print(f"{done} at step {state['step']} of {settings.steps} in {state['seconds']} s")
     return 0
@@ -305,9 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     pairs.add_argument("--alpacaeval", type=int, default=3600)
     pairs.add_argument("--per-request", type=int, default=16)
     pairs.add_argument("--out", type=Path, required=True)
-    training = commands.add_parser("train", help="LoRA + value head, Bradley-Terry (a GPU)")
+    grades = commands.add_parser("grades", help="the graded single rows as token ids (here)")
+    grades.add_argument("--gguf", type=Path, required=True)
+    grades.add_argument("--out", type=Path, required=True)
+    training = commands.add_parser("train", help="LoRA + value head on pairs or grades (a GPU)")
     training.add_argument("--gguf", type=Path, required=True)
-    training.add_argument("--pairs", type=Path, required=True)
+    training.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
     training.add_argument("--out", type=Path, required=True)
     defaults = TrainSettings()
     for name in ("steps", "batch_pairs", "rank", "alpha", "save_every"):
@@ -319,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "pairs":
         return write_pairs(args.gguf, args.alpacaeval, args.per_request, args.out)
+    if args.command == "grades":
+        return write_grades(args.gguf, args.out)
     return run_training(args)
 
 

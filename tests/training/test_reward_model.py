@@ -87,6 +87,40 @@ def test_training_learns_a_learnable_preference(
     assert record["device"] == "cpu" and record["step"] == 40
 
 
+def graded() -> list[JudgeItem]:
+    """Single answers rated 9 ("Yes.") or 2 ("No."), and one without a rating (left out)."""
+    found = [
+        JudgeItem(
+            id=f"g{n}",
+            question=f"Is {colour} a colour?",
+            answers=(answer,),
+            label=Label(score=score),
+        )
+        for n, colour in enumerate(COLOURS)
+        for answer, score in (("Yes.", 9.0), ("No.", 2.0))
+    ]
+    return [*found, JudgeItem(id="u", question="Say hi.", answers=("Hi.",))]
+
+
+def test_grades_train_the_same_head_to_a_rating(
+    backend,  # noqa: F811
+    tiny_gguf_model: Path,
+    tmp_path: Path,
+) -> None:
+    from training.reward_model import GradeRows, TrainSettings, grade_tokens, load_data, train
+
+    rows = grade_tokens(backend, graded())
+    assert rows.rating.tolist() == [9.0, 2.0] * len(COLOURS)
+    assert rows.group.tolist() == [n // 2 for n in range(2 * len(COLOURS))]
+    rows.save(tmp_path / "grades.npz")
+    assert isinstance(load_data(tmp_path / "grades.npz"), GradeRows)
+    settings = TrainSettings(steps=30, batch_pairs=6, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=30)  # fmt: skip
+    state = train(fresh_base(tiny_gguf_model), rows, tmp_path / "run", settings, "cpu")
+    assert np.mean(state["losses"][-5:]) < 0.5 * np.mean(state["losses"][:5])
+    assert state["right"] >= 0.8 * state["decided"]  # on the right side of 5.5
+
+
 def test_a_run_cut_short_goes_on_from_its_checkpoint_to_the_same_result(
     pairs, tiny_gguf_model: Path, tmp_path: Path
 ) -> None:
