@@ -139,3 +139,43 @@ def test_a_run_cut_short_goes_on_from_its_checkpoint_to_the_same_result(
         json.loads((tmp_path / run / "value_head.json").read_text()) for run in ("whole", "cut")
     ]
     np.testing.assert_allclose(heads[1]["weights"], heads[0]["weights"], rtol=1e-4, atol=1e-6)
+
+
+def test_the_two_adapters_dare_ties_merged_keep_the_preference(
+    backend,  # noqa: F811
+    pairs,
+    tiny_gguf_model: Path,
+    tiny_hf_model: Path,
+    tmp_path: Path,
+) -> None:
+    """The preference and grade adapters merged into one by training.merge (DARE-TIES, as
+    the pipeline merges pj-smollm2-135m's): the preference head on the merged model's states
+    still ranks every decided pair as labelled, by far more than on the base's."""
+    from transformers import AutoModelForCausalLM
+
+    from training.merge import merge_adapters
+    from training.reward_model import TrainSettings, batch_tensors, grade_tokens, train
+
+    settings = TrainSettings(steps=40, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=40)  # fmt: skip
+    train(fresh_base(tiny_gguf_model), pairs, tmp_path / "pairs", settings, "cpu")
+    rows = grade_tokens(backend, graded())
+    train(fresh_base(tiny_gguf_model), rows, tmp_path / "grades", settings, "cpu")
+    adapters = {name: tmp_path / name / "adapter" for name in ("pairs", "grades")}
+    merged = merge_adapters(tiny_hf_model, adapters, tmp_path / "merged", method="dare_ties")
+    assert merged.model_dir is not None
+    head = json.loads((tmp_path / "pairs" / "value_head.json").read_text())
+    weights, bias = torch.tensor(head["weights"]), head["bias"]
+    ids, lengths = batch_tensors(pairs, np.arange(len(pairs.keys)), "cpu")
+
+    def margins(model) -> np.ndarray:  # type: ignore[no-untyped-def]
+        with torch.no_grad():
+            states = model.model(input_ids=ids).last_hidden_state
+            rewards = (states[torch.arange(len(lengths)), lengths - 2] @ weights + bias).numpy()
+        return (rewards[pairs.first] - rewards[pairs.second])[pairs.target != 0.5]
+
+    model = AutoModelForCausalLM.from_pretrained(str(merged.model_dir), dtype=torch.float32)
+    ours, base = margins(model), margins(fresh_base(tiny_gguf_model))
+    decided = pairs.target[pairs.target != 0.5]
+    assert ((ours > 0) == (decided > 0.5)).all(), ours
+    assert np.abs(ours).min() > 3 * np.abs(base).max()
