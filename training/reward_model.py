@@ -6,6 +6,7 @@ Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
     python -m training.reward_model grades --gguf G.gguf --out R.npz                # here
     python -m training.reward_model train --gguf G.gguf --data P.npz --out DIR \\
         [--steps N] [--seconds S]                                                   # a GPU
+    python -m training.reward_model gpu-run --store S --runs R --back $OUT/back --data P.npz
 
 `pairs` (here, llama.cpp) writes each answer of the fitting set's pairs as the token ids the
 engine's read decodes (`training.gpu_reads.tokenize_reads`: the chat template, the defused
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from training.gpu_reads import ArrayTable, load_model, tokenize_reads, torch_dev
 TARGETS = {"A": 1.0, "B": 0.0, "tie": 0.5}
 MID_RATING, HALF_RANGE = 5.5, 4.5  # a 1-10 rating to -1..1
 CHECKPOINT = "checkpoint"
+OPTIMIZER = "optimizer.pt"  # in a checkpoint: twice the adapter's size, never sent back
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -197,8 +200,8 @@ class TrainSettings:
     steps: int = 400
     batch_pairs: int = 16
     learning_rate: float = 1e-4
-    rank: int = 16
-    alpha: int = 32
+    rank: int = 8  # all seven projections of the 1.5B: 9.2 M parameters, 37 MB (one return)
+    alpha: int = 16
     save_every: int = 50
     seed: int = 0
     seconds: float = float("inf")
@@ -274,7 +277,9 @@ def step_order(data: RewardPairs | GradeRows, settings: TrainSettings, step: int
 
 
 def save_checkpoint(folder: Path, model: RewardModel, optimizer, state: dict) -> None:  # type: ignore[no-untyped-def]
-    """Adapter, head, optimizer and progress, written beside and then swapped in whole."""
+    """Adapter, head, optimizer and progress, written beside and then swapped in whole.
+    Without its optimizer file (what comes back from a GPU machine) a checkpoint still
+    goes on: the optimizer's moments start over."""
     import shutil
 
     import torch
@@ -282,8 +287,8 @@ def save_checkpoint(folder: Path, model: RewardModel, optimizer, state: dict) ->
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     model.model.save_pretrained(partial / "adapter")
-    torch.save({"head": model.head.state_dict(), "optimizer": optimizer.state_dict()},
-               partial / "trainer.pt")  # fmt: skip
+    torch.save(model.head.state_dict(), partial / "head.pt")
+    torch.save(optimizer.state_dict(), partial / OPTIMIZER)
     (partial / "state.json").write_text(json.dumps(state), encoding="utf-8")
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
@@ -300,9 +305,11 @@ def load_checkpoint(folder: Path, model: RewardModel, optimizer) -> dict:  # typ
     set_peft_model_state_dict(
         model.model, load_file(folder / "adapter" / "adapter_model.safetensors")
     )
-    saved = torch.load(folder / "trainer.pt", map_location=next(model.head.parameters()).device)
-    model.head.load_state_dict(saved["head"])
-    optimizer.load_state_dict(saved["optimizer"])
+    device = next(model.head.parameters()).device
+    model.head.load_state_dict(torch.load(folder / "head.pt", map_location=device))
+    if (folder / OPTIMIZER).is_file():  # a checkpoint brought back from a GPU has none
+        optimizer.load_state_dict(torch.load(folder / OPTIMIZER, map_location=device))
+
     return json.loads((folder / "state.json").read_text(encoding="utf-8"))
 
 
@@ -382,6 +389,36 @@ def run_training(args: argparse.Namespace) -> int:
     return 0
 
 
+def gpu_run(args: argparse.Namespace) -> int:
+    """The whole GPU part in one command: the base joined from the parts earlier calls left
+    in `--store` (training.device_transfer), an earlier loan's checkpoint carried back in
+    (`--resume`), training for `--seconds`, and the run (its checkpoint without the
+    optimizer, its adapter and head once done) packed into `--back` for the return."""
+    from training.device_transfer import MANIFEST, join, pack
+
+    manifest = json.loads((args.store / MANIFEST).read_text(encoding="utf-8"))
+    gguf = args.store.parent / manifest["file"]
+    if not gguf.is_file():
+        join(args.store, gguf)
+    run = args.runs / args.data.stem
+    if args.resume is not None and not (run / CHECKPOINT / "state.json").is_file():
+        shutil.copytree(args.resume, run / CHECKPOINT, dirs_exist_ok=True)
+    args.gguf, args.out = gguf, run
+    code = run_training(args)
+    pack(run, args.back, leave_out=(OPTIMIZER,))
+    return code
+
+
+def add_training_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
+    defaults = TrainSettings()
+    for name in ("steps", "batch_pairs", "rank", "alpha", "save_every"):
+        flag = f"--{name.replace('_', '-')}"
+        command.add_argument(flag, type=int, default=getattr(defaults, name))
+    command.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    command.add_argument("--seconds", type=float, default=defaults.seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.reward_model", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -395,16 +432,17 @@ def main(argv: list[str] | None = None) -> int:
     grades.add_argument("--out", type=Path, required=True)
     training = commands.add_parser("train", help="LoRA + value head on pairs or grades (a GPU)")
     training.add_argument("--gguf", type=Path, required=True)
-    training.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
     training.add_argument("--out", type=Path, required=True)
-    defaults = TrainSettings()
-    for name in ("steps", "batch_pairs", "rank", "alpha", "save_every"):
-        training.add_argument(
-            f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name)
-        )
-    training.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
-    training.add_argument("--seconds", type=float, default=defaults.seconds)
+    add_training_options(training)
+    gpu = commands.add_parser("gpu-run", help="join the base, train, pack (the GPU machine)")
+    gpu.add_argument("--store", type=Path, required=True, help="where the parts were received")
+    gpu.add_argument("--runs", type=Path, required=True, help="runs, outside the checkout")
+    gpu.add_argument("--back", type=Path, required=True, help="under $OUT: what comes back")
+    gpu.add_argument("--resume", type=Path, help="a checkpoint an earlier loan brought back")
+    add_training_options(gpu)
     args = parser.parse_args(argv)
+    if args.command == "gpu-run":
+        return gpu_run(args)
     if args.command == "pairs":
         return write_pairs(args.gguf, args.alpacaeval, args.per_request, args.out)
     if args.command == "grades":

@@ -179,3 +179,36 @@ def test_the_two_adapters_dare_ties_merged_keep_the_preference(
     decided = pairs.target[pairs.target != 0.5]
     assert ((ours > 0) == (decided > 0.5)).all(), ours
     assert np.abs(ours).min() > 3 * np.abs(base).max()
+
+
+def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
+    pairs, tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    """`gpu-run` as on a lent machine (here on the CPU): the base joined from the parts the
+    earlier calls received, training cut short, the run packed for the return without the
+    optimizer; a later loan carries that checkpoint back in and finishes."""
+    from training.device_transfer import MANIFEST, receive, split, unpack
+    from training.reward_model import OPTIMIZER, main
+
+    split(tiny_gguf_model, tmp_path / "parts", part_mb=0.05)
+    receive(tmp_path / "parts", tmp_path / "device" / "store")
+    pairs.save(tmp_path / "pairs.npz")
+    common = ["--store", str(tmp_path / "device" / "store"), "--data", str(tmp_path / "pairs.npz"),
+              "--batch-pairs", "3", "--rank", "4", "--alpha", "8", "--learning-rate", "3e-3",
+              "--steps", "6", "--save-every", "2"]  # fmt: skip
+    first = ["gpu-run", *common, "--runs", str(tmp_path / "device" / "runs"),
+             "--back", str(tmp_path / "out1" / "back"), "--steps", "3"]  # fmt: skip
+    assert main(first) == 0  # the loan ends after 3 of the steps (--steps 3 stands for time)
+    back = tmp_path / "out1" / "back"
+    assert len(list(back.iterdir())) <= 8 and (back / MANIFEST).is_file()
+    run = unpack(back, tmp_path / "here")
+    assert (run / "checkpoint" / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (run / "checkpoint" / OPTIMIZER).exists()  # never sent back
+    resume = ["--resume", str(run / "checkpoint")]
+    later = ["gpu-run", *common, *resume, "--runs", str(tmp_path / "fresh-machine"),
+             "--back", str(tmp_path / "out2" / "back")]  # fmt: skip
+    assert main(later) == 0
+    finished = unpack(tmp_path / "out2" / "back", tmp_path / "here2")
+    record = json.loads((finished / "training.json").read_text())
+    assert record["step"] == 6 and len(record["losses"]) == 6
+    assert (finished / "value_head.json").is_file() and (finished / "adapter").is_dir()
