@@ -26,7 +26,8 @@ PYTEST_ARGS ?=
 
 # setup ends with the engine's self-check (python -m app doctor): a child process loads
 # the smallest model and reads one pair, and a crash is reported in one line, not a dead make.
-# Then (CPU builds) the faster variants beside the portable build (models/engine_library.py).
+# Then (CPU builds) the faster variants beside the portable build (models/engine_library.py);
+# a CUDA build removes them, so that no process loads a CPU-only variant instead of it.
 setup: $(STAMP) $(ENGINE_STAMP) $(CONVERTER)
 	@$(if $(GPU_BUILD),true,$(BIN)/python -m models.engine_build)
 	@$(BIN)/python -m app doctor
@@ -44,7 +45,7 @@ $(ENGINE_STAMP): $(FLAG_FILES) | $(VENV)/.torch
 		llama-cpp-python==$(LLAMA_CPP_VERSION)
 	@rm -f $(VENV)/.engine-* $(VENV)/.gpu
 	@echo "$(LLAMA_CMAKE_ARGS)" > $@
-	@$(if $(GPU_BUILD),touch $(VENV)/.gpu,true)
+	@$(if $(GPU_BUILD),touch $(VENV)/.gpu && rm -rf $(VENV)/llama-variants,true)
 
 $(STAMP): requirements.txt requirements-nodeps.txt $(ENGINE_STAMP) | $(VENV)/.torch
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
