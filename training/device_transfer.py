@@ -24,7 +24,7 @@ import json
 import shutil
 import sys
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 PART_MB = 52  # a part, the 8 MB working tree and a data file stay under a call's 64 MiB
 RETURN_MB = 15  # a file that comes back holds at most 16 MiB
@@ -91,13 +91,14 @@ def pack(
     folder: Path, out: Path, part_mb: float = RETURN_MB, leave_out: tuple[str, ...] = ()
 ) -> dict:
     """`folder` as one tar archive cut into parts under `out`, with a manifest: few files,
-    as few may come back (an adapter of 37 MB: three parts and the manifest). Files named
-    in `leave_out` stay behind."""
+    as few may come back (an adapter of 37 MB: three parts and the manifest). The paths in
+    `leave_out` (relative to `folder`, files or folders) stay behind."""
     out.mkdir(parents=True, exist_ok=True)
     archive = out / f"{folder.name}.tar"
 
     def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        return None if Path(info.name).name in leave_out else info
+        inside = PurePosixPath(info.name).relative_to(folder.name).as_posix()
+        return None if inside in leave_out else info
 
     with tarfile.open(archive, "w") as tar:
         tar.add(folder, arcname=folder.name, filter=kept)

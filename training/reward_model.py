@@ -392,8 +392,9 @@ def run_training(args: argparse.Namespace) -> int:
 def gpu_run(args: argparse.Namespace) -> int:
     """The whole GPU part in one command: the base joined from the parts earlier calls left
     in `--store` (training.device_transfer), an earlier loan's checkpoint carried back in
-    (`--resume`), training for `--seconds`, and the run (its checkpoint without the
-    optimizer, its adapter and head once done) packed into `--back` for the return."""
+    (`--resume`), training for `--seconds`, and the run packed into `--back` for the
+    return: its checkpoint without the optimizer (whose adapter is the result's), the
+    value head and the record once done."""
     from training.device_transfer import MANIFEST, join, pack
 
     manifest = json.loads((args.store / MANIFEST).read_text(encoding="utf-8"))
@@ -405,7 +406,8 @@ def gpu_run(args: argparse.Namespace) -> int:
         shutil.copytree(args.resume, run / CHECKPOINT, dirs_exist_ok=True)
     args.gguf, args.out = gguf, run
     code = run_training(args)
-    pack(run, args.back, leave_out=(OPTIMIZER,))
+    # the checkpoint's adapter is the result's too: one copy comes back (37 MB), no optimizer
+    pack(run, args.back, leave_out=(f"{CHECKPOINT}/{OPTIMIZER}", "adapter"))
     return code
 
 

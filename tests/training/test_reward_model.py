@@ -211,4 +211,5 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     finished = unpack(tmp_path / "out2" / "back", tmp_path / "here2")
     record = json.loads((finished / "training.json").read_text())
     assert record["step"] == 6 and len(record["losses"]) == 6
-    assert (finished / "value_head.json").is_file() and (finished / "adapter").is_dir()
+    assert (finished / "value_head.json").is_file() and not (finished / "adapter").exists()
+    assert (finished / "checkpoint" / "adapter" / "adapter_model.safetensors").is_file()
