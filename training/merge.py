@@ -118,6 +118,19 @@ def merge_adapters(
     return MergeResult(out_dir=out_dir, adapter_dir=adapter_dir, model_dir=model_dir, record=record)
 
 
+def fold_adapter(base_dir: Path, adapter_dir: Path, model_dir: Path) -> Path:
+    """The base with one adapter folded in (`merge_and_unload`), saved as safetensors with the
+    base's tokenizer files: a single adapter's model, ready for export like a merge's."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    full = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    _replace_dir(Path(model_dir), lambda tmp: _save_full_model(full, Path(base_dir), tmp))
+    return Path(model_dir)
+
+
 def _check_arguments(
     base_dir: Path,
     adapters: dict[str, Path],

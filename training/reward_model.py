@@ -389,6 +389,27 @@ def run_training(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class ValueHead:
+    """A trained value head (`value_head.json`), applied to the engine's own read."""
+
+    weights: np.ndarray
+    bias: float
+
+    @classmethod
+    def load(cls, path: Path) -> ValueHead:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        return cls(np.array(saved["weights"], dtype=np.float32), float(saved["bias"]))
+
+    def reward(self, backend, question: str, answer: str) -> float:  # type: ignore[no-untyped-def]
+        """The reward of `answer` read after `question` by llama.cpp (a GGUF with the adapter
+        merged in): the head on the `last` half of the read's pooled states."""
+        from models.readings import pooled
+
+        read = pooled(backend.read_reply(question, answer).states)
+        return float(read[len(read) // 2 :] @ self.weights + self.bias)
+
+
 def gpu_run(args: argparse.Namespace) -> int:
     """The whole GPU part in one command: the base joined from the parts earlier calls left
     in `--store` (training.device_transfer), an earlier loan's checkpoint carried back in

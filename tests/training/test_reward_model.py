@@ -213,3 +213,44 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     assert record["step"] == 6 and len(record["losses"]) == 6
     assert (finished / "value_head.json").is_file() and not (finished / "adapter").exists()
     assert (finished / "checkpoint" / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_the_engine_reads_the_merged_model_to_the_rewards_torch_trained(
+    pairs, tiny_gguf_model: Path, tiny_hf_model: Path, tmp_path: Path
+) -> None:
+    """The serving path: the adapter merged into the base and exported as a GGUF, read by
+    llama.cpp, with the value head on its `last` state, gives the rewards of training."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from models.converter import convert_hf_to_gguf
+    from training.merge import fold_adapter
+    from training.reward_model import (
+        RewardModel,
+        TrainSettings,
+        ValueHead,
+        batch_tensors,
+        load_checkpoint,
+        train,
+    )
+
+    settings = TrainSettings(steps=20, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=20)  # fmt: skip
+    train(fresh_base(tiny_gguf_model), pairs, tmp_path / "run", settings, "cpu")
+    model = RewardModel(fresh_base(tiny_gguf_model), rank=4, alpha=8)
+    optimizer = torch.optim.AdamW(model.parameters())
+    load_checkpoint(tmp_path / "run" / "checkpoint", model, optimizer)
+    ids, lengths = batch_tensors(pairs, np.arange(len(pairs.keys)), "cpu")
+    with torch.no_grad():
+        trained = model.rewards(ids, lengths).numpy()
+
+    folded = fold_adapter(tiny_hf_model, tmp_path / "run" / "adapter", tmp_path / "model")
+    gguf = convert_hf_to_gguf(folded, tmp_path / "merged.gguf", "f32")
+    engine = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
+    head = ValueHead.load(tmp_path / "run" / "value_head.json")
+    try:
+        served = [head.reward(engine, item.question, answer) for item in items()
+                  for answer in item.answers]  # fmt: skip
+    finally:
+        engine.close()
+    np.testing.assert_allclose(served, trained, rtol=1e-2, atol=2e-2)
+    assert np.ptp(trained) > 1.0  # the rewards differ: the check compares something
