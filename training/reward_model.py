@@ -33,7 +33,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -372,15 +372,8 @@ def write_result(
 
 def run_training(args: argparse.Namespace) -> int:
     device = torch_device()
-    settings = TrainSettings(
-        steps=args.steps,
-        batch_pairs=args.batch_pairs,
-        learning_rate=args.learning_rate,
-        rank=args.rank,
-        alpha=args.alpha,
-        save_every=args.save_every,
-        seconds=args.seconds,
-    )
+    given = {f.name: getattr(args, f.name) for f in fields(TrainSettings) if hasattr(args, f.name)}
+    settings = TrainSettings(**given)
     data = load_data(args.data)
     base = load_model(args.gguf, device)
     state = train(base, data, args.out, settings, device)
