@@ -2,7 +2,8 @@
 tool's limits (a call carries at most 64 MiB; at most 8 files of 16 MiB come back).
 
     python -m training.device_transfer split FILE --out DIR            # here: parts + manifest
-    python -m training.device_transfer receive DIR --store STORE       # there, once a call
+    python -m training.device_transfer stage DIR --part K --out CALL   # here: what call K carries
+    python -m training.device_transfer receive CALL --store STORE      # there, once a call
     python -m training.device_transfer join --store STORE --out FILE   # there: whole, checked
     python -m training.device_transfer pack FOLDER --out DIR           # there: results in parts
     python -m training.device_transfer unpack DIR --out FOLDER         # here: results whole
@@ -53,6 +54,18 @@ def split(source: Path, out: Path, part_mb: float = PART_MB) -> dict:
     manifest = {"file": source.name, "sha256": sha256(source), "parts": parts}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
+
+
+def stage(parts: Path, number: int, out: Path) -> Path:
+    """`out` emptied and given part `number` of `parts` and the manifest: what one device
+    call carries (the tool's `carry` names `out`)."""
+    manifest = json.loads((parts / MANIFEST).read_text(encoding="utf-8"))
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    name = manifest["parts"][number]["name"]
+    shutil.copyfile(parts / name, out / name)
+    shutil.copyfile(parts / MANIFEST, out / MANIFEST)
+    return out / name
 
 
 def receive(carried: Path, store: Path) -> list[str]:
@@ -128,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name)
         command.add_argument("source", type=Path)
         command.add_argument("--out", type=Path, required=True)
+    staging = commands.add_parser("stage")
+    staging.add_argument("source", type=Path)
+    staging.add_argument("--part", type=int, required=True)
+    staging.add_argument("--out", type=Path, required=True)
     receiving = commands.add_parser("receive")
     receiving.add_argument("carried", type=Path)
     receiving.add_argument("--store", type=Path, required=True)
@@ -141,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(pack(args.source, args.out)['parts'])} parts in {args.out}")
     elif args.command == "unpack":
         print(unpack(args.source, args.out))
+    elif args.command == "stage":
+        print(stage(args.source, args.part, args.out))
     elif args.command == "receive":
         print(f"received {', '.join(receive(args.carried, args.store)) or 'nothing'}")
     else:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from training.device_transfer import MANIFEST, join, pack, receive, split, unpack
+from training.device_transfer import MANIFEST, join, pack, receive, split, stage, unpack
 
 
 def test_a_file_goes_over_in_parts_and_is_joined_whole(
@@ -19,12 +19,10 @@ def test_a_file_goes_over_in_parts_and_is_joined_whole(
     parts = manifest["parts"]
     assert len(parts) == -(-tiny_gguf_model.stat().st_size // int(0.05 * 1024 * 1024)) > 2
     store = tmp_path / "store"
-    for part in parts:  # one call each: a folder with one part and the manifest
-        carried = tmp_path / f"call-{part['name']}"
-        carried.mkdir()
-        (carried / part["name"]).write_bytes((tmp_path / "parts" / part["name"]).read_bytes())
-        (carried / MANIFEST).write_bytes((tmp_path / "parts" / MANIFEST).read_bytes())
-        assert receive(carried, store) == [part["name"]]
+    for number, part in enumerate(parts):  # one call each: one part and the manifest
+        stage(tmp_path / "parts", number, tmp_path / "call")
+        assert sorted(p.name for p in (tmp_path / "call").iterdir()) == [MANIFEST, part["name"]]
+        assert receive(tmp_path / "call", store) == [part["name"]]
     joined = join(store, tmp_path / "model.gguf")
     assert joined.read_bytes() == tiny_gguf_model.read_bytes()
 
