@@ -8,10 +8,11 @@ Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
         [--steps N] [--seconds S]                                                   # a GPU
     python -m training.reward_model gpu-run --store S --runs R --back $OUT/back --data P.npz
 
-`pairs` (here, llama.cpp) writes each answer of the fitting set's pairs as the token ids the
-engine's read decodes (`training.gpu_reads.tokenize_reads`: the chat template, the defused
-control tokens, the end-of-turn token, the cut to the read's context) and each pair as two
-indices and a target. The GPU machine needs no tokenizer, template or llama.cpp.
+`pairs` (here, llama.cpp; training/reward_data.py) writes each answer of the fitting set's
+pairs as the token ids the engine's read decodes (`training.gpu_reads.tokenize_reads`: the
+chat template, the defused control tokens, the end-of-turn token, the cut to the read's
+context) and each pair as two indices and a target. The GPU machine needs no tokenizer,
+template or llama.cpp.
 
 `grades` does the same for the graded single rows of the training split. `train` loads the
 same GGUF through transformers, wraps every linear layer of its blocks in a LoRA adapter
@@ -22,7 +23,9 @@ to -1..1 (the second adapter, for single grades). It writes a checkpoint (adapte
 optimizer, step) every `--save-every` steps and when `--seconds` runs out, and goes on from
 it when run again: a 15-minute loan trains what it can, the next one continues. The result is
 `DIR/adapter/` (peft), `DIR/value_head.json` and `DIR/training.json` (steps, loss curve,
-device, seconds): small enough to come back in one transfer.
+device, seconds): small enough to come back in one transfer. With `--folds N --fold K` the
+pairs of every K-th request (of N) are held out and measured at the end (agreement, loss;
+Spearman for grades): request-grouped cross-validation of the recipe on the training split.
 """
 
 from __future__ import annotations
@@ -38,125 +41,21 @@ from pathlib import Path
 
 import numpy as np
 
-from training.gpu_reads import ArrayTable, load_model, tokenize_reads, torch_device
+from training.gpu_reads import load_model, torch_device
+from training.reward_data import (
+    Data,
+    GradeRows,
+    RewardPairs,
+    load_data,
+    size,
+    write_grades,
+    write_pairs,
+)
 
-TARGETS = {"A": 1.0, "B": 0.0, "tie": 0.5}
 MID_RATING, HALF_RANGE = 5.5, 4.5  # a 1-10 rating to -1..1
 CHECKPOINT = "checkpoint"
 OPTIMIZER = "optimizer.pt"  # in a checkpoint: twice the adapter's size, never sent back
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass
-class RewardPairs(ArrayTable):
-    """Reads as token ids (`training.gpu_reads.TokenTable`'s fields) and the pairs over them:
-    pair i compares read `first[i]` with read `second[i]`, `target[i]` the probability that
-    the first is better (1, 0, or 0.5 for a tie), `group[i]` its request (for grouped splits)."""
-
-    keys: np.ndarray
-    flat: np.ndarray
-    lengths: np.ndarray
-    answer_lengths: np.ndarray
-    first: np.ndarray
-    second: np.ndarray
-    target: np.ndarray
-    group: np.ndarray
-
-
-def pair_tokens(backend, items) -> RewardPairs:  # type: ignore[no-untyped-def]
-    """The reads and pairs of labelled pairwise `items` (those with a winner)."""
-    from training.likelihood_data import cut
-    from training.reading_cache import cond_key
-
-    labelled = [i for i in items if i.label is not None and i.label.winner in TARGETS]
-    texts = [cut(item.question, answer) for item in labelled for answer in item.answers]
-    table = tokenize_reads(backend, texts)
-    conditioned = [n for n, key in enumerate(table.keys) if str(key).startswith("c")]
-    keep = np.array(conditioned, dtype=int)
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
-    flat = [table.flat[starts[n] : starts[n] + table.lengths[n]] for n in keep]
-    index = {str(table.keys[n]): row for row, n in enumerate(keep)}
-    requests: dict[str, int] = {}
-    first, second, target, group = [], [], [], []
-    for item in labelled:
-        a, b = (index[cond_key(*cut(item.question, answer))] for answer in item.answers)
-        first.append(a)
-        second.append(b)
-        target.append(TARGETS[item.label.winner])
-        group.append(requests.setdefault(item.question, len(requests)))
-    return RewardPairs(
-        keys=table.keys[keep],
-        flat=np.concatenate(flat).astype(np.int32),
-        lengths=table.lengths[keep],
-        answer_lengths=table.answer_lengths[keep],
-        first=np.array(first, dtype=np.int32),
-        second=np.array(second, dtype=np.int32),
-        target=np.array(target, dtype=np.float32),
-        group=np.array(group, dtype=np.int32),
-    )
-
-
-def write_pairs(gguf: Path, alpacaeval: int, per_request: int, out: Path) -> int:
-    """The fitting set's pairs (training split only: training.likelihood_data) as token ids."""
-    from models.backends.base import BackendOptions
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-    from training.likelihood_data import fitting_pairs
-
-    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
-    pairs = pair_tokens(backend, fitting_pairs(alpacaeval, per_request))
-    backend.close()
-    pairs.save(out)
-    ties = int((pairs.target == 0.5).sum())
-    print(f"{len(pairs.first)} pairs ({ties} ties) over {len(pairs.keys)} reads, "
-          f"{int(pairs.lengths.sum())} tokens")  # fmt: skip
-    return 0
-
-
-@dataclass
-class GradeRows(ArrayTable):
-    """Graded single answers as token ids (`TokenTable`'s fields), `rating[i]` the 1-10
-    rating of read i and `group[i]` its request."""
-
-    keys: np.ndarray
-    flat: np.ndarray
-    lengths: np.ndarray
-    answer_lengths: np.ndarray
-    rating: np.ndarray
-    group: np.ndarray
-
-
-def grade_tokens(backend, items) -> GradeRows:  # type: ignore[no-untyped-def]
-    """The reads of graded single-answer `items` (those with a score)."""
-    from training.likelihood_data import cut
-
-    rated = [i for i in items if i.label is not None and i.label.score is not None]
-    table = tokenize_reads(backend, [cut(item.question, item.answers[0]) for item in rated])
-    conditioned = np.array([str(k).startswith("c") for k in table.keys])
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
-    flat = [table.flat[b : b + n] for b, n, c in zip(starts, table.lengths, conditioned) if c]
-    requests: dict[str, int] = {}
-    return GradeRows(
-        keys=table.keys[conditioned],
-        flat=np.concatenate(flat).astype(np.int32),
-        lengths=table.lengths[conditioned],
-        answer_lengths=table.answer_lengths[conditioned],
-        rating=np.array([i.label.score for i in rated], dtype=np.float32),
-        group=np.array([requests.setdefault(i.question, len(requests)) for i in rated]),
-    )
-
-
-def write_grades(gguf: Path, out: Path) -> int:
-    """The training split's graded single rows (training.state_head_data) as token ids."""
-    from models.backends.base import BackendOptions
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-    from training.state_head_data import single_rows
-
-    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
-    rows = grade_tokens(backend, single_rows()[0])
-    backend.close()
-    rows.save(out)
-    print(f"{len(rows.rating)} graded rows, {int(rows.lengths.sum())} tokens")
-    return 0
 
 
 class RewardModel:
@@ -205,9 +104,13 @@ class TrainSettings:
     save_every: int = 50
     seed: int = 0
     seconds: float = float("inf")
+    # request-grouped cross-validation: with folds >= 2, the pairs (rows) of every request
+    # whose group % folds == fold are held out of training and measured at the end
+    folds: int = 0
+    fold: int = 0
 
 
-def batch_tensors(pairs: RewardPairs | GradeRows, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+def batch_tensors(pairs: Data, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
     """`reads` as right-padded token ids and their lengths (padding after a sequence changes
     nothing before it under causal attention)."""
     import torch
@@ -250,38 +153,59 @@ def grade_loss(model: RewardModel, rows: GradeRows, chosen: np.ndarray, device: 
     return loss, int(right), len(chosen)
 
 
-def batch_loss(model: RewardModel, data: RewardPairs | GradeRows, chosen: np.ndarray, device: str):  # type: ignore[no-untyped-def]
+def batch_loss(model: RewardModel, data: Data, chosen: np.ndarray, device: str):  # type: ignore[no-untyped-def]
     if isinstance(data, RewardPairs):
         return pair_loss(model, data, chosen, device)
     return grade_loss(model, data, chosen, device)
 
 
-def size(data: RewardPairs | GradeRows) -> int:
-    """Pairs, or graded rows: what a step draws from."""
-    return len(data.first) if isinstance(data, RewardPairs) else len(data.rating)
+def held_out(data: Data, settings: TrainSettings) -> np.ndarray:
+    """Whether each pair (row) is held out: its request's group in the fold (none without
+    folds). Every pair of a request falls on the same side."""
+    if settings.folds < 2:
+        return np.zeros(size(data), dtype=bool)
+    return data.group % settings.folds == settings.fold
 
 
-def load_data(path: Path) -> RewardPairs | GradeRows:
-    """A `pairs` or a `grades` file."""
-    with np.load(path) as table:
-        kind = RewardPairs if "first" in table.files else GradeRows
-    return kind.load(path)
-
-
-def step_order(data: RewardPairs | GradeRows, settings: TrainSettings, step: int) -> np.ndarray:
-    """The pairs (or rows) of `step`: epochs of a seeded shuffle, the same on every rerun."""
-    per_epoch = max(1, size(data) // settings.batch_pairs)
+def step_order(data: Data, settings: TrainSettings, step: int) -> np.ndarray:
+    """The pairs (or rows) of `step`: epochs of a seeded shuffle of those trained on, the
+    same on every rerun."""
+    pool = np.flatnonzero(~held_out(data, settings))
+    per_epoch = max(1, len(pool) // settings.batch_pairs)
     epoch, within = divmod(step, per_epoch)
-    order = np.random.default_rng(settings.seed + epoch).permutation(size(data))
+    order = pool[np.random.default_rng(settings.seed + epoch).permutation(len(pool))]
     return order[within * settings.batch_pairs : (within + 1) * settings.batch_pairs]
+
+
+def measure(model: RewardModel, data: Data, chosen: np.ndarray, device: str, batch: int) -> dict:  # type: ignore[no-untyped-def]
+    """The trained model on the pairs (rows) `chosen`: for pairs, the share of decided ones
+    ranked as labelled and the mean Bradley-Terry loss; for grades, the Spearman
+    correlation of reward and rating."""
+    import torch
+    from scipy.stats import spearmanr
+
+    losses, right, decided, rewards = [], 0, 0, []
+    with torch.no_grad():
+        for start in range(0, len(chosen), batch):
+            part = chosen[start : start + batch]
+            if isinstance(data, RewardPairs):
+                loss, ok, counted = pair_loss(model, data, part, device)
+                losses.append(float(loss) * len(part))
+                right, decided = right + ok, decided + counted
+            else:
+                ids, lengths = batch_tensors(data, part, device)
+                rewards += model.rewards(ids, lengths).float().cpu().tolist()
+    if isinstance(data, RewardPairs):
+        return {"pairs": len(chosen), "agreement": round(100 * right / max(decided, 1), 1),
+                "loss": round(sum(losses) / max(len(chosen), 1), 4)}  # fmt: skip
+    rho = spearmanr(rewards, data.rating[chosen]).statistic if len(chosen) > 2 else float("nan")
+    return {"rows": len(chosen), "spearman": round(float(rho), 4)}
 
 
 def save_checkpoint(folder: Path, model: RewardModel, optimizer, state: dict) -> None:  # type: ignore[no-untyped-def]
     """Adapter, head, optimizer and progress, written beside and then swapped in whole.
     Without its optimizer file (what comes back from a GPU machine) a checkpoint still
     goes on: the optimizer's moments start over."""
-    import shutil
-
     import torch
 
     partial = folder.with_name(folder.name + ".partial")
@@ -309,13 +233,10 @@ def load_checkpoint(folder: Path, model: RewardModel, optimizer) -> dict:  # typ
     model.head.load_state_dict(torch.load(folder / "head.pt", map_location=device))
     if (folder / OPTIMIZER).is_file():  # a checkpoint brought back from a GPU has none
         optimizer.load_state_dict(torch.load(folder / OPTIMIZER, map_location=device))
-
     return json.loads((folder / "state.json").read_text(encoding="utf-8"))
 
 
-def train(
-    base, data: RewardPairs | GradeRows, out: Path, settings: TrainSettings, device: str
-) -> dict:  # type: ignore[no-untyped-def]
+def train(base, data: Data, out: Path, settings: TrainSettings, device: str) -> dict:  # type: ignore[no-untyped-def]
     """Train (or go on training) until `settings.steps` or `settings.seconds`; the progress.
     Pairs train the preference (Bradley-Terry), graded rows the grade (regression through
     the same head). The adapter, head and record go to `out` once the last step is done."""
@@ -347,6 +268,10 @@ def train(
     state["seconds"] = round(state["seconds"] + time.time() - began, 1)
     save_checkpoint(checkpoint, model, optimizer, state)
     if state["step"] >= settings.steps:
+        held = np.flatnonzero(held_out(data, settings))
+        if len(held):
+            state["held_out"] = measure(model, data, held, device, settings.batch_pairs)
+            print(f"held-out fold {settings.fold} of {settings.folds}: {state['held_out']}")
         write_result(out, model, state, settings, device)
     return state
 
@@ -428,7 +353,7 @@ def gpu_run(args: argparse.Namespace) -> int:
 def add_training_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
     defaults = TrainSettings()
-    for name in ("steps", "batch_pairs", "rank", "alpha", "save_every"):
+    for name in ("steps", "batch_pairs", "rank", "alpha", "save_every", "folds", "fold"):
         flag = f"--{name.replace('_', '-')}"
         command.add_argument(flag, type=int, default=getattr(defaults, name))
     command.add_argument("--learning-rate", type=float, default=defaults.learning_rate)

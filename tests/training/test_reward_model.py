@@ -34,7 +34,7 @@ def items() -> list[JudgeItem]:
 
 @pytest.fixture(scope="module")
 def pairs(backend):  # noqa: F811
-    from training.reward_model import pair_tokens
+    from training.reward_data import pair_tokens
 
     return pair_tokens(backend, items())
 
@@ -107,7 +107,8 @@ def test_grades_train_the_same_head_to_a_rating(
     tiny_gguf_model: Path,
     tmp_path: Path,
 ) -> None:
-    from training.reward_model import GradeRows, TrainSettings, grade_tokens, load_data, train
+    from training.reward_data import GradeRows, grade_tokens, load_data
+    from training.reward_model import TrainSettings, train
 
     rows = grade_tokens(backend, graded())
     assert rows.rating.tolist() == [9.0, 2.0] * len(COLOURS)
@@ -115,10 +116,11 @@ def test_grades_train_the_same_head_to_a_rating(
     rows.save(tmp_path / "grades.npz")
     assert isinstance(load_data(tmp_path / "grades.npz"), GradeRows)
     settings = TrainSettings(steps=30, batch_pairs=6, learning_rate=3e-3, rank=4, alpha=8,
-                             save_every=30)  # fmt: skip
+                             save_every=30, folds=2, fold=1)  # fmt: skip
     state = train(fresh_base(tiny_gguf_model), rows, tmp_path / "run", settings, "cpu")
     assert np.mean(state["losses"][-5:]) < 0.5 * np.mean(state["losses"][:5])
     assert state["right"] >= 0.8 * state["decided"]  # on the right side of 5.5
+    assert state["held_out"]["rows"] == 6 and state["held_out"]["spearman"] > 0.8
 
 
 def test_a_run_cut_short_goes_on_from_its_checkpoint_to_the_same_result(
@@ -154,7 +156,8 @@ def test_the_two_adapters_dare_ties_merged_keep_the_preference(
     from transformers import AutoModelForCausalLM
 
     from training.merge import merge_adapters
-    from training.reward_model import TrainSettings, batch_tensors, grade_tokens, train
+    from training.reward_data import grade_tokens
+    from training.reward_model import TrainSettings, batch_tensors, train
 
     settings = TrainSettings(steps=40, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
                              save_every=40)  # fmt: skip
@@ -254,3 +257,23 @@ def test_the_engine_reads_the_merged_model_to_the_rewards_torch_trained(
         engine.close()
     np.testing.assert_allclose(served, trained, rtol=1e-2, atol=2e-2)
     assert np.ptp(trained) > 1.0  # the rewards differ: the check compares something
+
+
+def test_request_grouped_folds_hold_out_whole_requests_and_measure_them(
+    pairs, tiny_gguf_model: Path, tmp_path: Path
+) -> None:
+    """`--folds 2 --fold 0`: the pairs of every other request are never trained on and are
+    measured at the end; the learnable preference carries over to them."""
+    from training.reward_model import TrainSettings, held_out, step_order, train
+
+    settings = TrainSettings(steps=40, batch_pairs=3, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=40, folds=2, fold=0)  # fmt: skip
+    held = held_out(pairs, settings)
+    assert held.tolist() == [g % 2 == 0 for g in pairs.group]
+    trained = {int(i) for step in range(40) for i in step_order(pairs, settings, step)}
+    assert trained == set(np.flatnonzero(~held).tolist())
+    state = train(fresh_base(tiny_gguf_model), pairs, tmp_path, settings, "cpu")
+    measured = state["held_out"]
+    assert measured["pairs"] == int(held.sum()) and measured["agreement"] == 100.0
+    record = json.loads((tmp_path / "training.json").read_text())
+    assert record["held_out"] == measured
