@@ -277,3 +277,71 @@ def test_request_grouped_folds_hold_out_whole_requests_and_measure_them(
     assert measured["pairs"] == int(held.sum()) and measured["agreement"] == 100.0
     record = json.loads((tmp_path / "training.json").read_text())
     assert record["held_out"] == measured
+
+
+def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
+    pairs,
+    backend,  # noqa: F811
+    tiny_gguf_model: Path,
+    tiny_hf_model: Path,
+    tmp_path: Path,
+) -> None:
+    """Served as the product serves a head judge: the merged GGUF through JudgeService with
+    the reward heads written as a state head; P(A) is the sigmoid of the reward difference
+    torch trained, and the grade is the grade head's rating."""
+    from app.records import Protocol, Status
+    from app.service import JudgeService
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from models.converter import convert_hf_to_gguf
+    from tests.support.head_configs import head_alone
+    from training.merge import fold_adapter
+    from training.reward_data import grade_tokens
+    from training.reward_model import TrainSettings, ValueHead, as_state_head, train
+
+    settings = TrainSettings(steps=20, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=20)  # fmt: skip
+    train(fresh_base(tiny_gguf_model), pairs, tmp_path / "pairs", settings, "cpu")
+    rows = grade_tokens(backend, graded())
+    train(fresh_base(tiny_gguf_model), rows, tmp_path / "grades", settings, "cpu")
+    folded = fold_adapter(tiny_hf_model, tmp_path / "pairs" / "adapter", tmp_path / "model")
+    gguf = convert_hf_to_gguf(folded, tmp_path / "reward.gguf", "f32")
+    pair_head = ValueHead.load(tmp_path / "pairs" / "value_head.json")
+    grade_head = ValueHead.load(tmp_path / "grades" / "value_head.json")
+    head = as_state_head(pair_head, gguf.name, grade_head)
+    engine = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=2048, n_threads=1))
+    try:
+        item = items()[0]  # "Yes." (A) against "No."
+        judged = JudgeService(engine, "reward").judge(item, head_alone(head, Protocol.PAIRWISE))
+        rewards = [pair_head.reward(engine, item.question, a) for a in item.answers]
+        single = item.model_copy(update={"answers": item.answers[:1]})
+        graded_one = JudgeService(engine, "reward").judge(single, head_alone(head, Protocol.SINGLE))
+        expected_grade = 5.5 + 4.5 * grade_head.reward(engine, item.question, item.answers[0])
+    finally:
+        engine.close()
+    assert judged.status is Status.OK and judged.leaning == "A"
+    p_a = 1 / (1 + np.exp(-(rewards[0] - rewards[1])))
+    assert judged.verdict_probs["A"] == pytest.approx(p_a, abs=1e-3)
+    assert graded_one.answers[0].expected_overall == pytest.approx(
+        min(max(expected_grade, 1), 10), abs=1e-2
+    )
+
+
+def test_state_head_writes_a_head_file_the_registry_validates(tmp_path: Path) -> None:
+    from app.deciding.state_head import StateHead
+    from training.reward_model import main
+
+    for run, weights, bias in (("pairs", [0.5, -1.0], 0.2), ("grades", [0.1, 0.3], -0.4)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "value_head.json").write_text(
+            json.dumps({"weights": weights, "bias": bias})
+        )
+    out = tmp_path / "judge" / "state_head.json"
+    args = ["state-head", "--pairs-run", str(tmp_path / "pairs"), "--grades-run",
+            str(tmp_path / "grades"), "--gguf-name", "merged.gguf", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    head = StateHead.model_validate_json(out.read_text())
+    assert head.reads == "reply" and head.base_file == "merged.gguf"
+    assert head.weights == (0.0, 0.0, 0.5, -1.0)  # the last-state half only
+    assert head.grade_weights == pytest.approx((0.0, 0.0, 0.45, 1.35))
+    assert head.grade_intercept == pytest.approx(5.5 - 4.5 * 0.4)
