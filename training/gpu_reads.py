@@ -82,10 +82,13 @@ class TokenTable(ArrayTable):
     answer_lengths: np.ndarray
 
 
-def tokenize_reads(backend, texts: list[tuple[str, str]]) -> TokenTable:  # type: ignore[no-untyped-def]
+def tokenize_reads(  # type: ignore[no-untyped-def]
+    backend, texts: list[tuple[str, str]], unconditioned: bool = True
+) -> TokenTable:
     """The tokens the engine's likelihood read decodes for each (request, answer): after the
-    request and after an empty one (an answer met with several requests is read without one
-    once), the answer cut as the engine cuts it."""
+    request and (`unconditioned`) after an empty one (an answer met with several requests is
+    read without one once), the answer cut as the engine cuts it; each read once, in the
+    order first met."""
     from models.backends.state_reader import READ_CONTEXT
     from training.reading_cache import cond_key, uncond_key
 
@@ -94,7 +97,10 @@ def tokenize_reads(backend, texts: list[tuple[str, str]]) -> TokenTable:  # type
     answer_lengths: list[int] = []
     seen: set[str] = set()
     for question, answer in texts:
-        for key, request in ((cond_key(question, answer), question), (uncond_key(answer), "")):
+        reads = [(cond_key(question, answer), question)]
+        if unconditioned:
+            reads.append((uncond_key(answer), ""))
+        for key, request in reads:
             if key in seen:
                 continue
             seen.add(key)

@@ -38,12 +38,8 @@ def pair_tokens(backend, items) -> RewardPairs:  # type: ignore[no-untyped-def]
 
     labelled = [i for i in items if i.label is not None and i.label.winner in TARGETS]
     texts = [cut(item.question, answer) for item in labelled for answer in item.answers]
-    table = tokenize_reads(backend, texts)
-    conditioned = [n for n, key in enumerate(table.keys) if str(key).startswith("c")]
-    keep = np.array(conditioned, dtype=int)
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
-    flat = [table.flat[starts[n] : starts[n] + table.lengths[n]] for n in keep]
-    index = {str(table.keys[n]): row for row, n in enumerate(keep)}
+    table = tokenize_reads(backend, texts, unconditioned=False)
+    index = {str(key): row for row, key in enumerate(table.keys)}
     requests: dict[str, int] = {}
     first, second, target, group = [], [], [], []
     for item in labelled:
@@ -53,10 +49,7 @@ def pair_tokens(backend, items) -> RewardPairs:  # type: ignore[no-untyped-def]
         target.append(TARGETS[item.label.winner])
         group.append(requests.setdefault(item.question, len(requests)))
     return RewardPairs(
-        keys=table.keys[keep],
-        flat=np.concatenate(flat).astype(np.int32),
-        lengths=table.lengths[keep],
-        answer_lengths=table.answer_lengths[keep],
+        **vars(table),
         first=np.array(first, dtype=np.int32),
         second=np.array(second, dtype=np.int32),
         target=np.array(target, dtype=np.float32),
@@ -94,22 +87,26 @@ class GradeRows(ArrayTable):
 
 
 def grade_tokens(backend, items) -> GradeRows:  # type: ignore[no-untyped-def]
-    """The reads of graded single-answer `items` (those with a score)."""
+    """The reads of graded single-answer `items` (those with a score), one a distinct
+    (request, answer), rated the mean of its ratings."""
     from training.likelihood_data import cut
+    from training.reading_cache import cond_key
 
-    rated = [i for i in items if i.label is not None and i.label.score is not None]
-    table = tokenize_reads(backend, [cut(item.question, item.answers[0]) for item in rated])
-    conditioned = np.array([str(k).startswith("c") for k in table.keys])
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
-    flat = [table.flat[b : b + n] for b, n, c in zip(starts, table.lengths, conditioned) if c]
+    rated: dict[str, list] = {}  # read key -> its items (an answer graded twice is read once)
+    for item in items:
+        if item.label is not None and item.label.score is not None:
+            rated.setdefault(cond_key(*cut(item.question, item.answers[0])), []).append(item)
+    firsts = [same[0] for same in rated.values()]
+    table = tokenize_reads(
+        backend, [cut(i.question, i.answers[0]) for i in firsts], unconditioned=False
+    )
     requests: dict[str, int] = {}
     return GradeRows(
-        keys=table.keys[conditioned],
-        flat=np.concatenate(flat).astype(np.int32),
-        lengths=table.lengths[conditioned],
-        answer_lengths=table.answer_lengths[conditioned],
-        rating=np.array([i.label.score for i in rated], dtype=np.float32),
-        group=np.array([requests.setdefault(i.question, len(requests)) for i in rated]),
+        **vars(table),
+        rating=np.array([np.mean([i.label.score for i in same]) for same in rated.values()]).astype(
+            np.float32
+        ),
+        group=np.array([requests.setdefault(i.question, len(requests)) for i in firsts]),
     )
 
 

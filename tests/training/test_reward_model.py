@@ -123,6 +123,20 @@ def test_grades_train_the_same_head_to_a_rating(
     assert state["held_out"]["rows"] == 6 and state["held_out"]["spearman"] > 0.8
 
 
+def test_an_answer_graded_twice_is_one_read_rated_the_mean(backend) -> None:  # noqa: F811
+    """Every table lines up read for read: a repeated (request, answer) is read once (the
+    training split holds two such rows) with the mean of its ratings."""
+    from training.reward_data import grade_tokens
+
+    yes = graded()[0]  # rated 9
+    again = yes.model_copy(update={"id": "again", "label": Label(score=7.0)})
+    twice = [*graded()[:2], again]
+    rows = grade_tokens(backend, twice)
+    assert rows.rating.tolist() == [8.0, 2.0]
+    assert len(rows.keys) == len(rows.lengths) == len(rows.answer_lengths) == len(rows.group) == 2
+    assert rows.lengths.sum() == len(rows.flat)
+
+
 def test_a_run_cut_short_goes_on_from_its_checkpoint_to_the_same_result(
     pairs, tiny_gguf_model: Path, tmp_path: Path
 ) -> None:
