@@ -75,12 +75,15 @@ def _engine_checks(choice: engine_library.Choice, path: Path | None) -> Iterator
     """What llama.cpp was built with (and which build was chosen), the threads, and one
     pair read: each in an engine worker."""
     build: EngineBuild | None = None
+    engine = EngineProcess(label="build-info")
     try:
-        build = EngineProcess().call("build_info")
+        build = engine.call("build_info")
     except EngineStopped as error:
         yield Check("engine", "failed", f"{error}", crashed=_how(error))
     except PocketJudgeError as error:
         yield Check("engine", "failed", f"llama.cpp could not be loaded: {error}")
+    finally:
+        engine.close()
     if build is not None:
         yield _build_check(build, choice)
         yield _threads_check(build)

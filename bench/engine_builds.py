@@ -13,13 +13,11 @@ which is what crashed (`python -m app doctor` run with it shows how).
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
-from models.engine_library import build_library
+from models.engine_library import build_key, build_library, library_folder
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINES = REPO / "build" / "engines"
@@ -33,13 +31,11 @@ class EngineBuildSpec:
 
     @property
     def folder(self) -> Path:
-        version = metadata.version("llama-cpp-python")
-        key = hashlib.md5(f"{version} {self.cmake_args} {self.cflags}".encode()).hexdigest()
-        return ENGINES / f"{self.name}-{key[:10]}"
+        return ENGINES / f"{self.name}-{build_key(f'{self.cmake_args} {self.cflags}')[:10]}"
 
     @property
     def lib(self) -> Path:
-        return self.folder / "llama_cpp" / "lib"
+        return library_folder(self.folder)
 
 
 NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"

@@ -12,8 +12,8 @@ llama-cpp-python reads when it is first imported, and which engine workers inher
 - the engine's self-check has not turned it off: `python -m app doctor` runs a pair on
   it, and a variant that crashes there gets a `turned-off` file saying why.
 
-`models/__init__.py` calls `choose()`, so any use of llama.cpp through `models` loads the
-chosen build.
+`models/__init__.py` calls `choose_for_process()`, so any use of llama.cpp through `models`
+loads the chosen build.
 """
 
 from __future__ import annotations
@@ -60,6 +60,12 @@ def required_features(path: Path) -> tuple[str, ...]:
     return ()
 
 
+def library_folder(folder: Path) -> Path:
+    """Where a build of llama-cpp-python installed into `folder` keeps its libraries (what
+    LLAMA_CPP_LIB_PATH names)."""
+    return folder / "llama_cpp" / "lib"
+
+
 def variants_dir() -> Path:
     return Path(os.environ.get(VARIANTS_ENV) or Path(sys.prefix) / "llama-variants")
 
@@ -83,7 +89,7 @@ class Variant:
 
     @property
     def lib(self) -> Path:
-        return self.folder / "llama_cpp" / "lib"
+        return library_folder(self.folder)
 
     @property
     def built(self) -> bool:
@@ -156,18 +162,19 @@ def choose(flags: set[str] | None = None, environ: dict[str, str] | None = None)
         return Choice(LIB_ENV, Path(environ[LIB_ENV]), f"{LIB_ENV} is set")
     flags = cpu_flags() if flags is None else flags
     reasons = []
-    for variant in variants():
-        missing = [name for name in variant.requires if name not in flags]
-        if not variant.built:
-            reasons.append(f"the {variant.name} build is not there (make setup builds it)")
+    for candidate in variants():
+        name = candidate.name
+        missing = [feature for feature in candidate.requires if feature not in flags]
+        if not candidate.built:
+            reasons.append(f"the {name} build is not there (make setup builds it)")
         elif missing:
-            reasons.append(f"this CPU lacks {', '.join(missing)} for the {variant.name} build")
-        elif variant.turned_off:
-            reasons.append(f"the {variant.name} build is turned off: {variant.turned_off}")
+            reasons.append(f"this CPU lacks {', '.join(missing)} for the {name} build")
+        elif candidate.turned_off:
+            reasons.append(f"the {name} build is turned off: {candidate.turned_off}")
         else:
-            environ[LIB_ENV] = str(variant.lib)
-            reason = f"this CPU reports {' '.join(variant.requires)}"
-            return Choice(variant.name, variant.lib, reason)
+            environ[LIB_ENV] = str(candidate.lib)
+            reason = f"this CPU reports {' '.join(candidate.requires)}"
+            return Choice(name, candidate.lib, reason)
     return Choice("portable", None, "; ".join(reasons) or "no variant is known")
 
 
@@ -195,15 +202,16 @@ def build_library(folder: Path, cmake_args: str, cflags: str = "") -> Path:
         "--target", str(folder), f"llama-cpp-python=={version}",
     ]  # fmt: skip
     subprocess.run(command, check=True, env=env)
-    return folder / "llama_cpp" / "lib"
+    return library_folder(folder)
 
 
 def build_variants() -> None:
     """Build each variant whose build is missing or whose flags changed (a few minutes each)."""
-    for variant in variants():
-        if variant.built:
+    for candidate in variants():
+        if candidate.built:
             continue
-        print(f"compiling the {variant.name} build of llama.cpp: {variant.cmake_args}", flush=True)
-        build_library(variant.folder, variant.cmake_args)
-        (variant.folder / STAMP).write_text(build_key(variant.cmake_args) + "\n", encoding="utf-8")
-        (variant.folder / TURNED_OFF).unlink(missing_ok=True)
+        args = candidate.cmake_args
+        print(f"compiling the {candidate.name} build of llama.cpp: {args}", flush=True)
+        build_library(candidate.folder, args)
+        (candidate.folder / STAMP).write_text(build_key(args) + "\n", encoding="utf-8")
+        (candidate.folder / TURNED_OFF).unlink(missing_ok=True)

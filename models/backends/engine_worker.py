@@ -31,8 +31,8 @@ from models.backends import create_backend
 from models.backends.base import Backend
 from models.backends.engine_info import engine_build_info
 
-# The backend methods a parent may call (the Backend and StateSource protocols, and the
-# llama.cpp reads that training and the bench use).
+# The backend methods a parent may call (what models.backends.worker_backend forwards: the
+# Backend and StateSource protocols, and llama.cpp's reply read).
 CALLS = frozenset(
     {
         "generate",
@@ -43,8 +43,6 @@ CALLS = frozenset(
         "read_answers",
         "read_reply",
         "prompt_tokens",
-        "reply_tokens",
-        "render_prompt",
     }
 )
 

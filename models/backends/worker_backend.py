@@ -196,10 +196,8 @@ class WorkerBackend:
     """
 
     def __init__(self, kind: str, model: str, options: BackendOptions) -> None:
-        self.kind = kind
-        self.model = str(Path(model).expanduser().absolute())
-        self.options = options
-        self.engine = EngineProcess(("open", (kind, self.model, options)), Path(model).name)
+        path = str(Path(model).expanduser().absolute())  # the worker may start elsewhere
+        self.engine = EngineProcess(("open", (kind, path, options)), Path(model).name)
         self.engine.start()
         self.name: str
         self.capabilities: Capabilities
