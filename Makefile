@@ -40,7 +40,8 @@ $(VENV)/.torch:
 
 $(ENGINE_STAMP): $(FLAG_FILES) | $(VENV)/.torch
 	@echo "compiling llama-cpp-python $(LLAMA_CPP_VERSION) (several minutes): $(LLAMA_CMAKE_ARGS)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q --disable-pip-version-check \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(BIN)/python -m pip install -q --disable-pip-version-check \
 		--no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
 		llama-cpp-python==$(LLAMA_CPP_VERSION)
 	@rm -f $(VENV)/.engine-* $(VENV)/.gpu

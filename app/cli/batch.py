@@ -58,9 +58,8 @@ def run_batch(
         return _kept(
             output,
             ExitCode.BACKEND,
-            f"error: {_braces(exc)}. The {{kept}} rows written are kept in {output.partial}; "
-            "run the same "
-            "command again to go on from there with a fresh engine.",
+            f"error: {exc}. The {{kept}} rows written are kept in {output.partial}; run the "
+            "same command again to go on from there with a fresh engine.",
         )
     except KeyboardInterrupt:
         recorder.stop()
@@ -248,15 +247,11 @@ def _items_by_line(path: Path, limit: int | None) -> dict[int, JudgeItem]:
     return {row.line: row.item for row in rows if row.item is not None and row.line is not None}
 
 
-def _braces(error: Exception) -> str:
-    """`error`'s message, safe inside a message that `_kept` formats."""
-    return str(error).replace("{", "{{").replace("}", "}}")
-
-
 def _kept(output: ResumableOutput, code: ExitCode, message: str) -> ExitCode:
-    """Close the partial file, say how many whole rows it keeps (`{kept}`), return `code`."""
+    """Close the partial file, say how many whole rows it keeps (`{kept}` in `message`, which
+    may hold braces of its own: an error's text, a path), return `code`."""
     output.close()
-    print(message.format(kept=len(output.load())), file=sys.stderr)
+    print(message.replace("{kept}", str(len(output.load()))), file=sys.stderr)
     return code
 
 
