@@ -33,7 +33,7 @@ from pathlib import Path
 
 from bench.cell import DEV, N_CTX, REPO
 from bench.engine_builds import BUILDS, ensure_built
-from models.engine_library import LIB_ENV, cpu_flags, portable_lib, variants
+from models.engine_library import LIB_ENV, choose, portable_lib
 
 RESULTS = REPO / "bench" / "engine.md"
 BUILD_LABELS = {
@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     if not DEV.is_file():
         parser.error(f"{DEV} is missing: the benchmark reads ../shared/data beside the repo")
     libraries = {"portable": portable_lib()}
-    variant = next(iter(variants()))
-    if variant.built and set(variant.requires) <= cpu_flags():
-        libraries[f"portable, {variant.name} variant"] = variant.lib
+    loaded = choose(environ={})  # the variant this machine loads, by the rule every process uses
+    if loaded.lib is not None:
+        libraries[f"portable, {loaded.name} variant"] = loaded.lib
     libraries["native"] = ensure_built(BUILDS["native"])
     builds: dict[str, list[dict]] = {name: [] for name in libraries}
     for _ in range(args.rounds):
