@@ -51,10 +51,22 @@ class ArrayTable:
             return cls(**{name: table[name] for name in table.files})
 
 
+def padded_ids(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, chosen: np.ndarray):  # type: ignore[no-untyped-def]
+    """The sequences `chosen` of those `flat` holds back to back (at `starts`, `lengths`
+    long), right-padded with 0 into one LongTensor: under causal attention padding after a
+    sequence changes nothing before it."""
+    import torch
+
+    ids = torch.zeros((len(chosen), int(lengths[chosen].max())), dtype=torch.long)
+    for row, n in enumerate(chosen):
+        piece = flat[starts[n] : starts[n] + lengths[n]]
+        ids[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+    return ids
+
+
 def padded_batches(flat: np.ndarray, lengths: np.ndarray, deadline: float = float("inf")):  # type: ignore[no-untyped-def]
     """(indices, right-padded token ids) of the sequences `flat` holds back to back, longest
     first in batches of about BATCH_TOKENS tokens, until `deadline` (time.time())."""
-    import torch
 
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     order = np.argsort(-lengths, kind="stable")
@@ -63,11 +75,7 @@ def padded_batches(flat: np.ndarray, lengths: np.ndarray, deadline: float = floa
         longest = int(lengths[order[begin]])
         batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
         begin += len(batch)
-        tokens = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, i in enumerate(batch):
-            piece = flat[starts[i] : starts[i] + lengths[i]]
-            tokens[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
-        yield batch, tokens
+        yield batch, padded_ids(flat, starts, lengths, batch)
         print(f"{begin}/{len(order)} read", flush=True)
 
 
@@ -170,10 +178,7 @@ def read_sequences(
         longest = int(table.lengths[order[begin : begin + 1]].max())
         batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
         begin += len(batch)
-        ids = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, i in enumerate(batch):
-            n = int(table.lengths[i])
-            ids[row, :n] = torch.from_numpy(table.flat[starts[i] : starts[i] + n].astype(np.int64))
+        ids = padded_ids(table.flat, starts, table.lengths, batch)
         with torch.inference_mode():
             hidden = model.model(input_ids=ids.to(device)).last_hidden_state
             for row, i in enumerate(batch):

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.gpu_reads import load_model, torch_device
+from training.gpu_reads import load_model, padded_ids, torch_device
 from training.reward_data import (
     Data,
     GradeRows,
@@ -113,16 +113,11 @@ class TrainSettings:
 
 
 def batch_tensors(pairs: Data, reads: np.ndarray, device: str):  # type: ignore[no-untyped-def]
-    """`reads` as right-padded token ids and their lengths (padding after a sequence changes
-    nothing before it under causal attention)."""
+    """`reads` as right-padded token ids (training.gpu_reads.padded_ids) and their lengths."""
     import torch
 
     starts = np.concatenate([[0], np.cumsum(pairs.lengths)[:-1]])
-    longest = int(pairs.lengths[reads].max())
-    ids = torch.zeros((len(reads), longest), dtype=torch.long)
-    for row, n in enumerate(reads):
-        piece = pairs.flat[starts[n] : starts[n] + pairs.lengths[n]]
-        ids[row, : len(piece)] = torch.from_numpy(piece.astype(np.int64))
+    ids = padded_ids(pairs.flat, starts, pairs.lengths, reads)
     lengths = torch.from_numpy(pairs.lengths[reads].astype(np.int64))
     return ids.to(device), lengths.to(device)
 
