@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import PocketJudgeError
-from models.build import TOKENIZER_FILES
 
 METHODS = ("linear", "ties", "dare_linear", "dare_ties", "magnitude_prune")
 MERGED = "merged"  # name of the merged adapter inside the PeftModel
@@ -83,19 +82,10 @@ def merge_adapters(
     model = PeftModel.from_pretrained(base, str(adapters[names[0]]), adapter_name=names[0])
     for name in names[1:]:
         model.load_adapter(str(adapters[name]), adapter_name=name)
-    # The merged adapter copies the first adapter's config with alpha = r, so its
-    # scaling must be alpha / r = 1; with rsLoRA peft would use alpha / sqrt(r) instead.
-    # The adapters' own scalings are already set on their layers and are kept.
-    model.peft_config[names[0]].use_rslora = False
-
-    extra = {} if method == "linear" else {"density": density}
-    torch.manual_seed(seed)  # DARE drops entries at random
-    model.add_weighted_adapter(
-        names, [weights[name] for name in names], MERGED, combination_type=method, **extra
-    )
+    combine_adapters(model, {name: weights[name] for name in names}, method, density, seed)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    adapter_dir = _save_merged_adapter(model, out_dir / "adapter")
+    adapter_dir = save_merged_adapter(model, out_dir / "adapter")
     model_dir = None
     if save_full_model:
         model_dir = out_dir / "model"
@@ -116,6 +106,32 @@ def merge_adapters(
     }
     record.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return MergeResult(out_dir=out_dir, adapter_dir=adapter_dir, model_dir=model_dir, record=record)
+
+
+def combine_adapters(
+    model: Any,
+    weights: dict[str, float],
+    method: str = "dare_ties",
+    density: float = 0.7,
+    seed: int = 0,
+) -> str:
+    """Add the adapters loaded in the PeftModel `model` (name -> weight) up as one more
+    adapter, MERGED, made active; its name. Also used on a lent GPU, where the base comes
+    from the GGUF (training.reward_loan), so it takes a model rather than a folder."""
+    import torch
+
+    names = list(weights)
+    # The merged adapter copies the first adapter's config with alpha = r, so its
+    # scaling must be alpha / r = 1; with rsLoRA peft would use alpha / sqrt(r) instead.
+    # The adapters' own scalings are already set on their layers and are kept.
+    model.peft_config[names[0]].use_rslora = False
+    extra = {} if method == "linear" else {"density": density}
+    torch.manual_seed(seed)  # DARE drops entries at random
+    model.add_weighted_adapter(
+        names, [weights[name] for name in names], MERGED, combination_type=method, **extra
+    )
+    model.set_adapter(MERGED)
+    return MERGED
 
 
 def fold_adapter(base_dir: Path, adapter_dir: Path, model_dir: Path) -> Path:
@@ -204,7 +220,7 @@ def _modules(target_modules: Any) -> str | list[str] | None:
     return sorted(target_modules)
 
 
-def _save_merged_adapter(model: Any, adapter_dir: Path) -> Path:
+def save_merged_adapter(model: Any, adapter_dir: Path) -> Path:
     """Save only the merged adapter, flat in `adapter_dir`.
 
     peft writes a selected adapter not named "default" into a subfolder named
@@ -223,6 +239,8 @@ def _save_merged_adapter(model: Any, adapter_dir: Path) -> Path:
 
 
 def _save_full_model(full: Any, base_dir: Path, model_dir: Path) -> None:
+    from models.build import TOKENIZER_FILES  # here: the GPU machine's image cannot import it
+
     full.save_pretrained(str(model_dir))
     for name in TOKENIZER_FILES:  # a base without a tokenizer gets a model without one
         if (base_dir / name).is_file():

@@ -124,6 +124,29 @@ def write_grades(gguf: Path, out: Path) -> int:
     return 0
 
 
+def write_evals(gguf: Path, out: Path) -> int:
+    """The evaluation files' pairs (training.config.EvalConfig's files, every labelled row, ties
+    included) and the held-out single rows as token ids, one file each in `out`: what a lent
+    GPU reads with the trained model once its recipe is fixed (training.reward_loan)."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from training.config import EvalConfig, resolve_path
+    from training.labelled_files import load_labelled
+    from training.state_head_data import single_rows
+
+    out.mkdir(parents=True, exist_ok=True)
+    backend = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=512, n_threads=1))
+    for name in EvalConfig().files:
+        path = resolve_path(name)
+        rows = load_labelled(path, path.stem).rows
+        pairs = pair_tokens(backend, [row.item for row in rows])
+        pairs.save(out / f"{path.stem}.npz")
+        print(f"{path.stem}: {len(pairs.first)} pairs over {len(pairs.keys)} reads")
+    grade_tokens(backend, single_rows()[1]).save(out / "single_heldout.npz")
+    backend.close()
+    return 0
+
+
 Data = RewardPairs | GradeRows
 
 

@@ -4,9 +4,9 @@ Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
 
     python -m training.reward_model pairs --gguf G.gguf --alpacaeval N --out P.npz   # here
     python -m training.reward_model grades --gguf G.gguf --out R.npz                # here
+    python -m training.reward_model evals --gguf G.gguf --out DIR                   # here
     python -m training.reward_model train --gguf G.gguf --data P.npz --out DIR \\
         [--steps N] [--seconds S]                                                   # a GPU
-    python -m training.reward_model gpu-run --store S --runs R --back $OUT/back --data P.npz
     python -m training.reward_model state-head --pairs-run DIR [--grades-run DIR] \\
         --gguf-name MERGED.gguf --out models/judges/NAME/state_head.json            # here
 
@@ -50,6 +50,7 @@ from training.reward_data import (
     RewardPairs,
     load_data,
     size,
+    write_evals,
     write_grades,
     write_pairs,
 )
@@ -84,16 +85,23 @@ class RewardModel:
         return trained + list(self.head.parameters())
 
     def states(self, ids, lengths):  # type: ignore[no-untyped-def]
-        """The final-layer state at each sequence's last answer position."""
-        import torch
-
-        inner = self.model.get_base_model()
-        hidden = inner.model(input_ids=ids).last_hidden_state
-        rows = torch.arange(len(lengths), device=ids.device)
-        return hidden[rows, lengths - 2]
+        return final_states(self.model, ids, lengths)
 
     def rewards(self, ids, lengths):  # type: ignore[no-untyped-def]
         return self.head(self.states(ids, lengths).float())[:, 0]
+
+
+def final_states(peft_model, ids, lengths):  # type: ignore[no-untyped-def]
+    """The final-layer state at each right-padded sequence's last answer position, read
+    through the PeftModel's active adapter."""
+    import torch
+
+    hidden = peft_model.get_base_model().model(input_ids=ids).last_hidden_state
+    rows = torch.arange(len(lengths), device=ids.device)
+    return hidden[rows, lengths - 2]
+
+
+TOKENS_PER_PASS = 16384  # padded tokens a pass holds: about 60 GB of the 1.5B's activations
 
 
 @dataclass(frozen=True)
@@ -237,6 +245,15 @@ def train(base, data: Data, out: Path, settings: TrainSettings, device: str) -> 
     """Train (or go on training) until `settings.steps` or `settings.seconds`; the progress.
     Pairs train the preference (Bradley-Terry), graded rows the grade (regression through
     the same head). The adapter, head and record go to `out` once the last step is done."""
+    model, state = train_until(base, data, out, settings, device)
+    if state["step"] >= settings.steps:
+        finish(model, data, out, state, settings, device)
+    return state
+
+
+def train_until(base, data: Data, out: Path, settings: TrainSettings, device: str):  # type: ignore[no-untyped-def]
+    """The model and its progress after training until `settings.steps` or
+    `settings.seconds`, from `out`'s checkpoint if there is one; checkpointed on the way."""
     import torch
 
     torch.manual_seed(settings.seed)
@@ -246,16 +263,11 @@ def train(base, data: Data, out: Path, settings: TrainSettings, device: str) -> 
     checkpoint = out / CHECKPOINT
     state = load_checkpoint(checkpoint, model, optimizer)
     began = time.time()
-    autocast = device == "cuda"
     while state["step"] < settings.steps and time.time() - began < settings.seconds:
         chosen = step_order(data, settings, state["step"])
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            loss, right, decided = batch_loss(model, data, chosen, device)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        loss, right, decided = train_step(model, optimizer, data, chosen, device)
         state["step"] += 1
-        state["losses"].append(round(float(loss.item()), 5))
+        state["losses"].append(round(loss, 5))
         state["right"] += right
         state["decided"] += decided
         if state["step"] % settings.save_every == 0:
@@ -264,13 +276,63 @@ def train(base, data: Data, out: Path, settings: TrainSettings, device: str) -> 
             print(f"step {state['step']}: loss {recent:.4f}", flush=True)
     state["seconds"] = round(state["seconds"] + time.time() - began, 1)
     save_checkpoint(checkpoint, model, optimizer, state)
-    if state["step"] >= settings.steps:
-        held = np.flatnonzero(held_out(data, settings))
-        if len(held):
-            state["held_out"] = measure(model, data, held, device, settings.batch_pairs)
-            print(f"held-out fold {settings.fold} of {settings.folds}: {state['held_out']}")
-        write_result(out, model, state, settings, device)
-    return state
+    return model, state
+
+
+def finish(  # type: ignore[no-untyped-def]
+    model: RewardModel, data: Data, out: Path, state: dict, settings: TrainSettings, device: str
+) -> None:
+    """The held-out fold measured (with folds) and the result written to `out`."""
+    held = np.flatnonzero(held_out(data, settings))
+    if len(held):
+        state["held_out"] = measure(model, data, held, device, settings.batch_pairs)
+        print(f"held-out fold {settings.fold} of {settings.folds}: {state['held_out']}")
+    write_result(out, model, state, settings, device)
+
+
+def passes(data: Data, chosen: np.ndarray, budget: int = TOKENS_PER_PASS) -> list[np.ndarray]:
+    """`chosen` cut, in order, into runs whose reads padded to their longest hold at most
+    `budget` tokens (a run holds one pair or row at least): one forward and backward pass
+    each, so a step's memory does not depend on its longest answers."""
+    if isinstance(data, RewardPairs):
+        longest = np.maximum(data.lengths[data.first[chosen]], data.lengths[data.second[chosen]])
+        reads = 2
+    else:
+        longest, reads = data.lengths[chosen], 1
+    runs: list[list[int]] = [[]]
+    widest = 0
+    for item, length in zip(chosen.tolist(), longest.tolist(), strict=True):
+        widest = max(widest, length)
+        if runs[-1] and widest * reads * (len(runs[-1]) + 1) > budget:
+            runs.append([])
+            widest = length
+        runs[-1].append(item)
+    return [np.array(run, dtype=chosen.dtype) for run in runs]
+
+
+def train_step(  # type: ignore[no-untyped-def]
+    model: RewardModel,
+    optimizer,
+    data: Data,
+    chosen: np.ndarray,
+    device: str,
+    budget: int = TOKENS_PER_PASS,
+):
+    """One optimizer step on `chosen`, its gradient summed over passes (`passes`) weighted by
+    their share, so it is the whole batch's mean; the loss, right and decided counts."""
+    import torch
+
+    optimizer.zero_grad()
+    total, right, decided = 0.0, 0, 0
+    for run in passes(data, chosen, budget):
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            loss, ok, counted = batch_loss(model, data, run, device)
+        share = len(run) / len(chosen)
+        (loss * share).backward()
+        total += float(loss.item()) * share
+        right, decided = right + ok, decided + counted
+    optimizer.step()
+    return total, right, decided
 
 
 def write_result(
@@ -357,28 +419,6 @@ def write_state_head(args: argparse.Namespace) -> int:
     return 0
 
 
-def gpu_run(args: argparse.Namespace) -> int:
-    """The whole GPU part in one command: the base joined from the parts earlier calls left
-    in `--store` (training.device_transfer), an earlier loan's checkpoint carried back in
-    (`--resume`), training for `--seconds`, and the run packed into `--back` for the
-    return: its checkpoint without the optimizer (whose adapter is the result's), the
-    value head and the record once done."""
-    from training.device_transfer import MANIFEST, join, pack
-
-    manifest = json.loads((args.store / MANIFEST).read_text(encoding="utf-8"))
-    gguf = args.store.parent / manifest["file"]
-    if not gguf.is_file():
-        join(args.store, gguf)
-    run = args.runs / args.data.stem
-    if args.resume is not None and not (run / CHECKPOINT / "state.json").is_file():
-        shutil.copytree(args.resume, run / CHECKPOINT, dirs_exist_ok=True)
-    args.gguf, args.out = gguf, run
-    code = run_training(args)
-    # the checkpoint's adapter is the result's too: one copy comes back (37 MB), no optimizer
-    pack(run, args.back, leave_out=(f"{CHECKPOINT}/{OPTIMIZER}", "adapter"))
-    return code
-
-
 def add_training_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
     defaults = TrainSettings()
@@ -400,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     grades = commands.add_parser("grades", help="the graded single rows as token ids (here)")
     grades.add_argument("--gguf", type=Path, required=True)
     grades.add_argument("--out", type=Path, required=True)
+    evals = commands.add_parser("evals", help="the evaluation files as token ids (here)")
+    evals.add_argument("--gguf", type=Path, required=True)
+    evals.add_argument("--out", type=Path, required=True, help="a folder, one file each")
     training = commands.add_parser("train", help="LoRA + value head on pairs or grades (a GPU)")
     training.add_argument("--gguf", type=Path, required=True)
     training.add_argument("--out", type=Path, required=True)
@@ -409,21 +452,15 @@ def main(argv: list[str] | None = None) -> int:
     heads.add_argument("--grades-run", type=Path, help="the grade adapter's run, if any")
     heads.add_argument("--gguf-name", required=True, help="the merged GGUF's file name")
     heads.add_argument("--out", type=Path, required=True, help="models/judges/NAME/...json")
-    gpu = commands.add_parser("gpu-run", help="join the base, train, pack (the GPU machine)")
-    gpu.add_argument("--store", type=Path, required=True, help="where the parts were received")
-    gpu.add_argument("--runs", type=Path, required=True, help="runs, outside the checkout")
-    gpu.add_argument("--back", type=Path, required=True, help="under $OUT: what comes back")
-    gpu.add_argument("--resume", type=Path, help="a checkpoint an earlier loan brought back")
-    add_training_options(gpu)
     args = parser.parse_args(argv)
-    if args.command == "gpu-run":
-        return gpu_run(args)
     if args.command == "state-head":
         return write_state_head(args)
     if args.command == "pairs":
         return write_pairs(args.gguf, args.alpacaeval, args.per_request, args.out)
     if args.command == "grades":
         return write_grades(args.gguf, args.out)
+    if args.command == "evals":
+        return write_evals(args.gguf, args.out)
     return run_training(args)
 
 

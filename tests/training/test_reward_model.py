@@ -199,37 +199,63 @@ def test_the_two_adapters_dare_ties_merged_keep_the_preference(
 
 
 def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
-    pairs, tiny_gguf_model: Path, tmp_path: Path
+    backend,  # noqa: F811
+    pairs,
+    tiny_gguf_model: Path,
+    tmp_path: Path,
 ) -> None:
-    """`gpu-run` as on a lent machine (here on the CPU): the base joined from the parts the
-    earlier calls received, training cut short, the run packed for the return without the
-    optimizer; a later loan carries that checkpoint back in and finishes."""
-    from training.device_transfer import MANIFEST, receive, split, unpack
-    from training.reward_model import OPTIMIZER, main
+    """`training.reward_loan` as on a lent machine (here on the CPU): the base joined from the
+    parts earlier calls received, both adapters trained with a fold held out, merged, every
+    evaluation file read by each model with each head, and the runs packed for the return in
+    at most 8 files, adapters in bfloat16 and no optimizer; a later loan goes on from them."""
+    from safetensors.torch import load_file
+
+    from training.device_transfer import receive, split, unpack
+    from training.reward_data import grade_tokens
+    from training.reward_loan import main
+    from training.reward_model import OPTIMIZER
 
     split(tiny_gguf_model, tmp_path / "parts", part_mb=0.05)
     receive(tmp_path / "parts", tmp_path / "device" / "store")
     pairs.save(tmp_path / "pairs.npz")
-    common = ["--store", str(tmp_path / "device" / "store"), "--data", str(tmp_path / "pairs.npz"),
+    grade_tokens(backend, graded()).save(tmp_path / "grades.npz")
+    (tmp_path / "evals").mkdir()
+    pairs.save(tmp_path / "evals" / "some_file.npz")
+    common = ["--store", str(tmp_path / "device" / "store"), "--pairs", str(tmp_path / "pairs.npz"),
+              "--grades", str(tmp_path / "grades.npz"), "--evals", str(tmp_path / "evals"),
               "--batch-pairs", "3", "--rank", "4", "--alpha", "8", "--learning-rate", "3e-3",
-              "--steps", "6", "--save-every", "2"]  # fmt: skip
-    first = ["gpu-run", *common, "--runs", str(tmp_path / "device" / "runs"),
-             "--back", str(tmp_path / "out1" / "back"), "--steps", "3"]  # fmt: skip
-    assert main(first) == 0  # the loan ends after 3 of the steps (--steps 3 stands for time)
+              "--folds", "3", "--seconds", "600", "--reserve", "0"]  # fmt: skip
+    first = ["--runs", str(tmp_path / "device" / "runs"), "--back", str(tmp_path / "out1" / "back"),
+             "--pairs-epochs", "2", "--grades-epochs", "2"]  # fmt: skip
+    assert main([*common, *first]) == 0
     back = tmp_path / "out1" / "back"
-    assert len(list(back.iterdir())) <= 8 and (back / MANIFEST).is_file()
-    run = unpack(back, tmp_path / "here")
-    assert (run / "checkpoint" / "adapter" / "adapter_model.safetensors").is_file()
-    assert not (run / "checkpoint" / OPTIMIZER).exists()  # never sent back
-    resume = ["--resume", str(run / "checkpoint")]
-    later = ["gpu-run", *common, *resume, "--runs", str(tmp_path / "fresh-machine"),
-             "--back", str(tmp_path / "out2" / "back")]  # fmt: skip
-    assert main(later) == 0
-    finished = unpack(tmp_path / "out2" / "back", tmp_path / "here2")
-    record = json.loads((finished / "training.json").read_text())
-    assert record["step"] == 6 and len(record["losses"]) == 6
-    assert (finished / "value_head.json").is_file() and not (finished / "adapter").exists()
-    assert (finished / "checkpoint" / "adapter" / "adapter_model.safetensors").is_file()
+    assert len(list(back.iterdir())) <= 8
+    runs = unpack(back, tmp_path / "here")
+    record = json.loads((runs / "loan.json").read_text())
+    assert record["jobs"]["pairs"]["held_out"]["pairs"] > 0
+    assert record["jobs"]["grades"]["held_out"]["rows"] > 0
+    for adapter in ("pairs/checkpoint/adapter", "grades/checkpoint/adapter", "merged/adapter"):
+        weights = load_file(runs / adapter / "adapter_model.safetensors")
+        assert {str(w.dtype) for w in weights.values()} == {"torch.bfloat16"}, adapter
+    assert not (runs / "pairs" / "checkpoint" / OPTIMIZER).exists()  # never sent back
+    assert not (runs / "pairs" / "adapter").exists()  # one copy: the checkpoint's
+    rewards = np.load(runs / "rewards.npz")
+    for key in ("pairs/pairs/some_file", "grades/grades/some_file", "merged/pairs/some_file",
+                "merged/grades/some_file", "merged/pairs/train-pairs"):  # fmt: skip
+        assert key in rewards.files, key
+    assert np.isfinite(rewards["pairs/pairs/some_file"]).all()
+    held = rewards["merged/pairs/train-pairs"]
+    assert 0 < np.isfinite(held).sum() < len(held)  # the held-out fold's reads alone
+    trained = rewards["pairs/pairs/some_file"]
+    margins = (trained[pairs.first] - trained[pairs.second])[pairs.target != 0.5]
+    assert ((margins > 0) == (pairs.target[pairs.target != 0.5] > 0.5)).mean() >= 0.8
+    later = ["--runs", str(tmp_path / "fresh-machine"), "--back", str(tmp_path / "out2" / "back"),
+             "--resume", str(runs), "--pairs-epochs", "3", "--grades-epochs", "3"]  # fmt: skip
+    assert main([*common, *later]) == 0
+    again = json.loads(
+        (unpack(tmp_path / "out2" / "back", tmp_path / "here2") / "loan.json").read_text()
+    )
+    assert again["jobs"]["pairs"]["step"] > record["jobs"]["pairs"]["step"]
 
 
 def test_the_engine_reads_the_merged_model_to_the_rewards_torch_trained(
@@ -359,3 +385,25 @@ def test_state_head_writes_a_head_file_the_registry_validates(tmp_path: Path) ->
     assert head.weights == (0.0, 0.0, 0.5, -1.0)  # the last-state half only
     assert head.grade_weights == pytest.approx((0.0, 0.0, 0.45, 1.35))
     assert head.grade_intercept == pytest.approx(5.5 - 4.5 * 0.4)
+
+
+def test_a_step_cut_into_passes_has_the_whole_batchs_gradient(pairs, tiny_gguf_model: Path) -> None:
+    """A step whose reads exceed the pass budget runs as several passes (so a batch of long
+    answers cannot run the card out of memory) with the gradient of one pass over it all."""
+    from training.reward_model import RewardModel, passes, train_step
+
+    chosen = np.arange(len(pairs.first))
+    longest = int(pairs.lengths.max())
+    assert len(passes(pairs, chosen, budget=2 * longest)) == len(chosen)
+    assert len(passes(pairs, chosen, budget=10**6)) == 1
+    grads = []
+    for budget in (10**6, 2 * longest):
+        torch.manual_seed(0)
+        model = RewardModel(fresh_base(tiny_gguf_model), rank=4, alpha=8)
+        torch.nn.init.normal_(model.head.weight)  # a gradient beyond the head's own
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        train_step(model, optimizer, pairs, chosen, "cpu", budget)
+        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) > 2
+    for whole, cut in zip(*grads, strict=True):
+        torch.testing.assert_close(whole, cut, rtol=1e-4, atol=1e-6)
