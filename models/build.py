@@ -11,7 +11,10 @@ Build kinds (`build:` in models/registry.yaml):
   folder under models/). The entry's `base` is built as safetensors
   (models/bases.py), the adapter is folded into it (`merge_and_unload`) and
   the result is exported to a Q8_0 GGUF with llama.cpp's converter. With a
-  bare `adapter`, the folder is the entry's `adapter` field.
+  bare `adapter`, the folder is the entry's `adapter` field;
+- `lora_from: <folder>` (beside any `build:`): the entry's GGUF LoRA adapter `lora`,
+  which llama.cpp applies to `file` at load, converted from a committed peft adapter
+  (models/lora_build.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from models.lora_build import build_lora
 from models.package_build import build_from_packages
 from models.registry import MODELS_DIR, STORE_DIR, ModelEntry, load_registry
 
@@ -106,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     entries = [registry.get(name) for name in args.names] if args.names else registry.models
     for entry in entries:
         print(f"{entry.name}: {build_entry(entry)}")
+        if entry.lora_from:
+            print(f"{entry.name}: {build_lora(entry)}")
     if not args.names:
         from models.sentence_encoder import build_encoder
 

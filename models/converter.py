@@ -30,6 +30,7 @@ from app.errors import BackendError, BackendUnavailable
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VENDOR_DIR = REPO_ROOT / "vendor"
 SCRIPT_NAME = "convert_hf_to_gguf.py"
+LORA_SCRIPT_NAME = "convert_lora_to_gguf.py"  # a peft adapter -> a GGUF LoRA adapter
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
 
 # Written last, so its presence means a complete extraction of that version.
@@ -64,7 +65,8 @@ def _is_current(llama_dir: Path, version: str) -> bool:
     marker = llama_dir / _MARKER
     if not marker.is_file() or marker.read_text().strip() != version:
         return False
-    return (llama_dir / SCRIPT_NAME).is_file() and (llama_dir / "gguf-py" / "gguf").is_dir()
+    scripts = all((llama_dir / name).is_file() for name in (SCRIPT_NAME, LORA_SCRIPT_NAME))
+    return scripts and (llama_dir / "gguf-py" / "gguf").is_dir()
 
 
 def ensure_converter(vendor_dir: Path = DEFAULT_VENDOR_DIR) -> Path:
@@ -144,7 +146,7 @@ def _needed_files(files: dict[str, tarfile.TarInfo], read: Callable[[str], bytes
     """The script plus, transitively, every local module or package it imports."""
     wanted = {rel for rel in files if rel.split("/")[0] == "gguf-py"}
     wanted |= {rel for rel in files if any(rel.startswith(d + "/") for d in _ALWAYS_DIRS)}
-    todo = [SCRIPT_NAME]
+    todo = [SCRIPT_NAME, LORA_SCRIPT_NAME]
     seen: set[str] = set()
     while todo:
         rel = todo.pop()
@@ -220,6 +222,33 @@ def convert_hf_to_gguf(
         partial.unlink(missing_ok=True)
         raise BackendError(
             f"convert_hf_to_gguf.py failed (exit {proc.returncode}) on {hf_dir}:\n"
+            f"{_tail(proc.stderr or proc.stdout)}"
+        )
+    os.replace(partial, out_file)
+    return out_file
+
+
+def convert_lora_to_gguf(
+    adapter_dir: Path, base_config_dir: Path, out_file: Path, vendor_dir: Path = DEFAULT_VENDOR_DIR
+) -> Path:
+    """Convert a peft LoRA adapter to a GGUF LoRA adapter (f16) that llama.cpp applies to the
+    base GGUF at load. `base_config_dir` holds the base's config.json (its architecture and
+    sizes; no weights are read). Written beside `out_file` and renamed into place."""
+    if not (Path(base_config_dir) / "config.json").is_file():
+        raise BackendError(f"{base_config_dir} has no config.json for the adapter's base")
+    script = ensure_converter(vendor_dir).with_name(LORA_SCRIPT_NAME)
+    out_file = Path(out_file)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_file.with_name(f".{out_file.name}.{os.getpid()}.partial")
+    cmd = [sys.executable, str(script), str(adapter_dir), "--base", str(base_config_dir)]
+    cmd += ["--outfile", str(partial), "--outtype", "f16"]
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, env=_converter_env(script)
+    )
+    if proc.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        raise BackendError(
+            f"{LORA_SCRIPT_NAME} failed (exit {proc.returncode}) on {adapter_dir}:\n"
             f"{_tail(proc.stderr or proc.stdout)}"
         )
     os.replace(partial, out_file)

@@ -90,6 +90,14 @@ def open_judge(
         raise BackendUnavailable(
             f"model '{entry.name}' is not built yet ({path} is missing): {how}"
         )
+    lora = entry.lora_path()
+    if lora is not None:
+        if not lora.is_file():
+            raise BackendUnavailable(
+                f"model '{entry.name}' is not built yet (its adapter {lora} is missing): "
+                "run `make models`"
+            )
+        options = replace(options, lora_path=str(lora))
     try:
         backend = create_isolated(entry.backend, str(path), options, isolated)
     except ModelFileError as exc:

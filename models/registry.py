@@ -35,6 +35,10 @@ class ModelEntry(BaseModel):
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)
+    # llama.cpp: a GGUF LoRA adapter in models/store applied to `file` at load, and the peft
+    # adapter folder under models/ that `make models` converts into it (models/lora_build.py)
+    lora: str | None = None
+    lora_from: str | None = None
     description: str = ""
 
     @field_validator("backend")
@@ -52,8 +56,17 @@ class ModelEntry(BaseModel):
             raise ValueError("an 'adapter:<folder>' build needs 'base' (a name in models/bases.py)")
         return self
 
+    @model_validator(mode="after")
+    def _lora_build_has_file(self) -> ModelEntry:
+        if self.lora_from and not self.lora:
+            raise ValueError("lora_from: needs 'lora', the GGUF adapter file it is built into")
+        return self
+
     def path(self, store: Path = STORE_DIR) -> Path | None:
         return store / self.file if self.file else None
+
+    def lora_path(self, store: Path = STORE_DIR) -> Path | None:
+        return store / self.lora if self.lora else None
 
 
 class Registry(BaseModel):

@@ -130,6 +130,8 @@ class BackendOptions:
     # repacks most Q4_K weights into a buffer of its own; mapped, the file's pages of those
     # weights stay resident beside the copy (about 590 MB more at the 1.5B's peak, unused).
     use_mmap: bool = False
+    # llama.cpp: a GGUF LoRA adapter applied to the model at load (a trained judge's adapter)
+    lora_path: str | None = None
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     remote_model: str | None = None
@@ -183,9 +185,9 @@ class StateSource(Protocol):
         """The model's pooled hidden states of `text` (models.readings.pooled), a numpy vector."""
         ...
 
-    def read_answers(self, request: str, answers: Sequence[str]) -> Any:
-        """Each answer read as the model's own reply, after the request and after none
-        (models.readings.AnswerReading, with the states of the request-read)."""
+    def read_answers(self, request: str, answers: Sequence[str], unconditioned: bool = True) -> Any:
+        """Each answer read as the model's own reply, after the request and (`unconditioned`)
+        after none (models.readings.AnswerReading, with the states of the request-read)."""
         ...
 
 

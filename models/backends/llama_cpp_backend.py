@@ -50,7 +50,7 @@ from models.backends.likelihood_reader import LikelihoodReader
 from models.backends.likelihood_reader import Reading as ReplyReading
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
-from models.backends.state_reader import StateReader
+from models.backends.state_reader import StateReader, load_lora, set_lora
 from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
 from models.readings import SYSTEM_PROMPT, AnswerReading, pooled
@@ -128,6 +128,8 @@ class LlamaCppBackend:
             raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
         except RuntimeError as exc:
             raise BackendUnavailable(f"{path}: llama.cpp could not load the model: {exc}") from exc
+        if options.lora_path:
+            load_lora(self.llama, options.lora_path)
         try:
             self._allow_sequences(options.parallel + 1)
         except (ValueError, RuntimeError) as exc:
@@ -176,6 +178,7 @@ class LlamaCppBackend:
         context = _internals.LlamaContext(model=llama._model, params=params, verbose=False)
         llama._ctx.close()
         llama._ctx = llama._stack.enter_context(contextlib.closing(context))
+        set_lora(llama, context)
 
     # -- public --------------------------------------------------------------
     def render_prompt(self, messages: Sequence[Message]) -> str:
@@ -321,21 +324,25 @@ class LlamaCppBackend:
             self._state_reader = StateReader(self.llama, self._n_threads)
         return self._state_reader.features(text)
 
-    def read_answers(self, request: str, answers: Sequence[str]) -> list[AnswerReading]:
+    def read_answers(
+        self, request: str, answers: Sequence[str], unconditioned: bool = True
+    ) -> list[AnswerReading]:
         """Each answer read as the model's own reply (chat template, end-of-turn token last),
-        after `request` and after an empty request: its token log-probabilities in both, and
-        the pooled states of the request-read. The request-reads come first, so they share
-        the request's tokens. Inputs are not cut here: the caller cuts them."""
+        after `request` and (`unconditioned`) after an empty request: its token
+        log-probabilities in both, and the pooled states of the request-read. The
+        request-reads come first, so they share the request's tokens. Without the reads
+        after none (a head that reads states alone) `uncond` is empty, at half the cost.
+        Inputs are not cut here: the caller cuts them."""
         cond = [self.read_reply(request, answer) for answer in answers]
-        uncond = [self.read_reply("", answer, states=False) for answer in answers]
         readings = []
-        for given, free in zip(cond, uncond):
-            n = min(len(given.logprobs), len(free.logprobs))  # each read cut to its context
-            readings.append(
-                AnswerReading(
-                    cond=given.logprobs[:n], uncond=free.logprobs[:n], states=pooled(given.states)
-                )
-            )
+        for given, answer in zip(cond, answers, strict=True):
+            if unconditioned:
+                free = self.read_reply("", answer, states=False).logprobs
+                n = min(len(given.logprobs), len(free))  # each read cut to its context
+                logprobs, free = given.logprobs[:n], free[:n]
+            else:
+                logprobs, free = given.logprobs, given.logprobs[:0]
+            readings.append(AnswerReading(cond=logprobs, uncond=free, states=pooled(given.states)))
         return readings
 
     def read_reply(self, request: str, answer: str, states: bool = True) -> ReplyReading:

@@ -27,6 +27,45 @@ READ_CONTEXT = 1024  # tokens: a state text is a cut request and answer (about 4
 READ_UBATCH = 512  # llama-cpp-python's default micro-batch, as the head's states were read
 
 
+def load_lora(llama: Any, path: str) -> None:
+    """Load the GGUF LoRA adapter at `path` for `llama` and set it on its context (later
+    contexts: `set_lora`). llama.cpp's note for every tensor it cannot repack (about 170
+    lines, logged as errors by llama-cpp-python) is silenced; a failure still raises."""
+    import logging
+
+    import llama_cpp
+
+    if not Path(path).is_file():
+        raise BackendUnavailable(f"{path}: LoRA adapter not found; run `make models`")
+    log = logging.getLogger("llama-cpp-python")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        adapter = llama_cpp.llama_adapter_lora_init(llama._model.model, path.encode("utf-8"))
+    finally:
+        log.setLevel(level)
+    if adapter is None:
+        raise BackendUnavailable(f"{path}: llama.cpp could not load this LoRA adapter")
+    llama._lora_adapter, llama.lora_path, llama.lora_scale = adapter, path, 1.0
+    llama._stack.callback(llama_cpp.llama_adapter_lora_free, adapter)
+    set_lora(llama, llama._ctx)
+
+
+def set_lora(llama: Any, context: Any) -> None:
+    """The LoRA adapter loaded for `llama` (`load_lora`) set on `context`: an adapter
+    applies per context, and the reads and the backend's several-sequence context are
+    made beside the model's first one."""
+    import llama_cpp
+
+    adapter = getattr(llama, "_lora_adapter", None)
+    if adapter is None:
+        return
+    adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+    scales = (ctypes.c_float * 1)(llama.lora_scale)
+    if llama_cpp.llama_set_adapters_lora(context.ctx, adapters, 1, scales):
+        raise BackendUnavailable(f"llama.cpp could not set the LoRA adapter {llama.lora_path}")
+
+
 def reading_context(llama: Any, n_threads: int | None, embeddings: bool, stack: Any):  # type: ignore[no-untyped-def]
     """A one-sequence context of READ_CONTEXT tokens on the weights of `llama`, and a batch
     for it, both closed with `stack`: per-token states (no pooling) where `embeddings`."""
@@ -47,6 +86,7 @@ def reading_context(llama: Any, n_threads: int | None, embeddings: bool, stack: 
             _internals.LlamaContext(model=llama._model, params=params, verbose=False)
         )
     )
+    set_lora(llama, context)
     batch = stack.enter_context(
         contextlib.closing(
             _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)

@@ -41,3 +41,18 @@ def test_a_second_judge_must_be_another_model_of_the_registry(tmp_path: Path) ->
         with pytest.raises(ConfigError) as error:
             load_registry(registry(folder, "second", cascade=wrong))
         assert "models.0.cascade_to" in str(error.value) and wrong in str(error.value)
+
+
+def test_an_adapter_build_names_the_adapter_file_it_makes(tmp_path: Path) -> None:
+    """`lora_from` (a committed peft adapter make models converts) needs `lora`, the GGUF
+    adapter llama.cpp applies at load; the shipped reward judge has both, in place."""
+    from models.registry import MODELS_DIR
+
+    path = registry(tmp_path)
+    path.write_text(path.read_text() + "    lora_from: judges/x/adapter\n")
+    with pytest.raises(ConfigError) as error:
+        load_registry(path)
+    assert "models[0]: lora_from" in str(error.value)
+    shipped = load_registry().get("pj-qwen15-reward")
+    assert shipped.lora and shipped.lora_from
+    assert (MODELS_DIR / shipped.lora_from / "adapter_config.json").is_file()
