@@ -61,8 +61,11 @@ def read_features(
     """Each answer's pooled states and (for a head that reads replies) likelihood features."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
-        readings = source.read_answers(item.question[: head.question_chars], answers)
-        return [r.states for r in readings], [r.features() for r in readings]
+        likelihoods = bool(head.likelihood or head.grade_likelihood)
+        readings = source.read_answers(item.question[: head.question_chars], answers, likelihoods)
+        return [r.states for r in readings], [
+            r.features() if likelihoods else None for r in readings
+        ]
     features: list[np.ndarray | None] = [
         source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
         for a in item.answers

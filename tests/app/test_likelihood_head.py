@@ -164,3 +164,24 @@ def test_the_parts_in_words_largest_first():
     assert said[0].startswith("fits the request") and said[0].endswith("0.80 toward A")
     assert said[1] == "the model's reading of the answers: 0.20 toward B"
     assert len(said) == 2  # signals that pushed nowhere are not named
+
+
+def test_a_head_of_states_alone_reads_each_answer_once(tiny, head, monkeypatch) -> None:
+    """A reward model's head (states, no likelihood features) judges a pair from one read of
+    each answer after its request: the reads after an empty request are not made."""
+    service, backend = tiny
+    states_only = head.model_copy(update={"likelihood": {}, "grade_likelihood": {}})
+    requests: list[str] = []
+    read_reply = backend.read_reply
+
+    def counted(request: str, answer: str, states: bool = True):  # type: ignore[no-untyped-def]
+        requests.append(request)
+        return read_reply(request, answer, states)
+
+    monkeypatch.setattr(backend, "read_reply", counted)
+    judged = service.judge(PAIR, head_alone(states_only, Protocol.PAIRWISE))
+    assert judged.status is Status.OK
+    assert requests == [PAIR.question, PAIR.question]
+    requests.clear()
+    service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
+    assert requests.count("") == 2  # the likelihood head reads after none too

@@ -84,6 +84,25 @@ def test_the_request_read_and_the_free_read_differ_and_give_the_features(backend
     )
 
 
+def test_a_head_that_reads_states_alone_reads_each_answer_once(backend, monkeypatch):
+    """Without the reads after an empty request (a reward model's head reads states alone)
+    each answer is read once, its states as the full reading's and its `uncond` empty."""
+    full = backend.read_answers(QUESTION, ANSWERS)
+    requests: list[str] = []
+    read_reply = backend.read_reply
+
+    def counted(request: str, answer: str, states: bool = True):  # type: ignore[no-untyped-def]
+        requests.append(request)
+        return read_reply(request, answer, states)
+
+    monkeypatch.setattr(backend, "read_reply", counted)
+    alone = backend.read_answers(QUESTION, ANSWERS, unconditioned=False)
+    assert requests == [QUESTION, QUESTION]
+    for one, both in zip(alone, full, strict=True):
+        assert one.uncond.size == 0 and one.cond.size == both.cond.size
+        np.testing.assert_allclose(one.states, both.states, atol=1e-4)
+
+
 def test_an_answer_longer_than_the_context_is_cut_not_failed(backend):
     long_answer = "word " * 3000
     reading = backend.read_reply(QUESTION, long_answer)
