@@ -1,14 +1,15 @@
 """`make bench`, part 3: head judges against a reference head, in one run.
 
-    python -m bench.heads [--pairs 10] [--models pj-qwen15-pmi-head,pj-qwen15-pmi]
-                          [--reference pj-qwen15-head] [--fresh]
+    python -m bench.heads [--pairs 10] [--models pj-qwen15-reward,pj-qwen15-head]
+                          [--reference pj-qwen15-likelihood] [--fresh]
 
 Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
 reference first; the default judge again with its criterion scores read (mode g), so their
 cost per item is the difference. The table gives seconds per pair and peak RSS, each as a
-ratio to the reference measured in the same run, and the model file's size (a head judge's
-memory goal is the file plus what it reads with). Cells are saved in bench/runs/heads/ as
+ratio to the reference (by default the registry's default judge) measured in the same run,
+and the model file's size with its LoRA adapter, if any (a head judge's memory goal is the
+file plus what it reads with). Cells are saved in bench/runs/heads/ as
 they finish.
 """
 
@@ -29,20 +30,21 @@ RESULTS = REPO / "bench" / "heads.md"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.heads", description=__doc__)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--models", default=None, help="default: the registry's default judge")
-    parser.add_argument("--reference", default="pj-qwen15-head")
+    parser.add_argument("--models", default=None, help="judges beside the reference")
+    parser.add_argument("--reference", default=None, help="default: the registry's default")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     from models.registry import load_registry
 
     registry = load_registry()
-    names = [args.reference, *(args.models.split(",") if args.models else [registry.default])]
+    reference = args.reference or registry.default
+    names = [reference, *(args.models.split(",") if args.models else [])]
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
     default = registry.default
     if registry.get(default).criteria:  # the criterion scores' cost per item, beside it
         cells[f"{default} + criterion scores"] = run(default, args.pairs, args.fresh, "g")
-    table = render(cells, args.reference, args.pairs, registry)
+    table = render(cells, reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
     print(table)
     return 0
@@ -70,7 +72,7 @@ def run(name: str, pairs: int, fresh: bool, mode: str = "f") -> dict:
 def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: ignore[no-untyped-def]
     base = cells[reference]
     lines = [
-        "# Benchmark: head judges against the previous default",
+        "# Benchmark: head judges against the default",
         "",
         f"`python -m bench.heads` on {datetime.now(UTC).date()}: the first {pairs} pairs of "
         "Auto-J dev, each judge through its head (no reply), one llama.cpp thread, each in its "
@@ -84,8 +86,9 @@ def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: i
     ]
     for name, cell in cells.items():
         seconds = cell["seconds"] / cell["pairs"]
-        path = registry.get(name.split(" + ")[0]).path()
-        size = path.stat().st_size / 2**20 if path is not None and path.is_file() else 0.0
+        entry = registry.get(name.split(" + ")[0])
+        files = [p for p in (entry.path(), entry.lora_path()) if p is not None and p.is_file()]
+        size = sum(p.stat().st_size for p in files) / 2**20
         lines.append(
             f"| {name} | {seconds:.2f} | {seconds / (base['seconds'] / base['pairs']):.2f} | "
             f"{cell['peak_rss_mb']:.0f} | {cell['peak_rss_mb'] / base['peak_rss_mb']:.2f} | "

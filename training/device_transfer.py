@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name)
         command.add_argument("source", type=Path)
         command.add_argument("--out", type=Path, required=True)
+        if name == "split":  # what a call carries beside the working tree: 64 MiB less it
+            command.add_argument("--part-mb", type=float, default=PART_MB)
     staging = commands.add_parser("stage")
     staging.add_argument("source", type=Path)
     staging.add_argument("--part", type=int, required=True)
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     joining.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "split":
-        print(f"{len(split(args.source, args.out)['parts'])} parts in {args.out}")
+        print(f"{len(split(args.source, args.out, args.part_mb)['parts'])} parts in {args.out}")
     elif args.command == "pack":
         print(f"{len(pack(args.source, args.out)['parts'])} parts in {args.out}")
     elif args.command == "unpack":

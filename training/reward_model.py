@@ -387,11 +387,18 @@ class ValueHead:
         return float(read[len(read) // 2 :] @ self.weights + self.bias)
 
 
-def as_state_head(pairs_head: ValueHead, base_file: str, grade_head: ValueHead | None = None):  # type: ignore[no-untyped-def]
+def as_state_head(  # type: ignore[no-untyped-def]
+    pairs_head: ValueHead,
+    base_file: str,
+    grade_head: ValueHead | None = None,
+    scale: float = 1.0,
+    fitted_on: dict | None = None,
+):
     """The trained heads as the engine's state head (app/deciding/state_head.py), read on the
-    GGUF with the adapter merged in (`base_file`): the reward difference of two answers is
-    its pairwise score (the last-state half of its weights; the bias cancels), and the grade
-    head's reward, mapped back to 1-10, its grade."""
+    GGUF with the adapter in (`base_file`): `scale` times the reward difference of two
+    answers is its pairwise score (the last-state half of its weights; the bias cancels;
+    `scale` the calibration map, training.reward_report), and the grade head's reward,
+    mapped back to 1-10, its grade."""
     from app.deciding.state_head import StateHead
 
     zeros = [0.0] * len(pairs_head.weights)
@@ -404,8 +411,9 @@ def as_state_head(pairs_head: ValueHead, base_file: str, grade_head: ValueHead |
     return StateHead(
         base_file=base_file,
         reads="reply",
-        weights=tuple(zeros + pairs_head.weights.tolist()),
-        fitted_on={"recipe": "training.reward_model (LoRA, value head, Bradley-Terry)"},
+        weights=tuple(zeros + (scale * pairs_head.weights).tolist()),
+        fitted_on=fitted_on
+        or {"recipe": "training.reward_model (LoRA, value head, Bradley-Terry)"},
         **grade,
     )
 

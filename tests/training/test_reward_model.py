@@ -299,6 +299,50 @@ def test_the_engine_reads_the_merged_model_to_the_rewards_torch_trained(
     assert np.ptp(trained) > 1.0  # the rewards differ: the check compares something
 
 
+def test_the_engine_applies_the_adapter_at_load_to_the_rewards_torch_trained(
+    pairs, tiny_gguf_model: Path, tiny_hf_model: Path, tmp_path: Path
+) -> None:
+    """The served path of pj-qwen15-reward: the adapter committed in parts
+    (models.lora_build), built by `make models` into a GGUF LoRA adapter that llama.cpp
+    applies to the unchanged base at load, read with the value head on its `last` state,
+    gives the rewards of training; without the adapter the same reads do not."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+    from models.lora_build import build_lora, split_adapter
+    from models.registry import ModelEntry
+    from training.reward_model import TrainSettings, ValueHead, batch_tensors, train_until
+
+    settings = TrainSettings(steps=20, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
+                             save_every=20)  # fmt: skip
+    model, _ = train_until(fresh_base(tiny_gguf_model), pairs, tmp_path / "run", settings, "cpu")
+    ids, lengths = batch_tensors(pairs, np.arange(len(pairs.keys)), "cpu")
+    with torch.no_grad():
+        trained = model.rewards(ids, lengths).numpy()
+    model.model.save_pretrained(tmp_path / "adapter")
+    config = json.loads((tiny_hf_model / "config.json").read_text())
+    parts = split_adapter(tmp_path / "adapter", config, tmp_path / "models" / "judge" / "adapter")
+    assert all(p.stat().st_size < 10_000_000 for p in parts)
+    entry = ModelEntry(name="tiny-reward", backend="llama-cpp", file=tiny_gguf_model.name,
+                       lora="tiny-lora.gguf", lora_from="judge/adapter")  # fmt: skip
+    assert "built" in build_lora(entry, tmp_path / "store", tmp_path / "models")
+    head = ValueHead(model.head.weight.detach().numpy()[0], float(model.head.bias.detach()))
+
+    def served(lora: Path | None) -> np.ndarray:
+        options = BackendOptions(n_ctx=512, n_threads=1, lora_path=lora and str(lora))
+        engine = LlamaCppBackend(str(tiny_gguf_model), options)
+        try:
+            return np.array([head.reward(engine, item.question, answer) for item in items()
+                             for answer in item.answers])  # fmt: skip
+        finally:
+            engine.close()
+
+    np.testing.assert_allclose(
+        served(entry.lora_path(tmp_path / "store")), trained, rtol=1e-2, atol=2e-2
+    )
+    assert np.abs(served(None) - trained).max() > 0.5  # the adapter is what makes them
+    assert np.ptp(trained) > 1.0
+
+
 def test_request_grouped_folds_hold_out_whole_requests_and_measure_them(
     pairs, tiny_gguf_model: Path, tmp_path: Path
 ) -> None:
