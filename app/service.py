@@ -156,6 +156,23 @@ class JudgeService:
     def judge(self, item: JudgeItem, config: JudgeConfig, line: int | None = None) -> Judgment:
         return next(self._judged([(item, line)], config))
 
+    def judge_in_steps(self, item: JudgeItem, config: JudgeConfig) -> Iterator[Judgment]:
+        """The judgment of `item` in two steps where a state head decides and criterion
+        scores are asked for: first the head's verdict alone (at a verdict's cost, no
+        criterion scores, no reference metrics), then the whole judgment, as `judge` gives
+        it, from the same reads. Otherwise the whole judgment alone."""
+        config = _native_generate(config)
+        plan = self._plan(item, config, None)
+        if isinstance(plan, Judgment) or not (plan.by_head and plan.calls):
+            yield self.judge(item, config)
+            return
+        decided = self._head_judgment(plan)
+        if decided.status is not Status.ERROR:
+            yield self._finished(plan, decided.model_copy(update={"criteria": ()}), metrics=False)
+            self._run([plan], replace(config, mode="score"))  # a head's criterion reads
+            decided = self._with_criteria(plan, decided)
+        yield self._completed(plan, self._finished(plan, decided), config)
+
     def score_requests(self, item: JudgeItem, config: JudgeConfig) -> list[ScoreRequest]:
         """The score-mode replies judging `item` reads (a state head's criterion reads, or a
         score-mode judge's calls), e.g. to read them elsewhere first; none for a bad row."""
@@ -201,13 +218,16 @@ class JudgeService:
             if config.mode != "score":
                 # a head's criterion calls are always scored: they hold no critique
                 self._run([plan], replace(config, mode="score") if plan.by_head else config)
-            judgment = self._finish(plan)
-            if config.cascade is not None:
-                judgment = config.cascade.decide(plan.item, judgment)
-                if judgment.cascade and judgment.cascade["decided_by"] == "second":
-                    yield judgment
-                    continue
-            yield self.explain(plan.item, judgment, config) if plan.wants_critique else judgment
+            yield self._completed(plan, self._finish(plan), config)
+
+    def _completed(self, plan: _Plan, judgment: Judgment, config: JudgeConfig) -> Judgment:
+        """A finished judgment sent to the second judge when unsure (cascade), and given
+        its critique where one is asked for."""
+        if config.cascade is not None:
+            judgment = config.cascade.decide(plan.item, judgment)
+            if judgment.cascade and judgment.cascade["decided_by"] == "second":
+                return judgment
+        return self.explain(plan.item, judgment, config) if plan.wants_critique else judgment
 
     def explain(self, item: JudgeItem, judgment: Judgment, config: JudgeConfig) -> Judgment:
         """A critique of a judgment already made: the reply generated again with its
@@ -445,7 +465,11 @@ class JudgeService:
                 plan.generations = [Generation(text="", error=str(exc))] * len(plan.calls)
 
     def _finish(self, plan: _Plan) -> Judgment:
-        judgment = self._by_head(plan) if plan.by_head else self._build(plan)
+        return self._finished(plan, self._by_head(plan) if plan.by_head else self._build(plan))
+
+    def _finished(self, plan: _Plan, judgment: Judgment, metrics: bool = True) -> Judgment:
+        """The decided `judgment` of `plan` given its relevance join, uncertainty mark,
+        calibrated confidence and (`metrics`) reference metrics."""
         if plan.config.judge.relevance_join is not None and not plan.by_head:
             from app.deciding.relevance import join_relevance
 
@@ -455,7 +479,8 @@ class JudgeService:
         if calibration is not None and (calibrated := calibration.of(judgment)) is not None:
             judgment = judgment.model_copy(update={"calibrated_confidence": calibrated})
         item = plan.item
-        if plan.config.reference_metrics and item.reference and judgment.status is not Status.ERROR:
+        wanted = metrics and plan.config.reference_metrics
+        if wanted and item.reference and judgment.status is not Status.ERROR:
             from app.metrics import reference_metrics
 
             metrics = reference_metrics(list(item.answers), item.reference)
@@ -468,7 +493,15 @@ class JudgeService:
         return capable.likelihoods if head.reads == "reply" else capable.states
 
     def _by_head(self, plan: _Plan) -> Judgment:
-        """The state head's judgment, from the model's states of each answer."""
+        """The state head's judgment, from the model's states of each answer, with the
+        criterion scores its plan's calls read."""
+        judgment = self._head_judgment(plan)
+        if judgment.status is Status.ERROR or not plan.calls:
+            return judgment
+        return self._with_criteria(plan, judgment)
+
+    def _head_judgment(self, plan: _Plan) -> Judgment:
+        """The state head's decision alone (no criterion scores)."""
         head = plan.config.parts.head
         assert head is not None
         if not self._reads_for(head):
@@ -485,10 +518,7 @@ class JudgeService:
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
-        judgment = judgment.model_copy(
-            update={"latency_s": round(time.perf_counter() - started, 3)}
-        )
-        return self._with_criteria(plan, judgment) if plan.calls else judgment
+        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
     def _with_criteria(self, plan: _Plan, judgment: Judgment) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read."""

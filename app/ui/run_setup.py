@@ -12,7 +12,7 @@ from app.errors import PocketJudgeError
 from app.model_settings import SettingsLayer
 from app.service import JudgeConfig, JudgeService
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
-from app.ui.settings import Settings
+from app.ui.settings import Settings, model_label
 
 
 def prepare_run(
@@ -25,7 +25,8 @@ def prepare_run(
     """
     config = settings.judge_config()
     try:
-        with st.spinner("Loading the judge model..."):
+        loading = f"Loading the judge model `{model_label(settings.model)}`..."
+        with st.spinner(loading, show_time=True):
             shared = shared_judge(settings)
     except PocketJudgeError as exc:
         st.error(str(exc))

@@ -110,6 +110,16 @@ def show_measured(rows: Sequence[MeasuredRow], model: str) -> None:
         st.warning(" ".join(said))
 
 
+def show_preview(judgment: Judgment, top: float | None, note: str) -> None:
+    """A judgment's verdict and confidence alone, shown while the rest is read (`note`
+    says what is coming); no widgets, so the whole result can replace it."""
+    if judgment.status is not Status.OK:
+        return
+    _headline(judgment, top)
+    _confidence(judgment)
+    st.caption(note)
+
+
 def _show_failure(judgment: Judgment) -> None:
     if judgment.status is Status.UNPARSED:
         st.warning(

@@ -224,3 +224,37 @@ def test_a_head_judge_says_where_a_reference_goes(head):
         reference_note(JudgeConfig(judge=JudgeSettings(template="pocketjudge"))) is None
     )  # its prompt reads it
     assert reference_note(_config(head, Protocol.PAIRWISE, use_reference=False)) is None
+
+
+@pytest.mark.parametrize("protocol", [Protocol.PAIRWISE, Protocol.SINGLE])
+def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
+    tiny, head, protocol
+) -> None:
+    """A page shows the head's verdict at a verdict's cost, then the criterion scores and,
+    with a reference, the reference's part of the verdict: the last step is the judgment
+    `judge` gives at once, from one read of the head."""
+    service, _ = tiny
+    weighted = head.model_copy(update={"reference_weight": 4.0})
+    item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
+    if protocol is Protocol.SINGLE:
+        item = item.model_copy(update={"answers": item.answers[:1]})
+    config = _config(weighted, protocol, reference_metrics=True)
+    steps = list(service.judge_in_steps(item, config))
+    at_once = service.judge(item, config)
+    assert len(steps) == 2
+    first, last = steps
+    assert first.status is Status.OK and first.criteria == () and first.reference_metrics is None
+    assert all(not answer.criteria for answer in first.answers)
+
+    def without_time(judgment: Judgment) -> dict:
+        return judgment.model_dump(exclude={"latency_s"})
+
+    assert without_time(last) == without_time(at_once)
+    assert last.criteria and last.reference_metrics
+    if protocol is Protocol.PAIRWISE:  # the reference's part joins the verdict with the criteria
+        assert "reference" not in first.verdict_parts and "reference" in last.verdict_parts
+        assert first.verdict_parts["states"] == last.verdict_parts["states"]  # one head read
+    alone = _config(weighted, protocol, criterion_scores=False)
+    assert [j.winner for j in service.judge_in_steps(item, alone)] == [
+        service.judge(item, alone).winner
+    ]

@@ -15,7 +15,7 @@ from app.ui.options import answer_label, answer_range
 from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, measured_rows, model_label
 from app.ui.tables import criterion_names, overall_top, rubric_scale
-from app.ui.views import engine_stopped_message, show_judgment, show_measured
+from app.ui.views import engine_stopped_message, show_judgment, show_measured, show_preview
 from models.backends.base import Message
 
 RESULT = "single.result"
@@ -81,9 +81,17 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
     shared, service, config = prepared
     if shared.lock.locked():
         st.info("Another tab is judging with this model; this item waits for its turn.")
+    preview = st.empty()
     try:
-        with st.spinner("Judging..."), shared.use():
-            judgment = service.judge(item, config)
+        with shared.use():
+            steps = service.judge_in_steps(item, config)
+            with st.spinner("Judging...", show_time=True):
+                judgment = next(steps)
+            with preview.container():
+                show_preview(judgment, overall_top(settings.rubric, judgment), _coming(item))
+            with st.spinner("Scoring each criterion...", show_time=True):
+                judgment = next(steps, judgment)  # the whole judgment, where it comes later
+        preview.empty()
     except EngineStopped as exc:
         st.error(engine_stopped_message(exc, "judge again to start a fresh engine."))
         return
@@ -92,6 +100,15 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
         return
     st.session_state[RESULT] = (judgment, settings.rubric, item)
     st.session_state[CHAT] = []  # a new judgment, a new conversation
+
+
+def _coming(item: JudgeItem) -> str:
+    what = (
+        "the criterion scores and the reference's part of the verdict"
+        if item.reference
+        else "the criterion scores"
+    )
+    return f"The verdict so far: {what} are being read, and the whole result follows."
 
 
 def explain(settings: Settings) -> None:
