@@ -212,16 +212,21 @@ def convert_hf_to_gguf(
     if not (hf_dir / "config.json").is_file():
         raise BackendError(f"{hf_dir} is not a Hugging Face model directory (no config.json)")
     script = ensure_converter(vendor_dir)
+    return _run_converter(script, [str(hf_dir), "--outtype", outtype], out_file, hf_dir)
+
+
+def _run_converter(script: Path, args: list[str], out_file: Path, source: Path) -> Path:
+    """Run a vendored converter script writing beside `out_file`, then rename it into
+    place, so a failed run never leaves a truncated GGUF behind."""
     out_file.parent.mkdir(parents=True, exist_ok=True)
     partial = out_file.with_name(f".{out_file.name}.{os.getpid()}.partial")
-    cmd = [sys.executable, str(script), str(hf_dir), "--outfile", str(partial)]
-    cmd += ["--outtype", outtype]
+    cmd = [sys.executable, str(script), *args, "--outfile", str(partial)]
     env = _converter_env(script)
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         raise BackendError(
-            f"convert_hf_to_gguf.py failed (exit {proc.returncode}) on {hf_dir}:\n"
+            f"{script.name} failed (exit {proc.returncode}) on {source}:\n"
             f"{_tail(proc.stderr or proc.stdout)}"
         )
     os.replace(partial, out_file)
@@ -237,22 +242,8 @@ def convert_lora_to_gguf(
     if not (Path(base_config_dir) / "config.json").is_file():
         raise BackendError(f"{base_config_dir} has no config.json for the adapter's base")
     script = ensure_converter(vendor_dir).with_name(LORA_SCRIPT_NAME)
-    out_file = Path(out_file)
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_file.with_name(f".{out_file.name}.{os.getpid()}.partial")
-    cmd = [sys.executable, str(script), str(adapter_dir), "--base", str(base_config_dir)]
-    cmd += ["--outfile", str(partial), "--outtype", "f16"]
-    proc = subprocess.run(
-        cmd, check=False, capture_output=True, text=True, env=_converter_env(script)
-    )
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        raise BackendError(
-            f"{LORA_SCRIPT_NAME} failed (exit {proc.returncode}) on {adapter_dir}:\n"
-            f"{_tail(proc.stderr or proc.stdout)}"
-        )
-    os.replace(partial, out_file)
-    return out_file
+    args = [str(adapter_dir), "--base", str(base_config_dir), "--outtype", "f16"]
+    return _run_converter(script, args, Path(out_file), Path(adapter_dir))
 
 
 def _converter_env(script: Path) -> dict[str, str]:

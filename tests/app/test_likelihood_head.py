@@ -24,6 +24,7 @@ from models.backends.base import BackendOptions, Capabilities
 from models.readings import FEATURES
 from tests.support.fake_backend import FakeBackend
 from tests.support.head_configs import head_alone
+from tests.support.read_counter import counted_requests
 
 PAIR = JudgeItem(
     id="p",
@@ -171,14 +172,7 @@ def test_a_head_of_states_alone_reads_each_answer_once(tiny, head, monkeypatch) 
     each answer after its request: the reads after an empty request are not made."""
     service, backend = tiny
     states_only = head.model_copy(update={"likelihood": {}, "grade_likelihood": {}})
-    requests: list[str] = []
-    read_reply = backend.read_reply
-
-    def counted(request: str, answer: str, states: bool = True):  # type: ignore[no-untyped-def]
-        requests.append(request)
-        return read_reply(request, answer, states)
-
-    monkeypatch.setattr(backend, "read_reply", counted)
+    requests = counted_requests(monkeypatch, backend)
     judged = service.judge(PAIR, head_alone(states_only, Protocol.PAIRWISE))
     assert judged.status is Status.OK
     assert requests == [PAIR.question, PAIR.question]

@@ -11,6 +11,7 @@ import pytest
 
 from models.backends.base import BackendOptions
 from models.readings import HEAD_TOKENS, likelihood_features
+from tests.support.read_counter import counted_requests
 
 QUESTION = "Which planet is closest to the sun?"
 ANSWERS = ("Mercury.", "Venus is the hottest planet, but the closest one is Mercury.")
@@ -88,14 +89,7 @@ def test_a_head_that_reads_states_alone_reads_each_answer_once(backend, monkeypa
     """Without the reads after an empty request (a reward model's head reads states alone)
     each answer is read once, its states as the full reading's and its `uncond` empty."""
     full = backend.read_answers(QUESTION, ANSWERS)
-    requests: list[str] = []
-    read_reply = backend.read_reply
-
-    def counted(request: str, answer: str, states: bool = True):  # type: ignore[no-untyped-def]
-        requests.append(request)
-        return read_reply(request, answer, states)
-
-    monkeypatch.setattr(backend, "read_reply", counted)
+    requests = counted_requests(monkeypatch, backend)
     alone = backend.read_answers(QUESTION, ANSWERS, unconditioned=False)
     assert requests == [QUESTION, QUESTION]
     for one, both in zip(alone, full, strict=True):
