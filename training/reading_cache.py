@@ -133,7 +133,11 @@ class CachedReads:
         cache._label = label
         cache.folder.mkdir(parents=True, exist_ok=True)
 
-    def __call__(self, request: str, answers: Sequence[str]) -> list[AnswerReading]:
+    def __call__(
+        self, request: str, answers: Sequence[str], unconditioned: bool = True
+    ) -> list[AnswerReading]:
+        """Whole readings (after the request and after none) whatever `unconditioned` asks:
+        a cached reading serves every head, those that read likelihoods too."""
         missing = [a for a in answers if not self._cache.has(request, a)]
         if missing:
             for answer, reading in zip(missing, self._read(request, missing)):

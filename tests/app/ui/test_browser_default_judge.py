@@ -18,6 +18,7 @@ import pytest
 
 from models.registry import load_registry
 from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
+    IDLE,
     app_server,
     chromium,  # noqa: F401 - a fixture
     main_text,
@@ -112,8 +113,18 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
     page.reload()  # a new session: no verdict left from another test to mistake for this one
     pairwise_form(page)
     page.locator(".st-key-reference textarea").fill("Canberra.")
-    shown = judge_pair(page, question=QUESTION, answer_1=ANSWERS[0], answer_2=ANSWERS[1])
+    fields = {"question": QUESTION, "answer_1": ANSWERS[0], "answer_2": ANSWERS[1]}
+    for key, text in fields.items():
+        page.locator(f".st-key-{key} textarea").fill(text)
+    page.locator(".st-key-judge button").click()
+    # the head's verdict first, while the criterion scores and the reference's part are read
+    coming = page.get_by_text(re.compile("the whole result follows"))
+    coming.wait_for(timeout=900_000)
+    assert page.get_by_role("heading", name=re.compile(r"^Verdict: ")).count() == 1
+    screenshot(page, shots / "verdict_first.png", main_only=True)
+    shown = judge_pair(page)
     assert shown.startswith("Verdict: "), shown
+    assert page.get_by_text(re.compile("the whole result follows")).count() == 0
     wait_for_charts(page, 3, timeout_ms=120_000)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() == 3  # criterion bars, radar (in its tab), reference metrics
@@ -127,12 +138,15 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
 
 def judge_pair(tab, **fields: str) -> str:
     """Fill the one-item form, judge, and return the verdict headline once the run is over
-    (criterion reads with the real model take minutes on a busy CPU)."""
+    (criterion reads with the real model take minutes on a busy CPU); without fields, the
+    run already started."""
     for key, text in fields.items():
         tab.locator(f".st-key-{key} textarea").fill(text)
-    tab.locator(".st-key-judge button").click()
+    if fields:
+        tab.locator(".st-key-judge button").click()
     verdict = tab.get_by_role("heading", name=re.compile(r"^Verdict: "))
     verdict.wait_for(timeout=900_000)
+    tab.wait_for_selector(IDLE, timeout=900_000)  # the criterion scores come after the verdict
     settle(tab)
     return verdict.inner_text().strip()
 
