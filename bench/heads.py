@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [reference, *(args.models.split(",") if args.models else [])]
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
     default = registry.default
-    if registry.get(default).judging.criterion_scores:  # the criterion scores' cost per item, beside it
+    if registry.get(default).judging.criterion_scores:  # their cost per item, beside it
         cells[f"{default} + criterion scores"] = run(default, args.pairs, args.fresh, "g")
     table = render(cells, reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
