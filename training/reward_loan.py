@@ -32,6 +32,7 @@ import math
 import shutil
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +79,7 @@ def job_settings(data: Data, epochs: float, seconds: float, args: argparse.Names
         seconds=max(seconds, 1.0),
     )
     trained = int((~held_out(data, settings)).sum())
-    steps = max(1, math.ceil(epochs * trained / settings.batch_pairs))
-    return TrainSettings(**{**vars(settings), "steps": steps})
+    return replace(settings, steps=max(1, math.ceil(epochs * trained / settings.batch_pairs)))
 
 
 def held_reads(data: Data, settings: TrainSettings) -> np.ndarray:

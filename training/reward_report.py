@@ -25,19 +25,22 @@ from pathlib import Path
 
 import numpy as np
 
+from app.deciding.verdicts import calibrated_winner
 from training.reward_data import RewardPairs, load_data
 
 BANDS = np.round(np.arange(0.0, 0.301, 0.01), 2)
 ECE_BINS = 10
 
 
-def said(probability: np.ndarray, band: float) -> np.ndarray:
-    """1 (A), 0 (B) or 0.5 (a tie: within `band` of one half)."""
-    return np.where(np.abs(probability - 0.5) <= band, 0.5, (probability > 0.5).astype(float))
+LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}  # a pair's target as the verdict it asks for
 
 
 def agreement(probability: np.ndarray, target: np.ndarray, band: float = 0.0) -> float:
-    return round(100 * float((said(probability, band) == target).mean()), 1)
+    """% of pairs whose verdict, by the engine's rule (app.deciding.verdicts: a tie within
+    `band` of one half), is the label's."""
+    said = [calibrated_winner(float(p) - 0.5, band) for p in probability]
+    right = [verdict == LABELS[float(t)] for verdict, t in zip(said, target, strict=True)]
+    return round(100 * float(np.mean(right)), 1)
 
 
 def fit_scale(margins: np.ndarray, target: np.ndarray) -> float:
