@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,11 +174,11 @@ def read_sequences(
     found_keys: list[str] = []
     logprobs: list[np.ndarray] = []
     states: list[np.ndarray] = []
-    begin = 0
-    while begin < len(order) and time.time() < deadline:
-        longest = int(table.lengths[order[begin : begin + 1]].max())
-        batch = order[begin : begin + max(1, BATCH_TOKENS // longest)]
-        begin += len(batch)
+    done = 0
+    for batch in token_batches(order, table.lengths, BATCH_TOKENS):
+        if time.time() >= deadline:
+            break
+        done += len(batch)
         ids = padded_ids(table.flat, starts, table.lengths, batch)
         with torch.inference_mode():
             hidden = model.model(input_ids=ids.to(device)).last_hidden_state
@@ -191,8 +192,18 @@ def read_sequences(
                 logprobs.append(picked.cpu().numpy().astype(np.float32))
                 if str(table.keys[i]).startswith("c"):
                     states.append(torch.cat([at.mean(0), at[-1]]).float().cpu().numpy())
-        print(f"{begin}/{len(order)} reads", flush=True)
+        print(f"{done}/{len(order)} reads", flush=True)
     return found_keys, logprobs, states
+
+
+def token_batches(order: np.ndarray, lengths: np.ndarray, budget: int) -> Iterator[np.ndarray]:
+    """`order` (longest first) cut into batches of as many reads as fit `budget` padded
+    tokens at the first's length (one at least)."""
+    begin = 0
+    while begin < len(order):
+        batch = order[begin : begin + max(1, budget // int(lengths[order[begin]]))]
+        begin += len(batch)
+        yield batch
 
 
 def torch_device() -> str:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from training.device_transfer import MANIFEST, join, pack
-from training.gpu_reads import load_model, torch_device
+from training.gpu_reads import load_model, token_batches, torch_device
 from training.reward_data import Data, RewardPairs, load_data, size
 from training.reward_model import (
     CHECKPOINT,
@@ -98,12 +98,8 @@ def read_rewards(peft_model, heads: dict, table: Data, reads: np.ndarray, device
 
     found = {name: np.full(len(table.lengths), np.nan, np.float32) for name in heads}
     order = reads[np.argsort(-table.lengths[reads], kind="stable")]
-    begin = 0
     with torch.no_grad():
-        while begin < len(order):
-            longest = int(table.lengths[order[begin]])
-            batch = order[begin : begin + max(1, TOKENS_PER_PASS // longest)]
-            begin += len(batch)
+        for batch in token_batches(order, table.lengths, TOKENS_PER_PASS):
             ids, lengths = batch_tensors(table, batch, device)
             states = final_states(peft_model, ids, lengths).float()
             for name, head in heads.items():
