@@ -23,7 +23,12 @@ from app.deciding import criterion_reads
 from app.deciding.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.deciding.native_judgment import NativeAttempt, native_judgment
 from app.deciding.state_head import StateHead
-from app.deciding.state_judging import decides, head_judgment, with_reference_reading
+from app.deciding.state_judging import (
+    TurnAsk,
+    decides,
+    head_judgment,
+    with_reference_reading,
+)
 from app.deciding.verdicts import mark_uncertain
 from app.errors import BackendError, PocketJudgeError, UnknownNameError
 from app.formats.native_formats import parse_native
@@ -102,6 +107,7 @@ class _Plan:
     calls: list[_Call]
     generations: list[Generation] = field(default_factory=list)
     by_head: bool = False  # decided by the state head: no model call
+    turn: TurnAsk | None = None  # criterion scores read on from the head's reads
 
     @property
     def wants_critique(self) -> bool:
@@ -330,6 +336,11 @@ class JudgeService:
         ):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             return _Plan(item, config, resolved, base, calls=[], by_head=True)
+        if config.parts.head.reads == "reply" and self.backend.capabilities.reply_criteria:
+            reference = item.reference if config.use_reference else None
+            turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
+            base = base.model_copy(update={"truncated": truncated})
+            return _Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
         template = get_template(criterion_reads.TEMPLATE)
         one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
         reading = with_changes(
@@ -496,9 +507,11 @@ class JudgeService:
         """The state head's judgment, from the model's states of each answer, with the
         criterion scores its plan's calls read."""
         judgment = self._head_judgment(plan)
-        if judgment.status is Status.ERROR or not plan.calls:
+        if judgment.status is Status.ERROR:
             return judgment
-        return self._with_criteria(plan, judgment)
+        if plan.turn is not None:
+            return self._with_reference(plan, judgment)
+        return self._with_criteria(plan, judgment) if plan.calls else judgment
 
     def _head_judgment(self, plan: _Plan) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
@@ -514,7 +527,7 @@ class JudgeService:
         started = time.perf_counter()
         try:
             judgment = head_judgment(
-                plan.base, plan.item, head, self.backend, plan.config.judge.tie_margin
+                plan.base, plan.item, head, self.backend, plan.config.judge.tie_margin, plan.turn
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
@@ -531,6 +544,11 @@ class JudgeService:
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
+        return self._with_reference(plan, judgment)
+
+    def _with_reference(self, plan: _Plan, judgment: Judgment) -> Judgment:
+        """A pairwise head verdict with the reference's part, read through the criterion
+        scores (state_judging.with_reference_reading), where the item has a reference."""
         head = plan.config.parts.head
         if head is None or not (plan.item.reference and plan.config.use_reference):
             return judgment

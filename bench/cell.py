@@ -1,6 +1,6 @@
 """One cell of the benchmark, in its own process (so its peak memory is its own).
 
-    python -m bench.cell MODE THREADS PAIRS OUT.json [MODEL]
+    python -m bench.cell MODE THREADS PAIRS OUT.json [MODEL] [ROWS]
 
 Modes, on the first PAIRS pairs of Auto-J's pairwise_dev.jsonl, both orders, the
 default judge's settings, every item fitted to the same 4096-token context:
@@ -15,8 +15,12 @@ default judge's settings, every item fitted to the same 4096-token context:
 - f: the judge's state head, where its registry entry has one (app/deciding/state_head.py): the
   verdict read from the model's hidden states of each answer, no reply at all. Modes
   a-e run the same model without its head (and without a relevance join).
+- g: the whole result page of mode f: the verdict, the criterion scores and (where a row
+  has a reference) the reference metrics.
 
-MODEL: a registry name (default: the registry's default judge).
+MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
+default) or `reference`: pairs of two answers to one request with its reference answer
+(Prometheus vicuna_eval, as training/reference_pairs.py makes them; modes f and g).
 """
 
 from __future__ import annotations
@@ -31,14 +35,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
+WITH_REFERENCES = REPO.parent / "shared" / "data" / "prometheus" / "vicuna_eval.json"
 N_CTX = 4096
 
 
 def main(argv: list[str]) -> int:
     mode, threads, pairs, out = argv[0], int(argv[1]), int(argv[2]), Path(argv[3])
     name = argv[4] if len(argv) > 4 else None
+    source = argv[5] if len(argv) > 5 else "autoj"
     from app.api import load_judge
-    from app.io.reader import read_rows
     from app.io.writer import write_jsonl
     from app.model_settings import SettingsLayer, judge_config, with_changes
     from app.records import Protocol, Status
@@ -52,7 +57,7 @@ def main(argv: list[str]) -> int:
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
     if mode in ("f", "g") and entry.judging.state_head is None:
         raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
-    rows = list(islice(read_rows(DEV), pairs))
+    rows = bench_rows(source, pairs)
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
     started = time.perf_counter()
     if mode == "a":
@@ -68,8 +73,9 @@ def main(argv: list[str]) -> int:
         mode="score" if mode in ("c", "d", "e", "f", "g") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
     )
-    if mode in ("f", "g"):  # the head alone (f), or with its criterion reads (g)
-        config = with_changes(config, {"criterion_scores": mode == "g"})
+    if mode in ("f", "g"):  # the head alone (f), or the whole page (g)
+        page = mode == "g"
+        config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}
@@ -104,6 +110,20 @@ def main(argv: list[str]) -> int:
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result))
     return 0
+
+
+def bench_rows(source: str, pairs: int) -> list:
+    """The first `pairs` rows: Auto-J dev's, or pairs with a reference answer."""
+    from app.io.reader import read_rows
+
+    if source == "autoj":
+        return list(islice(read_rows(DEV), pairs))
+    if source == "reference":
+        from training.reference_pairs import pairs_of
+
+        graded = [row for row in read_rows(WITH_REFERENCES) if row.item is not None]
+        return pairs_of(graded)[:pairs]
+    raise SystemExit(f"ROWS must be autoj or reference, not {source!r}")
 
 
 def peak_rss_mb() -> float:

@@ -5,12 +5,14 @@
 
 Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
-reference first; the default judge again with its criterion scores read (mode g), so their
-cost per item is the difference. The table gives seconds per pair and peak RSS, each as a
-ratio to the reference (by default the registry's default judge) measured in the same run,
-and the model file's size with its LoRA adapter, if any (a head judge's memory goal is the
-file plus what it reads with). Cells are saved in bench/runs/heads/ as
-they finish.
+reference first; then the default judge's whole result page (mode g: the verdict, the
+criterion scores and, where a pair has a reference, the reference metrics) on the same
+pairs, and the default's verdict alone and whole page on PAIRS pairs with a reference answer
+(Prometheus vicuna_eval). The table gives seconds per pair and peak RSS, each as a ratio to
+the verdict alone of the same judge on the same rows measured in the same run (by default the
+registry's default judge), and the model file's size with its LoRA adapter, if any (a head
+judge's memory goal is the file plus what it reads with). Cells are saved in
+bench/runs/heads/ as they finish.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from bench.run import _load_cell
 
 RUNS = REPO / "bench" / "runs" / "heads"
 RESULTS = REPO / "bench" / "heads.md"
+WHOLE_PAGE = "whole page"
+WITH_REFERENCE = "(pairs with a reference)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,26 +45,35 @@ def main(argv: list[str] | None = None) -> int:
     reference = args.reference or registry.default
     names = [reference, *(args.models.split(",") if args.models else [])]
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
+    bases = dict.fromkeys(cells, reference)
     default = registry.default
-    if registry.get(default).judging.criterion_scores:  # their cost per item, beside it
-        cells[f"{default} + criterion scores"] = run(default, args.pairs, args.fresh, "g")
-    table = render(cells, reference, args.pairs, registry)
+    if registry.get(default).judging.criterion_scores:  # the whole page, beside the verdict
+        cells[f"{default} {WHOLE_PAGE}"] = run(default, args.pairs, args.fresh, "g")
+        bases[f"{default} {WHOLE_PAGE}"] = default
+        alone = f"{default} {WITH_REFERENCE}"
+        cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")
+        cells[f"{default} {WHOLE_PAGE} {WITH_REFERENCE}"] = run(
+            default, args.pairs, args.fresh, "g", "reference"
+        )
+        bases[alone] = bases[f"{default} {WHOLE_PAGE} {WITH_REFERENCE}"] = alone
+    table = render(cells, bases, reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
     print(table)
     return 0
 
 
-def run(name: str, pairs: int, fresh: bool, mode: str = "f") -> dict:
+def run(name: str, pairs: int, fresh: bool, mode: str = "f", rows: str = "autoj") -> dict:
     import os
     import subprocess
 
-    out = RUNS / f"{name}-n{pairs}{'' if mode == 'f' else '-' + mode}.json"
+    suffix = ("" if mode == "f" else "-" + mode) + ("" if rows == "autoj" else "-" + rows)
+    out = RUNS / f"{name}-n{pairs}{suffix}.json"
     if out.is_file() and not fresh:
         return _load_cell(out)
     print(f"{name}: {pairs} pairs ...", file=sys.stderr, flush=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     subprocess.run(
-        [sys.executable, "-m", "bench.cell", mode, "1", str(pairs), str(out), name],
+        [sys.executable, "-m", "bench.cell", mode, "1", str(pairs), str(out), name, rows],
         check=True,
         cwd=REPO,
         env=env,
@@ -69,24 +82,27 @@ def run(name: str, pairs: int, fresh: bool, mode: str = "f") -> dict:
     return _load_cell(out)
 
 
-def render(cells: dict, reference: str, pairs: int, registry) -> str:  # type: ignore[no-untyped-def]
-    base = cells[reference]
+def render(cells: dict, bases: dict, reference: str, pairs: int, registry) -> str:  # type: ignore[no-untyped-def]
     lines = [
         "# Benchmark: head judges against the default",
         "",
         f"`python -m bench.heads` on {datetime.now(UTC).date()}: the first {pairs} pairs of "
         "Auto-J dev, each judge through its head (no reply), one llama.cpp thread, each in its "
-        f"own process; ratios against `{reference}` measured in the same run. A row named "
-        "'+ criterion scores' is the same judge reading each criterion's score beside its "
-        "verdict (app/deciding/criterion_reads.py): their cost per pair is the difference.",
+        f"own process; ratios against `{reference}`'s verdict alone measured in the same run. "
+        f"A row named '{WHOLE_PAGE}' is the same judge's whole result page: its verdict, its "
+        "criterion scores (read on from the verdict's reads, app/deciding/criterion_reads.py) "
+        f"and, where a pair has a reference, the reference metrics. Rows '{WITH_REFERENCE}' "
+        f"judge {pairs} pairs of answers to one request with its reference answer (Prometheus "
+        "vicuna_eval), the whole page's ratio against the verdict alone on those pairs.",
         "",
-        "| judge | s/pair | x reference time | peak RSS MB | x reference RSS | model file MB "
+        "| judge | s/pair | x verdict alone | peak RSS MB | x verdict alone RSS | model file MB "
         "| RSS above the file MB | agreement % |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, cell in cells.items():
         seconds = cell["seconds"] / cell["pairs"]
-        entry = registry.get(name.split(" + ")[0])
+        base = cells[bases[name]]
+        entry = registry.get(name.split(" ")[0])
         files = [p for p in (entry.path(), entry.lora_path()) if p is not None and p.is_file()]
         size = sum(p.stat().st_size for p in files) / 2**20
         lines.append(

@@ -45,12 +45,25 @@ SYSTEM_PROMPT = "You are a helpful assistant."  # the system turn of every read
 
 
 @dataclass(frozen=True)
+class ReplyCriteria:
+    """Criterion scores read from an answer's read (`read_answers(criteria=...)`): after the
+    answer, the judge's next turn is `message` (the criteria, the reference); then, for
+    each criterion, a reply that starts `{"<key>": ` and is read over its `levels`."""
+
+    message: str
+    keys: tuple[str, ...]
+    levels: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
 class AnswerReading:
     """One answer read by the judge model: its likelihoods, and its states where asked."""
 
     cond: np.ndarray  # log-probability of each answer token after the request
     uncond: np.ndarray  # the same tokens after an empty request
     states: np.ndarray | None = None  # pooled states of the request-read (mean, last)
+    # where criteria were asked (ReplyCriteria): each one's level probabilities, in order
+    criteria: tuple[dict[str, float], ...] | None = None
 
     def features(self) -> dict[str, float]:
         return likelihood_features(self.cond, self.uncond)

@@ -14,6 +14,7 @@ import hashlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,10 +135,21 @@ class CachedReads:
         cache.folder.mkdir(parents=True, exist_ok=True)
 
     def __call__(
-        self, request: str, answers: Sequence[str], unconditioned: bool = True
+        self,
+        request: str,
+        answers: Sequence[str],
+        unconditioned: bool = True,
+        criteria: Any = None,
     ) -> list[AnswerReading]:
         """Whole readings (after the request and after none) whatever `unconditioned` asks:
-        a cached reading serves every head, those that read likelihoods too."""
+        a cached reading serves every head, those that read likelihoods too. Criteria read on
+        from the reads (`criteria`) are read afresh, the readings kept as ever."""
+        if criteria is not None:
+            readings = self._read(request, answers, True, criteria)
+            for answer, reading in zip(answers, readings):
+                if not self._cache.has(request, answer):
+                    self._cache.put(request, answer, reading)
+            return readings
         missing = [a for a in answers if not self._cache.has(request, a)]
         if missing:
             for answer, reading in zip(missing, self._read(request, missing)):

@@ -10,6 +10,12 @@ The head decides; the criteria are a second reading of the same model, read apar
 it. Their weighted mean gives a decision of its own (`criteria_verdict`, or
 `criteria_ranking`), kept beside the head's so a disagreement is shown, never hidden.
 A rubric grade is the same read with the rubric's one criterion and its level texts.
+
+Where the backend can (`reply_criteria`) and the head reads each answer as the model's
+reply, the criteria are read on from that read instead (`turn_criteria`, template
+`pocketjudge-criteria-turn`, models/backends/reply_criteria.py): the answer is read once
+for the verdict and every criterion, each criterion a reply of its own that starts at its
+value. The separate reads above stay for heads that read text and for other backends.
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from dataclasses import dataclass
 
 from app.catalog.scoring import ScoringRule
 from app.formats.output_format import ReplyLayout, output_spec
+from app.formats.prompts import PromptInput, get_template
 from app.records import AnswerScores, Judgment, Protocol
 from models.backends.base import Generation, OutputSpec
+from models.readings import ReplyCriteria
 
 TEMPLATE = "pocketjudge-criterion"
 LAYOUT = ReplyLayout(decision_first=True, criteria=False, feedback=False)
 VALUE_PATH = ("overall",)
+TURN_TEMPLATE = "pocketjudge-criteria-turn"
+TURN_REFERENCE_CHARS = 3000  # a reference is read once per answer: longer ones are cut
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,47 @@ def expected_level(probs: dict[int, float]) -> float:
     return sum(level * p for level, p in probs.items()) / total
 
 
+def turn_criteria(rule: ScoringRule, reference: str | None) -> ReplyCriteria:
+    """What the backend reads on from each answer's read: the judge's turn naming the
+    criteria of `rule` (and the reference, cut to TURN_REFERENCE_CHARS), each criterion's
+    key and its levels."""
+    cut = reference[:TURN_REFERENCE_CHARS] if reference else None
+    prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut)
+    message = get_template(TURN_TEMPLATE).render(prompt)[-1].content
+    levels = tuple(
+        tuple(str(level) for level in range(spec.scale_min, spec.scale_max + 1))
+        for spec in rule.specs
+    )
+    return ReplyCriteria(message, rule.keys, levels)
+
+
+def with_turn_criteria(
+    judgment: Judgment, found: Sequence[Sequence[dict[str, float]] | None], rule: ScoringRule
+) -> Judgment:
+    """`judgment` with each answer's criterion scores from the level probabilities read on
+    from its read (`found[answer][criterion]`, in the rule's order)."""
+    expected: dict[int, dict[str, float]] = {}
+    lines: list[str] = []
+    for answer, probabilities in enumerate(found):
+        if probabilities is None or len(probabilities) != len(rule.specs):
+            why = "the backend read no criteria after the answer"
+            note = f"the criterion scores could not be read ({why})"
+            return judgment.model_copy(update={"criteria": (), "criteria_note": note})
+        for spec, probs in zip(rule.specs, probabilities):
+            levels = {int(level): p for level, p in probs.items()}
+            if not sum(levels.values()):
+                note = "the criterion scores could not be read (no probability on any level)"
+                return judgment.model_copy(update={"criteria": (), "criteria_note": note})
+            expected.setdefault(answer, {})[spec.key] = expected_level(levels)
+            likeliest = max(levels, key=lambda level: levels[level])
+            lines.append(
+                f"answer {answer + 1} {spec.key}: most likely {likeliest} "
+                f"(p {levels[likeliest] / sum(levels.values()):.2f}), "
+                f"expected {expected[answer][spec.key]:.2f}"
+            )
+    return _with_expected(judgment, expected, rule, "\n".join(lines))
+
+
 def with_criteria(
     judgment: Judgment, reads: Sequence[CriterionRead], rule: ScoringRule
 ) -> Judgment:
@@ -74,6 +125,14 @@ def with_criteria(
                 judgment, reads, "the backend gave no probabilities for the levels (raw reply kept)"
             )
         expected.setdefault(read.answer, {})[read.key] = expected_level(probs)
+    return _with_expected(judgment, expected, rule, _raw(reads))
+
+
+def _with_expected(
+    judgment: Judgment, expected: dict[int, dict[str, float]], rule: ScoringRule, raw: str
+) -> Judgment:
+    """`judgment` with each answer's expected criterion levels, and the decision of their
+    weighted means beside the head's."""
     count = max(expected) + 1 if expected else 0
     answers = tuple(_answer_scores(expected[i], rule) for i in range(count))
     if judgment.answers:  # the head's grades stand; the criteria are read beside them
@@ -83,7 +142,7 @@ def with_criteria(
             )
             for graded, a in zip(judgment.answers, answers)
         )
-    update: dict = {"answers": answers, "raw_output": _raw(reads)}
+    update: dict = {"answers": answers, "raw_output": raw}
     overall = [a.expected_overall or a.overall for a in answers]
     if judgment.protocol is Protocol.PAIRWISE and len(overall) == 2:
         first, second = overall

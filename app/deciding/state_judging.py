@@ -14,10 +14,13 @@ verdict is the same in both answer orders by construction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from app.catalog.scoring import ScoringRule
+from app.deciding.criterion_reads import with_turn_criteria
 from app.deciding.state_head import (
     StateHead,
     answer_parts,
@@ -26,7 +29,7 @@ from app.deciding.state_head import (
     verdict_parts,
 )
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from models.readings import FEATURES
+from models.readings import FEATURES, ReplyCriteria
 
 Likelihoods = list[dict[str, float] | None]
 
@@ -41,36 +44,64 @@ def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
 
 
 def head_judgment(
-    base: Judgment, item: JudgeItem, head: StateHead, source: Any, tie_margin: float
+    base: Judgment,
+    item: JudgeItem,
+    head: StateHead,
+    source: Any,
+    tie_margin: float,
+    criteria: TurnAsk | None = None,
 ) -> Judgment:
     """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
     backend: its `state_features` (a head that reads text) or `read_answers` (one that
-    reads each answer as the model's reply)."""
-    features, likelihoods = read_features(item, head, source)
+    reads each answer as the model's reply). With `criteria` (a head that reads replies),
+    the criterion scores are read on from the same reads (criterion_reads.turn_criteria)."""
+    ask = criteria.ask if criteria is not None else None
+    features, likelihoods, found = read_features(item, head, source, ask)
     if base.protocol is Protocol.SINGLE:
-        return _grades(base, head, features, likelihoods)
-    similarities = _similarities(item, head)
-    if base.protocol is Protocol.PAIRWISE:
-        return _verdict(base, item, head, features, likelihoods, similarities, tie_margin)
-    return _ranking(base, item, head, features, likelihoods, similarities)
+        judgment = _grades(base, head, features, likelihoods)
+    elif base.protocol is Protocol.PAIRWISE:
+        similarities = _similarities(item, head)
+        judgment = _verdict(base, item, head, features, likelihoods, similarities, tie_margin)
+    else:
+        similarities = _similarities(item, head)
+        judgment = _ranking(base, item, head, features, likelihoods, similarities)
+    if criteria is None:
+        return judgment
+    return with_turn_criteria(judgment, found, criteria.rule)
+
+
+@dataclass(frozen=True)
+class TurnAsk:
+    """Criterion scores to read on from a head's reads: what the backend reads, and the
+    rule that makes scores of it."""
+
+    ask: ReplyCriteria
+    rule: ScoringRule
 
 
 def read_features(
-    item: JudgeItem, head: StateHead, source: Any
-) -> tuple[list[np.ndarray | None], Likelihoods]:
-    """Each answer's pooled states and (for a head that reads replies) likelihood features."""
+    item: JudgeItem, head: StateHead, source: Any, criteria: ReplyCriteria | None = None
+) -> tuple[list[np.ndarray | None], Likelihoods, list[Any]]:
+    """Each answer's pooled states, (for a head that reads replies) likelihood features,
+    and (with `criteria`) the level probabilities of each criterion read on from it."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
         likelihoods = bool(head.likelihood or head.grade_likelihood)
-        readings = source.read_answers(item.question[: head.question_chars], answers, likelihoods)
-        return [r.states for r in readings], [
-            r.features() if likelihoods else None for r in readings
-        ]
+        question = item.question[: head.question_chars]
+        if criteria is None:
+            readings = source.read_answers(question, answers, likelihoods)
+        else:
+            readings = source.read_answers(question, answers, likelihoods, criteria)
+        return (
+            [r.states for r in readings],
+            [r.features() if likelihoods else None for r in readings],
+            [r.criteria for r in readings],
+        )
     features: list[np.ndarray | None] = [
         source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
         for a in item.answers
     ]
-    return features, [None] * len(item.answers)
+    return features, [None] * len(item.answers), [None] * len(item.answers)
 
 
 def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:

@@ -116,6 +116,7 @@ class Capabilities:
     tokenizer: bool = False  # count_tokens() is exact, so inputs are fitted to the context
     states: bool = False  # state_features(): pooled hidden states of a text (StateSource)
     likelihoods: bool = False  # read_answers(): an answer's likelihoods (StateSource)
+    reply_criteria: bool = False  # read_answers(criteria=...): criterion scores on from them
 
 
 @dataclass(frozen=True)
@@ -185,9 +186,17 @@ class StateSource(Protocol):
         """The model's pooled hidden states of `text` (models.readings.pooled), a numpy vector."""
         ...
 
-    def read_answers(self, request: str, answers: Sequence[str], unconditioned: bool = True) -> Any:
+    def read_answers(
+        self,
+        request: str,
+        answers: Sequence[str],
+        unconditioned: bool = True,
+        criteria: Any = None,
+    ) -> Any:
         """Each answer read as the model's own reply, after the request and (`unconditioned`)
-        after none (models.readings.AnswerReading, with the states of the request-read)."""
+        after none (models.readings.AnswerReading, with the states of the request-read);
+        with `criteria` (models.readings.ReplyCriteria, the `reply_criteria` capability)
+        each one's level probabilities read on from the request-read."""
         ...
 
 

@@ -46,14 +46,15 @@ from models.backends.base import (
 from models.backends.grammar_gate import GrammarGate, choose_token
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
-from models.backends.likelihood_reader import LikelihoodReader
+from models.backends.likelihood_reader import Continuation, LikelihoodReader
 from models.backends.likelihood_reader import Reading as ReplyReading
+from models.backends.reply_criteria import continuation
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.state_reader import StateReader, load_lora, set_lora
 from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
-from models.readings import SYSTEM_PROMPT, AnswerReading, pooled
+from models.readings import SYSTEM_PROMPT, AnswerReading, ReplyCriteria, pooled
 
 REPEAT_WINDOW = 64
 ZWJ = "\u200d"  # zero-width joiner: keeps text readable, breaks a control-token spelling
@@ -149,6 +150,7 @@ class LlamaCppBackend:
             tokenizer=True,
             states=True,
             likelihoods=True,
+            reply_criteria=True,
         )
         self._n_threads = options.n_threads
         self._state_reader: StateReader | None = None
@@ -325,15 +327,21 @@ class LlamaCppBackend:
         return self._state_reader.features(text)
 
     def read_answers(
-        self, request: str, answers: Sequence[str], unconditioned: bool = True
+        self,
+        request: str,
+        answers: Sequence[str],
+        unconditioned: bool = True,
+        criteria: ReplyCriteria | None = None,
     ) -> list[AnswerReading]:
         """Each answer read as the model's own reply (chat template, end-of-turn token last),
         after `request` and (`unconditioned`) after an empty request: its token
         log-probabilities in both, and the pooled states of the request-read. The
         request-reads come first, so they share the request's tokens. Without the reads
         after none (a head that reads states alone) `uncond` is empty, at half the cost.
+        With `criteria`, each request-read goes on to them (models/backends/reply_criteria.py).
         Inputs are not cut here: the caller cuts them."""
-        cond = [self.read_reply(request, answer) for answer in answers]
+        then = continuation(self, criteria) if criteria is not None else None
+        cond = [self.read_reply(request, answer, then=then) for answer in answers]
         readings = []
         for given, answer in zip(cond, answers, strict=True):
             if unconditioned:
@@ -342,15 +350,19 @@ class LlamaCppBackend:
                 logprobs, free = given.logprobs[:n], free[:n]
             else:
                 logprobs, free = given.logprobs, given.logprobs[:0]
-            readings.append(AnswerReading(cond=logprobs, uncond=free, states=pooled(given.states)))
+            states = pooled(given.states)
+            readings.append(AnswerReading(logprobs, free, states, criteria=given.values))
         return readings
 
-    def read_reply(self, request: str, answer: str, states: bool = True) -> ReplyReading:
+    def read_reply(
+        self, request: str, answer: str, states: bool = True, then: Continuation | None = None
+    ) -> ReplyReading:
         """One read: `answer`'s token log-probabilities as the reply to `request` ("": an
-        empty request) and the final-layer states at the positions that predict them."""
+        empty request), the final-layer states at the positions that predict them, and the
+        values `then` reads on from it."""
         if self._likelihood_reader is None:
             self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
-        return self._likelihood_reader.read(*self.reply_tokens(request, answer), states)
+        return self._likelihood_reader.read(*self.reply_tokens(request, answer), states, then)
 
     def reply_tokens(self, request: str, answer: str) -> tuple[list[int], list[int]]:
         """The tokens `read_reply` reads: the prompt before the reply, and the answer with
@@ -372,6 +384,21 @@ class LlamaCppBackend:
             self._reply_prompts = {k: v for k, v in self._reply_prompts.items() if not k}
         self._reply_prompts[request] = tokens
         return tokens
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._chat_template is not None
+
+    @property
+    def token_table(self) -> TokenTable:
+        return self._tokens
+
+    def end_of_turn_text(self) -> str:
+        return self._special_text(self._end_of_turn_token())
+
+    def defused(self, text: str) -> str:
+        """`text` with control-token spellings broken (as prompts are written)."""
+        return self._defuse(text)
 
     def _end_of_turn_token(self) -> int:
         eot = self._llama_cpp.llama_vocab_eot(self._vocab)

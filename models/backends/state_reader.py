@@ -66,16 +66,26 @@ def set_lora(llama: Any, context: Any) -> None:
         raise BackendUnavailable(f"llama.cpp could not set the LoRA adapter {llama.lora_path}")
 
 
-def reading_context(llama: Any, n_threads: int | None, embeddings: bool, stack: Any):  # type: ignore[no-untyped-def]
-    """A one-sequence context of READ_CONTEXT tokens on the weights of `llama`, and a batch
-    for it, both closed with `stack`: per-token states (no pooling) where `embeddings`."""
+def reading_context(  # type: ignore[no-untyped-def]
+    llama: Any,
+    n_threads: int | None,
+    embeddings: bool,
+    stack: Any,
+    room: int = 0,
+    n_seq: int = 1,
+):
+    """A context of READ_CONTEXT tokens (plus `room` more) on the weights of `llama`, and a
+    batch of READ_CONTEXT tokens for it, both closed with `stack`: per-token states (no
+    pooling) where `embeddings`. `n_seq` sequences share its cache (unified: a copied
+    prefix shares its cells)."""
     import llama_cpp
     from llama_cpp import _internals
 
     params = llama_cpp.llama_context_params.from_buffer_copy(llama.context_params)
-    params.n_ctx = params.n_batch = READ_CONTEXT
+    params.n_ctx = READ_CONTEXT + room
+    params.n_batch = READ_CONTEXT
     params.n_ubatch = READ_UBATCH
-    params.n_seq_max = 1
+    params.n_seq_max = n_seq
     params.kv_unified = True
     params.embeddings = embeddings
     params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE
@@ -89,7 +99,7 @@ def reading_context(llama: Any, n_threads: int | None, embeddings: bool, stack: 
     set_lora(llama, context)
     batch = stack.enter_context(
         contextlib.closing(
-            _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=1, verbose=False)
+            _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=n_seq, verbose=False)
         )
     )
     return context, batch

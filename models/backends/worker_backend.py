@@ -236,8 +236,14 @@ class WorkerBackend:
     def state_features(self, text: str) -> Any:
         return self.call("state_features", text)
 
-    def read_answers(self, request: str, answers: Sequence[str], unconditioned: bool = True) -> Any:
-        return self.call("read_answers", request, list(answers), unconditioned)
+    def read_answers(
+        self,
+        request: str,
+        answers: Sequence[str],
+        unconditioned: bool = True,
+        criteria: Any = None,
+    ) -> Any:
+        return self.call("read_answers", request, list(answers), unconditioned, criteria)
 
     def read_reply(self, request: str, answer: str, states: bool = True) -> Any:
         return self.call("read_reply", request, answer, states)

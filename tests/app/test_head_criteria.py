@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.catalog.rubrics import load_rubric
-from app.criteria_resolution import CriteriaChoice
+from app.criteria_resolution import CriteriaChoice, resolve
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.judge_config import JudgeParts
@@ -54,6 +54,14 @@ def head(tiny) -> StateHead:
     )
 
 
+@pytest.fixture(scope="module")
+def text_head(tiny) -> StateHead:
+    _, backend = tiny
+    size = backend.state_features("q").shape[0]
+    rng = np.random.default_rng(3)
+    return StateHead(base_file="tiny.gguf", weights=tuple((0.05 * rng.normal(size=size)).tolist()))
+
+
 def _config(head: StateHead | None, protocol: Protocol, **more) -> JudgeConfig:
     base = JudgeConfig(
         protocol=protocol,
@@ -64,7 +72,11 @@ def _config(head: StateHead | None, protocol: Protocol, **more) -> JudgeConfig:
 
 
 def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
-    service, _ = tiny
+    """A head that reads each answer as the model's reply reads the criteria on from that
+    read (one read of each answer): each score is the expected level of the criterion's
+    reply after the answer (its equality to a whole-sequence read:
+    tests/models/backends/test_reply_criteria.py)."""
+    service, backend = tiny
     alone = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criterion_scores=False))
     both = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
     assert alone.answers == () and alone.raw_output is None and alone.criteria == ()
@@ -75,7 +87,26 @@ def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
     assert keys and all(set(a.criteria) == set(keys) for a in both.answers)
     overall = [a.expected_overall for a in both.answers]
     assert both.criteria_verdict == ("A" if overall[0] > overall[1] else "B")
-    # each score is the expected level of that answer graded on that criterion alone
+    rule = resolve(CriteriaChoice(scenario=both.scenario), PAIR, service.catalog).rule
+    assert rule.keys == keys
+    asked = criterion_reads.turn_criteria(rule, None)
+    for number, answer in enumerate(PAIR.answers):
+        read = backend.read_answers(PAIR.question, [answer], True, asked)[0].criteria
+        for key, levels in zip(keys, read, strict=True):
+            expected = sum(int(level) * p for level, p in levels.items())
+            assert both.answers[number].expected_criteria[key] == pytest.approx(expected, abs=1e-4)
+            assert both.answers[number].criteria[key] == round(expected, 1)
+    assert both.raw_output.count("expected") == 2 * len(keys)
+
+
+def test_a_head_that_reads_text_reads_each_criterion_apart(tiny, text_head):
+    """A head on the states of a text (not a reply read) gets its criteria from separate
+    reads, one per answer and criterion, each the expected level of that answer graded on
+    that criterion alone."""
+    service, _ = tiny
+    both = service.judge(PAIR, _config(text_head, Protocol.PAIRWISE))
+    keys = both.criteria
+    assert keys and both.status is Status.OK
     for number, answer in enumerate(PAIR.answers):
         for key in keys[:2]:
             single = JudgeItem(id="s", question=PAIR.question, answers=(answer,))
@@ -226,18 +257,38 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     assert reference_note(_config(head, Protocol.PAIRWISE, use_reference=False)) is None
 
 
+def _without_time(judgment: Judgment) -> dict:
+    return judgment.model_dump(exclude={"latency_s"})
+
+
 @pytest.mark.parametrize("protocol", [Protocol.PAIRWISE, Protocol.SINGLE])
-def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
-    tiny, head, protocol
-) -> None:
-    """A page shows the head's verdict at a verdict's cost, then the criterion scores and,
-    with a reference, the reference's part of the verdict: the last step is the judgment
-    `judge` gives at once, from one read of the head."""
+def test_criteria_read_on_from_the_reads_come_with_the_verdict(tiny, head, protocol) -> None:
+    """Where the criteria are read on from the head's reads, the verdict costs the reads
+    and the criteria a turn after each: one step, the judgment `judge` gives."""
     service, _ = tiny
     weighted = head.model_copy(update={"reference_weight": 4.0})
     item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
     if protocol is Protocol.SINGLE:
         item = item.model_copy(update={"answers": item.answers[:1]})
+    config = _config(weighted, protocol, reference_metrics=True)
+    steps = list(service.judge_in_steps(item, config))
+    assert [_without_time(s) for s in steps] == [_without_time(service.judge(item, config))]
+    assert steps[0].criteria and steps[0].reference_metrics
+    if protocol is Protocol.PAIRWISE:
+        assert "reference" in steps[0].verdict_parts
+
+
+def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
+    tiny, text_head
+) -> None:
+    """Where the criteria are read apart (a head on a text's states), a page shows the
+    head's verdict at a verdict's cost, then the criterion scores and, with a reference, the
+    reference's part of the verdict: the last step is the judgment `judge` gives at once,
+    from one read of the head."""
+    service, _ = tiny
+    protocol = Protocol.PAIRWISE
+    weighted = text_head.model_copy(update={"reference_weight": 4.0})
+    item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
     config = _config(weighted, protocol, reference_metrics=True)
     steps = list(service.judge_in_steps(item, config))
     at_once = service.judge(item, config)
@@ -246,14 +297,11 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     assert first.status is Status.OK and first.criteria == () and first.reference_metrics is None
     assert all(not answer.criteria for answer in first.answers)
 
-    def without_time(judgment: Judgment) -> dict:
-        return judgment.model_dump(exclude={"latency_s"})
-
-    assert without_time(last) == without_time(at_once)
+    assert _without_time(last) == _without_time(at_once)
     assert last.criteria and last.reference_metrics
-    if protocol is Protocol.PAIRWISE:  # the reference's part joins the verdict with the criteria
-        assert "reference" not in first.verdict_parts and "reference" in last.verdict_parts
-        assert first.verdict_parts["states"] == last.verdict_parts["states"]  # one head read
+    # the reference's part joins the verdict with the criteria
+    assert "reference" not in first.verdict_parts and "reference" in last.verdict_parts
+    assert first.verdict_parts["states"] == last.verdict_parts["states"]  # one head read
     alone = _config(weighted, protocol, criterion_scores=False)
     assert [j.winner for j in service.judge_in_steps(item, alone)] == [
         service.judge(item, alone).winner

@@ -123,13 +123,30 @@ def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path)
 
 
 def test_head_judges_are_given_as_ratios_to_the_reference_of_the_same_run():
-    from bench.heads import render
+    from bench.heads import WHOLE_PAGE, WITH_REFERENCE, render
 
+    def cell(seconds: float, rss: float, agreement: float) -> dict:
+        return {"seconds": seconds, "pairs": 5, "peak_rss_mb": rss, "agreement": agreement}
+
+    alone, page = (
+        f"pj-qwen15-head {WITH_REFERENCE}",
+        f"pj-qwen15-head {WHOLE_PAGE} {WITH_REFERENCE}",
+    )
     cells = {
-        "pj-qwen15-head": {"seconds": 20.0, "pairs": 5, "peak_rss_mb": 3000.0, "agreement": 40.0},
-        "pj-qwen15-pmi": {"seconds": 30.0, "pairs": 5, "peak_rss_mb": 1500.0, "agreement": 60.0},
+        "pj-qwen15-head": cell(20.0, 3000.0, 40.0),
+        "pj-qwen15-pmi": cell(30.0, 1500.0, 60.0),
+        f"pj-qwen15-head {WHOLE_PAGE}": cell(28.0, 3000.0, 40.0),
+        alone: cell(10.0, 2000.0, 50.0),
+        page: cell(16.0, 2000.0, 50.0),
     }
-    table = render(cells, "pj-qwen15-head", 5, load_registry())
+    bases = {
+        "pj-qwen15-head": "pj-qwen15-head",
+        "pj-qwen15-pmi": "pj-qwen15-head",
+        f"pj-qwen15-head {WHOLE_PAGE}": "pj-qwen15-head",
+        alone: alone,
+        page: alone,
+    }
+    table = render(cells, bases, "pj-qwen15-head", 5, load_registry())
     rows = {
         line.split(" | ")[0]: line.split(" | ") for line in table.splitlines() if "| pj-" in line
     }
@@ -137,6 +154,10 @@ def test_head_judges_are_given_as_ratios_to_the_reference_of_the_same_run():
     assert head[1:3] == ["4.00", "1.00"] and head[4] == "1.00"
     assert pmi[1:3] == ["6.00", "1.50"] and pmi[3:5] == ["1500", "0.50"]
     assert pmi[-1] == "60.0 |"
+    # each whole page against the verdict alone on its own rows
+    assert rows[f"| pj-qwen15-head {WHOLE_PAGE}"][1:3] == ["5.60", "1.40"]
+    assert rows[f"| {alone}"][1:3] == ["2.00", "1.00"]
+    assert rows[f"| {page}"][1:3] == ["3.20", "1.60"]
 
 
 def test_the_notes_below_the_marker_survive_a_new_table(tmp_path: Path) -> None:

@@ -4,12 +4,15 @@ signal's agreement alone from saved parts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from app.io.reader import InputRow
 from app.judge_config import JudgeParts
 from app.records import JudgeItem, Judgment, Label, Protocol, Status
+from models.judge_settings import JudgeSettings
 from training.reading_cache import CHUNK, CachedReads, ReadingCache
 from training.signal_parts import signal_agreement
 
@@ -72,16 +75,20 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
     backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
     try:
         head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
-        config = JudgeConfig(protocol=Protocol.PAIRWISE, parts=JudgeParts(head=head))
+        config = JudgeConfig(
+            protocol=Protocol.PAIRWISE,
+            judge=JudgeSettings(criterion_scores=False),
+            parts=JudgeParts(head=head),
+        )
         item = JudgeItem(id="p", question="Name a colour.", answers=("Red.", "A fish swims."))
         service = JudgeService(backend, "tiny")
         plain = service.judge(item, config)
         calls: list[int] = []
         original = backend.read_answers
 
-        def counted(request, answers):  # type: ignore[no-untyped-def]
+        def counted(request, answers, unconditioned=True, criteria=None):  # type: ignore[no-untyped-def]
             calls.append(len(answers))
-            return original(request, answers)
+            return original(request, answers, unconditioned, criteria)
 
         cached = CachedReads(counted, ReadingCache(tmp_path), "eval")
         backend.read_answers = cached  # type: ignore[method-assign]
@@ -89,9 +96,12 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
         cached.close()
         backend.read_answers = CachedReads(counted, ReadingCache(tmp_path), "eval")  # type: ignore[method-assign]
         second = service.judge(item, config)
+        # criterion scores are read on from a live read: those reads are made afresh
+        scored = service.judge(item, replace(config, judge=JudgeSettings()))
     finally:
         backend.close()
-    assert calls == [2]  # read once, then served from disk by a new cache
+    assert calls == [2, 2]  # read once, then served from disk by a new cache; then afresh
+    assert scored.criteria and scored.answers[0].criteria
     for judged in (first, second):
         assert judged.verdict_parts["score"] == pytest.approx(
             plain.verdict_parts["score"], abs=1e-3

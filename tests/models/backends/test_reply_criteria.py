@@ -1,0 +1,140 @@
+"""Criterion scores read on from an answer's read, on the tiny real model: each criterion's
+level probabilities equal those of an independent read of the whole sequence (the request,
+the answer, the judge's turn and the reply up to the value) by llama-cpp-python, look-ahead
+included; the answer's own read is the same with or without them, and the reader's cache
+is left as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.errors import BackendError
+from models.backends.base import BackendOptions
+from models.backends.likelihood_reader import BRANCHES
+from models.backends.reply_criteria import turn_text
+from models.backends.value_reader import Feed, candidate_probs
+from models.readings import ReplyCriteria
+
+QUESTION = "Which planet is closest to the sun?"
+ANSWERS = ("Mercury.", "Venus is the hottest planet, but the closest one is Mercury.")
+TEN = tuple(str(level) for level in range(1, 11))  # "1" starts 1 and 10: a look-ahead
+FIVE = tuple(str(level) for level in range(1, 6))
+CRITERIA = ReplyCriteria(
+    message="Grade the reply above on each criterion:\n- accuracy\n- clarity (1 to 5)",
+    keys=("accuracy", "clarity"),
+    levels=(TEN, FIVE),
+)
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_gguf_model: Path):
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def sequential(tiny_gguf_model: Path):
+    """llama-cpp-python's own evaluation of one sequence at a time: the reference."""
+    from llama_cpp import Llama
+
+    llama = Llama(
+        model_path=str(tiny_gguf_model), n_ctx=2048, logits_all=True, n_threads=1, verbose=False
+    )
+    yield llama
+    llama.close()
+
+
+def _tokens(backend, text: str, special: bool) -> list[int]:
+    return backend.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+
+
+def _expected(backend, sequential, answer: str, criteria: ReplyCriteria) -> list[dict]:
+    """Each criterion's level probabilities from one whole sequence read by `sequential`,
+    its look-ahead tokens evaluated and rewound one at a time."""
+    prompt, answer_tokens = backend.reply_tokens(QUESTION, answer)
+    turn = _tokens(backend, turn_text(backend, criteria.message), backend.has_chat_template)
+    found = []
+    for key, levels in zip(criteria.keys, criteria.levels):
+        tokens = prompt + answer_tokens + turn + _tokens(backend, f'{{"{key}": ', False)
+        sequential.reset()
+        sequential.eval(tokens)
+        reading = candidate_probs(backend.token_table, _last(sequential), "", levels)
+        sent = None
+        while True:
+            try:
+                request = reading.send(sent)
+            except StopIteration as done:
+                found.append(done.value)
+                break
+            if isinstance(request, Feed):
+                sequential.eval(list(request.tokens))
+                sent = _last(sequential)
+            else:
+                sequential.n_tokens -= request.count
+                sent = None
+    return found
+
+
+def _last(llama) -> np.ndarray:
+    return np.asarray(llama.scores[llama.n_tokens - 1], dtype=np.float32)
+
+
+def _assert_same(found: dict, expected: dict) -> None:
+    assert set(found) == set(expected)
+    for level in expected:
+        assert found[level] == pytest.approx(expected[level], abs=2e-3)
+
+
+def test_each_criterion_equals_a_read_of_the_whole_sequence(backend, sequential):
+    plain = backend.read_answers(QUESTION, ANSWERS)
+    readings = backend.read_answers(QUESTION, ANSWERS, True, CRITERIA)
+    assert [r.criteria for r in plain] == [None, None]
+    for answer, reading, alone in zip(ANSWERS, readings, plain, strict=True):
+        # the answer's read is the same with or without the criteria after it
+        np.testing.assert_allclose(reading.cond, alone.cond, atol=1e-4)
+        np.testing.assert_allclose(reading.uncond, alone.uncond, atol=1e-4)
+        np.testing.assert_allclose(reading.states, alone.states, atol=1e-3)
+        expected = _expected(backend, sequential, answer, CRITERIA)
+        assert len(reading.criteria) == 2
+        for found, want in zip(reading.criteria, expected, strict=True):
+            _assert_same(found, want)
+            assert sum(found.values()) == pytest.approx(1.0, abs=1e-6)
+    # the two answers are read apart: their scores differ
+    assert readings[0].criteria != readings[1].criteria
+
+
+def test_the_reads_after_find_the_cache_as_it_was(backend):
+    """A criteria read leaves the answer's read cached as it was: the next read of the same
+    answer (the cache kept) equals one from an empty cache."""
+    backend.read_answers(QUESTION, ANSWERS[:1], True, CRITERIA)
+    kept = backend.read_reply(QUESTION, ANSWERS[0])
+    backend._likelihood_reader._forget_from(0)
+    fresh = backend.read_reply(QUESTION, ANSWERS[0])
+    np.testing.assert_allclose(kept.logprobs, fresh.logprobs, atol=1e-4)
+
+
+def test_more_criteria_than_side_by_side_sequences_are_read_in_groups(backend):
+    keys = tuple(f"c{n}" for n in range(BRANCHES + 3))
+    message = "Grade the reply above on " + ", ".join(keys) + "."
+    many = ReplyCriteria(message, keys, (FIVE,) * len(keys))
+    read = backend.read_answers(QUESTION, ANSWERS[:1], False, many)[0].criteria
+    last = ReplyCriteria(message, keys[-3:], (FIVE,) * 3)
+    again = backend.read_answers(QUESTION, ANSWERS[:1], False, last)[0].criteria
+    assert len(read) == len(keys)
+    for found, want in zip(read[-3:], again, strict=True):
+        _assert_same(found, want)
+
+
+def test_a_turn_too_long_for_the_context_says_so_and_the_next_read_is_right(backend):
+    long = ReplyCriteria("word " * 4000, ("accuracy",), (FIVE,))
+    with pytest.raises(BackendError, match="criteria and reference take"):
+        backend.read_answers(QUESTION, ANSWERS[:1], False, long)
+    after = backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0]
+    alone = backend.read_answers(QUESTION, ANSWERS[:1], False)[0]
+    np.testing.assert_allclose(after.cond, alone.cond, atol=1e-4)
