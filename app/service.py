@@ -559,6 +559,7 @@ class JudgeService:
             head.reference_weight,
             plan.resolved.rule.overall_range(),
             plan.config.judge.tie_margin,
+            head.reference_likelihood_weight if plan.turn is not None else 0.0,
         )
 
     def _build(self, plan: _Plan) -> Judgment:
@@ -620,7 +621,14 @@ def reference_note(config: JudgeConfig) -> str | None:
     if config.parts.head is None or not config.use_reference:
         return None
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
-    if config.judge.criterion_scores and config.parts.head.reference_weight and pairs:
+    head = config.parts.head
+    if config.judge.criterion_scores and head.reference_likelihood_weight and pairs:
+        return (
+            "reads a reference answer after each answer, with the criterion scores: the "
+            "verdict adds how much likelier the reference is after one answer than after the "
+            "other to the head's reading (which reads none)"
+        )
+    if config.judge.criterion_scores and head.reference_weight and pairs:
         return (
             "reads a reference answer through the criterion scores: they are read with it, "
             "and the verdict adds their lead to the head's reading (which reads none)"

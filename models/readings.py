@@ -48,11 +48,14 @@ SYSTEM_PROMPT = "You are a helpful assistant."  # the system turn of every read
 class ReplyCriteria:
     """Criterion scores read from an answer's read (`read_answers(criteria=...)`): after the
     answer, the judge's next turn is `message` (the criteria, the reference); then, for
-    each criterion, a reply that starts `{"<key>": ` and is read over its `levels`."""
+    each criterion, a reply that starts `{"<key>": ` and is read over its `levels`. Where
+    `reference` (a part of `message`) is given, the log-probability of each of its tokens
+    there is read too: how well the answer just read predicts the right answer."""
 
     message: str
     keys: tuple[str, ...]
     levels: tuple[tuple[str, ...], ...]
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class AnswerReading:
     states: np.ndarray | None = None  # pooled states of the request-read (mean, last)
     # where criteria were asked (ReplyCriteria): each one's level probabilities, in order
     criteria: tuple[dict[str, float], ...] | None = None
+    # and the log-probability of each token of their reference, read after the answer
+    reference: np.ndarray | None = None
 
     def features(self) -> dict[str, float]:
         return likelihood_features(self.cond, self.uncond)

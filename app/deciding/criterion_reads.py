@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from app.catalog.scoring import ScoringRule
 from app.formats.output_format import ReplyLayout, output_spec
-from app.formats.prompts import PromptInput, get_template
+from app.formats.prompts import PromptInput, get_template, squeeze_blank_lines
 from app.records import AnswerScores, Judgment, Protocol
 from models.backends.base import Generation, OutputSpec
 from models.readings import ReplyCriteria
@@ -73,14 +73,15 @@ def turn_criteria(rule: ScoringRule, reference: str | None) -> ReplyCriteria:
     """What the backend reads on from each answer's read: the judge's turn naming the
     criteria of `rule` (and the reference, cut to TURN_REFERENCE_CHARS), each criterion's
     key and its levels."""
-    cut = reference[:TURN_REFERENCE_CHARS] if reference else None
-    prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut)
+    # as the rendered turn quotes it (tidied), so the backend finds its tokens there
+    cut = squeeze_blank_lines(reference[:TURN_REFERENCE_CHARS]).strip() if reference else None
+    prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut or None)
     message = get_template(TURN_TEMPLATE).render(prompt)[-1].content
     levels = tuple(
         tuple(str(level) for level in range(spec.scale_min, spec.scale_max + 1))
         for spec in rule.specs
     )
-    return ReplyCriteria(message, rule.keys, levels)
+    return ReplyCriteria(message, rule.keys, levels, reference=cut or None)
 
 
 def with_turn_criteria(

@@ -62,6 +62,10 @@ class StateHead(BaseModel):
     # read with the reference, on 0-1 of their range
     # (app.deciding.state_judging.with_reference_reading)
     reference_weight: float = Field(default=0.0, ge=0.0)
+    # pairwise with a reference, criteria read on from the head's reads: the score adds this
+    # times A's lead in how likely the reference is after each answer (mean log-probability
+    # of its tokens; app/deciding/criterion_reads.py)
+    reference_likelihood_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

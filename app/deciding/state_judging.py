@@ -56,7 +56,7 @@ def head_judgment(
     reads each answer as the model's reply). With `criteria` (a head that reads replies),
     the criterion scores are read on from the same reads (criterion_reads.turn_criteria)."""
     ask = criteria.ask if criteria is not None else None
-    features, likelihoods, found = read_features(item, head, source, ask)
+    features, likelihoods, found, references = read_features(item, head, source, ask)
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
@@ -67,7 +67,21 @@ def head_judgment(
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if criteria is None:
         return judgment
-    return with_turn_criteria(judgment, found, criteria.rule)
+    judgment = with_turn_criteria(judgment, found, criteria.rule)
+    return _with_reference_likelihoods(judgment, references)
+
+
+def _with_reference_likelihoods(judgment: Judgment, references: list[Any]) -> Judgment:
+    """A verdict's parts with A's lead in the reference's mean log-probability after each
+    answer (`reference_likelihood_difference`), where both were read."""
+    parts = judgment.verdict_parts
+    means = [float(np.mean(r)) if r is not None and len(r) else None for r in references]
+    if parts is None or len(means) != 2 or None in means:
+        return judgment
+    lead = round(means[0] - means[1], 4)  # type: ignore[operator]
+    return judgment.model_copy(
+        update={"verdict_parts": {**parts, "reference_likelihood_difference": lead}}
+    )
 
 
 @dataclass(frozen=True)
@@ -81,9 +95,10 @@ class TurnAsk:
 
 def read_features(
     item: JudgeItem, head: StateHead, source: Any, criteria: ReplyCriteria | None = None
-) -> tuple[list[np.ndarray | None], Likelihoods, list[Any]]:
+) -> tuple[list[np.ndarray | None], Likelihoods, list[Any], list[Any]]:
     """Each answer's pooled states, (for a head that reads replies) likelihood features,
-    and (with `criteria`) the level probabilities of each criterion read on from it."""
+    and (with `criteria`) the level probabilities of each criterion read on from it and
+    the log-probabilities of the reference's tokens after it."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
         likelihoods = bool(head.likelihood or head.grade_likelihood)
@@ -96,12 +111,14 @@ def read_features(
             [r.states for r in readings],
             [r.features() if likelihoods else None for r in readings],
             [r.criteria for r in readings],
+            [r.reference for r in readings],
         )
     features: list[np.ndarray | None] = [
         source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
         for a in item.answers
     ]
-    return features, [None] * len(item.answers), [None] * len(item.answers)
+    nothing = [None] * len(item.answers)
+    return features, list(nothing), list(nothing), list(nothing)
 
 
 def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
@@ -168,20 +185,33 @@ def _verdict_fields(parts: dict[str, float], tie_margin: float) -> dict[str, Any
 
 
 def with_reference_reading(
-    judgment: Judgment, weight: float, overall_range: tuple[int, int], tie_margin: float
+    judgment: Judgment,
+    weight: float,
+    overall_range: tuple[int, int],
+    tie_margin: float,
+    likelihood_weight: float = 0.0,
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
-    mean, on 0-1 of its range). The head reads no reference; the criterion reads do, so this
-    is how a reference naming the right answer moves the verdict. The share is the
-    verdict's part "reference". Unchanged without both answers' criterion scores."""
+    mean, on 0-1 of its range), plus `likelihood_weight` times A's lead in how likely the
+    reference is after each answer (`reference_likelihood_difference`, where the criteria
+    were read on from the head's reads). The head reads no reference; these do, so this is
+    how a reference naming the right answer moves the verdict. The share is the verdict's
+    part "reference". Unchanged without what a nonzero weight reads."""
     parts = judgment.verdict_parts
-    overall = [a.expected_overall for a in judgment.answers]
-    if not weight or parts is None or len(overall) != 2 or None in overall:
+    if parts is None:
         return judgment
-    low, high = overall_range
-    lead = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
-    share = round(weight * lead, 4)
+    share = 0.0
+    overall = [a.expected_overall for a in judgment.answers]
+    if weight and len(overall) == 2 and None not in overall:
+        low, high = overall_range
+        share += weight * (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
+    lead = parts.get("reference_likelihood_difference")
+    if likelihood_weight and lead is not None:
+        share += likelihood_weight * lead
+    if not share:
+        return judgment
+    share = round(share, 4)
     parts = {**parts, "reference": share, "score": round(parts["score"] + share, 4)}
     return judgment.model_copy(update=_verdict_fields(parts, tie_margin))
 

@@ -126,12 +126,12 @@ class PromptTemplate:
         self.check_protocol(data.protocol)
         context = _context(data)
         try:
-            system = _squeeze_blank_lines(self._system.render(context).strip())
+            system = squeeze_blank_lines(self._system.render(context).strip())
             user = self._user[data.protocol].render(context).strip()
         except jinja2.TemplateError as exc:
             raise ConfigError(self.path, data.protocol.value, f"template failed: {exc}") from exc
         messages = [Message("system", system)] if system else []
-        return [*messages, Message("user", _squeeze_blank_lines(user))]
+        return [*messages, Message("user", squeeze_blank_lines(user))]
 
     def _valid(self) -> list[str]:
         return [p.value for p in self.protocols]
@@ -196,7 +196,9 @@ def fence(tag: str, text: str, nonce: str) -> str:
     return f"[[{tag} {nonce}]]\n{text.strip()}\n[[/{tag} {nonce}]]"
 
 
-def _squeeze_blank_lines(text: str) -> str:
+def squeeze_blank_lines(text: str) -> str:
+    """`text` with runs of blank lines made one and each line's trailing spaces cut (how
+    every rendered prompt is tidied)."""
     lines: list[str] = []
     for line in text.splitlines():
         if not line.strip() and lines and not lines[-1].strip():

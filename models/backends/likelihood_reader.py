@@ -48,11 +48,13 @@ class Continuation:
     """What a read goes on to: the judge's `turn` after the answer, then each of `branches`
     (a reply's first tokens) after the turn; at a branch's end `reading(branch index,
     logits)` reads a value (a `models.backends.value_reader` generator: its look-ahead
-    tokens are read on the branch and rewound)."""
+    tokens are read on the branch and rewound). The turn's `scored` tokens (from its
+    second on) get their log-probabilities read."""
 
     turn: tuple[int, ...]
     branches: tuple[tuple[int, ...], ...]
     reading: Callable[[int, np.ndarray], ValueReading]
+    scored: tuple[int, int] = (0, 0)  # turn[start:end]: tokens whose log-probabilities are read
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Reading:
     logprobs: np.ndarray  # log P(token | everything before it), one per answer token
     states: np.ndarray  # (tokens, width) final-layer states at the predicting positions
     values: tuple[dict[str, float], ...] | None = None  # a continuation's, one per branch
+    scored: np.ndarray | None = None  # the log-probabilities of a continuation's scored tokens
 
 
 class LikelihoodReader:
@@ -107,7 +110,7 @@ class LikelihoodReader:
         tokens = list(prompt) + answer
         first_output = len(prompt) - 1  # the position that predicts the answer's first token
         fused = then is not None and self._fits(then, len(tokens) - first_output, len(tokens))
-        values = None
+        values, scored = None, None
         with self._lock:
             start = min(shared_length(self._cached, tokens), first_output)
             self._forget_from(start)
@@ -117,7 +120,9 @@ class LikelihoodReader:
                 self._decode(tokens[start:first_output], start, outputs=False, embeddings=False)
                 if fused:
                     assert then is not None
-                    logprobs, found, values = self._read_on(tokens, first_output, states, then)
+                    logprobs, found, values, scored = self._read_on(
+                        tokens, first_output, states, then
+                    )
                 else:
                     tail = tokens[first_output:]
                     self._decode(tail, first_output, outputs=True, embeddings=states)
@@ -128,8 +133,8 @@ class LikelihoodReader:
                 raise
             self._cached = tokens
         if then is not None and not fused:
-            values = tuple(self.read_branches(then.turn, then.branches, then.reading))
-        return Reading(logprobs=logprobs, states=found, values=values)
+            values, scored = self.read_branches(then)
+        return Reading(logprobs=logprobs, states=found, values=values, scored=scored)
 
     def _answer_outputs(self, answer: list[int], states: bool) -> tuple[np.ndarray, np.ndarray]:
         """The answer's log-probabilities and states from the last decode's first outputs."""
@@ -156,7 +161,7 @@ class LikelihoodReader:
 
     def _read_on(
         self, tokens: list[int], first_output: int, states: bool, then: Continuation
-    ) -> tuple[np.ndarray, np.ndarray, tuple[dict[str, float], ...]]:
+    ) -> tuple[np.ndarray, np.ndarray, tuple[dict[str, float], ...], np.ndarray]:
         """The answer's tail, the turn and every branch in one batch: the answer on every
         sequence (0 is the read's, 1.. the branches'), the turn on the branches', each branch
         on its own. The branches' sequences are forgotten after."""
@@ -169,7 +174,12 @@ class LikelihoodReader:
             Entry(t, first_output + n, every, states or n < len(tail) - 1)
             for n, t in enumerate(tail)
         ]
-        entries += [Entry(t, len(tokens) + n, replies, states) for n, t in enumerate(then.turn)]
+        begin, end = then.scored
+        turn_at = len(entries)  # the batch index of the turn's first token
+        entries += [
+            Entry(t, len(tokens) + n, replies, states or begin - 1 <= n < end - 1)
+            for n, t in enumerate(then.turn)
+        ]
         after = len(tokens) + len(then.turn)
         ends: list[int] = []
         for seq, branch in zip(replies, then.branches, strict=True):
@@ -183,6 +193,9 @@ class LikelihoodReader:
             self._batches.decode(entries, "the answer and what follows it")
             logprobs, found = self._answer_outputs(tokens[first_output + 1 :], states)
             firsts = [self._batches.logits_at(index) for index in ends]
+            scored = self._batches.logprobs_at(
+                range(turn_at + begin - 1, turn_at + end - 1), then.turn[begin:end]
+            )
             self._lib.llama_set_embeddings(self._context.ctx, False)
             readers = [then.reading(n, row) for n, row in enumerate(firsts)]
             positions = [after + len(b) for b in then.branches]
@@ -190,41 +203,52 @@ class LikelihoodReader:
         finally:
             for seq in replies:
                 self._batches.drop(seq)
-        return logprobs, found, tuple(values)
+        return logprobs, found, tuple(values), scored
 
-    def read_branches(
-        self,
-        common: Sequence[int],
-        branches: Sequence[Sequence[int]],
-        reading: Callable[[int, np.ndarray], ValueReading],
-    ) -> list[dict[str, float]]:
-        """After the last read: `common` read once, then each branch after it, in groups of
-        BRANCHES, each read as a `Continuation`'s (where one batch cannot hold them all).
-        The read's own tokens stay cached as they were."""
+    def read_branches(self, then: Continuation) -> tuple[tuple[dict[str, float], ...], np.ndarray]:
+        """After the last read: `then` read on from it where one batch cannot hold it all:
+        the turn once, then its branches in groups of BRANCHES. The read's own tokens stay
+        cached as they were."""
         with self._lock:
             base = len(self._cached)
             if not base:
                 raise BackendError("a branch read follows an answer's read; none is cached")
-            longest = max((len(b) for b in branches), default=0)
-            if base + len(common) + longest + LOOK_AHEAD > READ_CONTEXT + BRANCH_ROOM:
+            longest = max((len(b) for b in then.branches), default=0)
+            if base + len(then.turn) + longest + LOOK_AHEAD > READ_CONTEXT + BRANCH_ROOM:
                 raise BackendError(
-                    f"the criteria and reference take {len(common) + longest} tokens after "
-                    f"the answer; {READ_CONTEXT + BRANCH_ROOM - base} are left"
+                    f"the criteria and reference take {len(then.turn) + longest} tokens "
+                    f"after the answer; {READ_CONTEXT + BRANCH_ROOM - base} are left"
                 )
             self._lib.llama_set_embeddings(self._context.ctx, False)
             try:
-                self._batches.feed([Job(0, base, tuple(common))], "the criteria")
-                start = base + len(common)
+                scored = self._read_turn(base, then)
+                start = base + len(then.turn)
                 values: list[dict[str, float]] = []
-                for first in range(0, len(branches), BRANCHES):
-                    group = branches[first : first + BRANCHES]
-                    values += self._read_group(group, start, first, reading)
+                for first in range(0, len(then.branches), BRANCHES):
+                    group = then.branches[first : first + BRANCHES]
+                    values += self._read_group(group, start, first, then.reading)
             except BackendError:
                 self._cached = []
                 self._batches.clear()
                 raise
             self._batches.drop(0, base)
-            return values
+            return tuple(values), scored
+
+    def _read_turn(self, base: int, then: Continuation) -> np.ndarray:
+        """The turn on sequence 0 after the read, in batches; its scored tokens' log-probs."""
+        begin, end = then.scored
+        scored: list[np.ndarray] = []
+        size = self._batches.size
+        for first in range(0, len(then.turn), size):
+            chunk = then.turn[first : first + size]
+            wanted = [first + n for n in range(len(chunk)) if begin - 1 <= first + n < end - 1]
+            entries = [
+                Entry(t, base + first + n, (0,), first + n in wanted) for n, t in enumerate(chunk)
+            ]
+            self._batches.decode(entries, "the criteria")
+            targets = [then.turn[n + 1] for n in wanted]
+            scored.append(self._batches.logprobs_at([n - first for n in wanted], targets))
+        return np.concatenate(scored) if scored else np.zeros(0)
 
     def _read_group(
         self,

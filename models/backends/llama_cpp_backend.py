@@ -351,7 +351,10 @@ class LlamaCppBackend:
             else:
                 logprobs, free = given.logprobs, given.logprobs[:0]
             states = pooled(given.states)
-            readings.append(AnswerReading(logprobs, free, states, criteria=given.values))
+            reference = given.scored if criteria is not None and criteria.reference else None
+            readings.append(
+                AnswerReading(logprobs, free, states, criteria=given.values, reference=reference)
+            )
         return readings
 
     def read_reply(

@@ -73,6 +73,15 @@ class ReadBatches:
         pointer = self._lib.llama_get_logits_ith(self._context.ctx, index)
         return view(pointer, 1, self.vocab)[0].copy()
 
+    def logprobs_at(self, indices: Sequence[int], targets: Sequence[int]) -> np.ndarray:
+        """log P(targets[k]) at the last decode's entry indices[k] (outputs), in float64."""
+        found = np.zeros(len(targets))
+        for k, (index, target) in enumerate(zip(indices, targets, strict=True)):
+            row = view(self._lib.llama_get_logits_ith(self._context.ctx, index), 1, self.vocab)[0]
+            top = float(row.max())
+            found[k] = float(row[target]) - top - np.log(np.exp(row - top).sum(dtype=np.float64))
+        return found
+
     def feed(self, jobs: Sequence[Job], what: str) -> list[np.ndarray]:
         """Each job's tokens decoded (in batches of `size`); the logits after each job's last
         token, in job order."""

@@ -8,7 +8,9 @@ as sequences sharing the answer and the turn, in the answer's own batch where th
 (`models.backends.likelihood_reader.Continuation`). Each criterion's
 level probabilities are read where its value goes, with the look-ahead the engine's
 score mode uses ("1" starts 1 and 10). The request and the answer are never read
-again: a criterion costs its few reply tokens, the turn is read once per answer.
+again: a criterion costs its few reply tokens, the turn is read once per answer. Where
+the turn quotes a reference answer, the log-probability of each of its tokens is read
+there: an answer that reached the right result makes the reference likely after it.
 """
 
 from __future__ import annotations
@@ -45,18 +47,28 @@ def turn_text(backend: Any, message: str) -> str:
 
 
 def continuation(backend: Any, criteria: ReplyCriteria) -> Continuation:
-    """The turn and each criterion's reply start, as token ids, and how its value is read."""
-    special = backend.has_chat_template
-    turn = backend.llama.tokenize(
-        turn_text(backend, criteria.message).encode("utf-8"), add_bos=False, special=special
-    )
+    """The turn and each criterion's reply start, as token ids, how a value is read, and
+    where the reference's tokens are in the turn (their log-probabilities are read)."""
+    text = turn_text(backend, criteria.message)
+    reference = backend.defused(criteria.reference.strip()) if criteria.reference else ""
+    before, found, after = text.partition(reference) if reference else (text, "", "")
+    pieces = [_tokens(backend, before, special=backend.has_chat_template)]
+    pieces.append(_tokens(backend, found, special=False))
+    pieces.append(_tokens(backend, after, special=backend.has_chat_template))
+    turn = [t for piece in pieces for t in piece]
     branches = tuple(
-        tuple(backend.llama.tokenize(f'{{"{key}": '.encode(), add_bos=False, special=False))
-        for key in criteria.keys
+        tuple(_tokens(backend, f'{{"{key}": ', special=False)) for key in criteria.keys
     )
     table = backend.token_table
 
     def reading(n: int, logits: Any) -> Any:
         return candidate_probs(table, logits, "", criteria.levels[n])
 
-    return Continuation(tuple(turn), branches, reading)
+    scored = (len(pieces[0]), len(pieces[0]) + len(pieces[1]))
+    return Continuation(tuple(turn), branches, reading, scored)
+
+
+def _tokens(backend: Any, text: str, special: bool) -> list[int]:
+    if not text:
+        return []
+    return backend.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)

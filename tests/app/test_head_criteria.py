@@ -16,7 +16,7 @@ from app.deciding.state_head import StateHead
 from app.judge_config import JudgeParts
 from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeConfig, JudgeService, reference_note
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 
@@ -306,3 +306,32 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     assert [j.winner for j in service.judge_in_steps(item, alone)] == [
         service.judge(item, alone).winner
     ]
+
+
+def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head):
+    """With a reference, the verdict adds the weight times A's lead in the mean
+    log-probability of the reference's tokens after each answer (read on from the head's
+    reads); the lead is kept in the verdict's parts, and without a weight nothing moves."""
+    service, backend = tiny
+    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
+    weighted = head.model_copy(update={"reference_likelihood_weight": 2.0})
+    plain = service.judge(item, _config(head, Protocol.PAIRWISE))
+    given = service.judge(item, _config(weighted, Protocol.PAIRWISE))
+    rule = resolve(CriteriaChoice(scenario=given.scenario), item, service.catalog).rule
+    asked = criterion_reads.turn_criteria(rule, item.reference)
+    means = [
+        float(np.mean(r.reference))
+        for r in backend.read_answers(item.question, list(item.answers), True, asked)
+    ]
+    lead = given.verdict_parts["reference_likelihood_difference"]
+    assert lead == pytest.approx(means[0] - means[1], abs=1e-3)
+    assert plain.verdict_parts["reference_likelihood_difference"] == lead
+    assert "reference" not in plain.verdict_parts  # no weight: the head's verdict alone
+    assert given.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
+    assert given.verdict_parts["score"] == pytest.approx(
+        plain.verdict_parts["score"] + 2.0 * lead, abs=1e-3
+    )
+    assert "likelier" in reference_note(_config(weighted, Protocol.PAIRWISE))
+    off = service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False))
+    assert "reference" not in off.verdict_parts
+    assert "reference_likelihood_difference" not in off.verdict_parts

@@ -14,7 +14,7 @@ import pytest
 from app.errors import BackendError
 from models.backends.base import BackendOptions
 from models.backends.likelihood_reader import BRANCHES
-from models.backends.reply_criteria import turn_text
+from models.backends.reply_criteria import continuation, turn_text
 from models.backends.value_reader import Feed, candidate_probs
 from models.readings import ReplyCriteria
 
@@ -138,3 +138,38 @@ def test_a_turn_too_long_for_the_context_says_so_and_the_next_read_is_right(back
     after = backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0]
     alone = backend.read_answers(QUESTION, ANSWERS[:1], False)[0]
     np.testing.assert_allclose(after.cond, alone.cond, atol=1e-4)
+
+
+def _reference_expected(backend, sequential, answer: str, criteria: ReplyCriteria) -> np.ndarray:
+    """The reference tokens' log-probabilities in one whole sequence (request, answer, turn)."""
+    prompt, answer_tokens = backend.reply_tokens(QUESTION, answer)
+    then = continuation(backend, criteria)
+    begin, end = then.scored
+    tokens = prompt + answer_tokens + list(then.turn)
+    sequential.reset()
+    sequential.eval(tokens)
+    scores = np.asarray(sequential.scores[: len(tokens)], dtype=np.float64)
+    at = len(prompt) + len(answer_tokens)  # the turn's first position
+    rows = scores[at + begin - 1 : at + end - 1]
+    top = rows.max(axis=1, keepdims=True)
+    total = np.log(np.exp(rows - top).sum(axis=1)) + top[:, 0]
+    return rows[np.arange(len(rows)), list(then.turn[begin:end])] - total
+
+
+@pytest.mark.parametrize("count", [2, BRANCHES + 1])  # in the answer's batch, and after it
+def test_the_reference_after_each_answer_is_read_as_a_whole_sequence_reads_it(
+    backend, sequential, count
+):
+    reference = "Mercury is the closest planet to the sun."
+    keys = tuple(f"c{n}" for n in range(count))
+    message = f"A reference answer:\n{reference}\n\nGrade the reply above on " + ", ".join(keys)
+    criteria = ReplyCriteria(message, keys, (FIVE,) * count, reference=reference)
+    then = continuation(backend, criteria)
+    begin, end = then.scored
+    assert backend.llama.detokenize(list(then.turn[begin:end])).decode().strip() == reference
+    readings = backend.read_answers(QUESTION, ANSWERS, False, criteria)
+    for answer, reading in zip(ANSWERS, readings, strict=True):
+        expected = _reference_expected(backend, sequential, answer, criteria)
+        assert reading.reference.shape == (end - begin,)
+        np.testing.assert_allclose(reading.reference, expected, atol=2e-3)
+    assert backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0].reference is None
