@@ -91,7 +91,8 @@ EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natu
 EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/rubric_eval.py) and its pairs with references
-# (training/reference_pairs.py), e.g. --score-cache DIR
+# (training/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
+# decides them (training/reference_fit.py: its held-out split)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -108,6 +109,7 @@ eval: setup models
 		$(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
 # the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);

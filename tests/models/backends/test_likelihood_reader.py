@@ -4,38 +4,14 @@ kept in its cache from the read before, and the states come from the same pass."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from models.backends.base import BackendOptions
 from models.readings import HEAD_TOKENS, likelihood_features
 from tests.support.read_counter import counted_requests
 
 QUESTION = "Which planet is closest to the sun?"
 ANSWERS = ("Mercury.", "Venus is the hottest planet, but the closest one is Mercury.")
-
-
-@pytest.fixture(scope="module")
-def backend(tiny_gguf_model: Path):
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-
-    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def full_reader(tiny_gguf_model: Path):
-    """llama-cpp-python's own evaluation with logits at every position: the reference."""
-    from llama_cpp import Llama
-
-    llama = Llama(
-        model_path=str(tiny_gguf_model), n_ctx=1024, logits_all=True, n_threads=1, verbose=False
-    )
-    yield llama
-    llama.close()
 
 
 def _reference(full_reader, prompt: list[int], answer: list[int]) -> np.ndarray:

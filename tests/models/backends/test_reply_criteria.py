@@ -6,13 +6,10 @@ is left as it was."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from app.errors import BackendError
-from models.backends.base import BackendOptions
 from models.backends.likelihood_reader import BRANCHES
 from models.backends.reply_criteria import continuation, turn_text
 from models.backends.value_reader import Feed, candidate_probs
@@ -29,42 +26,21 @@ CRITERIA = ReplyCriteria(
 )
 
 
-@pytest.fixture(scope="module")
-def backend(tiny_gguf_model: Path):
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-
-    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def sequential(tiny_gguf_model: Path):
-    """llama-cpp-python's own evaluation of one sequence at a time: the reference."""
-    from llama_cpp import Llama
-
-    llama = Llama(
-        model_path=str(tiny_gguf_model), n_ctx=2048, logits_all=True, n_threads=1, verbose=False
-    )
-    yield llama
-    llama.close()
-
-
 def _tokens(backend, text: str, special: bool) -> list[int]:
     return backend.llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
 
 
-def _expected(backend, sequential, answer: str, criteria: ReplyCriteria) -> list[dict]:
-    """Each criterion's level probabilities from one whole sequence read by `sequential`,
+def _expected(backend, full_reader, answer: str, criteria: ReplyCriteria) -> list[dict]:
+    """Each criterion's level probabilities from one whole sequence read by `full_reader`,
     its look-ahead tokens evaluated and rewound one at a time."""
     prompt, answer_tokens = backend.reply_tokens(QUESTION, answer)
     turn = _tokens(backend, turn_text(backend, criteria.message), backend.has_chat_template)
     found = []
     for key, levels in zip(criteria.keys, criteria.levels):
         tokens = prompt + answer_tokens + turn + _tokens(backend, f'{{"{key}": ', False)
-        sequential.reset()
-        sequential.eval(tokens)
-        reading = candidate_probs(backend.token_table, _last(sequential), "", levels)
+        full_reader.reset()
+        full_reader.eval(tokens)
+        reading = candidate_probs(backend.token_table, _last(full_reader), "", levels)
         sent = None
         while True:
             try:
@@ -73,10 +49,10 @@ def _expected(backend, sequential, answer: str, criteria: ReplyCriteria) -> list
                 found.append(done.value)
                 break
             if isinstance(request, Feed):
-                sequential.eval(list(request.tokens))
-                sent = _last(sequential)
+                full_reader.eval(list(request.tokens))
+                sent = _last(full_reader)
             else:
-                sequential.n_tokens -= request.count
+                full_reader.n_tokens -= request.count
                 sent = None
     return found
 
@@ -91,7 +67,7 @@ def _assert_same(found: dict, expected: dict) -> None:
         assert found[level] == pytest.approx(expected[level], abs=2e-3)
 
 
-def test_each_criterion_equals_a_read_of_the_whole_sequence(backend, sequential):
+def test_each_criterion_equals_a_read_of_the_whole_sequence(backend, full_reader):
     plain = backend.read_answers(QUESTION, ANSWERS)
     readings = backend.read_answers(QUESTION, ANSWERS, True, CRITERIA)
     assert [r.criteria for r in plain] == [None, None]
@@ -100,7 +76,7 @@ def test_each_criterion_equals_a_read_of_the_whole_sequence(backend, sequential)
         np.testing.assert_allclose(reading.cond, alone.cond, atol=1e-4)
         np.testing.assert_allclose(reading.uncond, alone.uncond, atol=1e-4)
         np.testing.assert_allclose(reading.states, alone.states, atol=1e-3)
-        expected = _expected(backend, sequential, answer, CRITERIA)
+        expected = _expected(backend, full_reader, answer, CRITERIA)
         assert len(reading.criteria) == 2
         for found, want in zip(reading.criteria, expected, strict=True):
             _assert_same(found, want)
@@ -140,15 +116,15 @@ def test_a_turn_too_long_for_the_context_says_so_and_the_next_read_is_right(back
     np.testing.assert_allclose(after.cond, alone.cond, atol=1e-4)
 
 
-def _reference_expected(backend, sequential, answer: str, criteria: ReplyCriteria) -> np.ndarray:
+def _reference_expected(backend, full_reader, answer: str, criteria: ReplyCriteria) -> np.ndarray:
     """The reference tokens' log-probabilities in one whole sequence (request, answer, turn)."""
     prompt, answer_tokens = backend.reply_tokens(QUESTION, answer)
     then = continuation(backend, criteria)
     begin, end = then.scored
     tokens = prompt + answer_tokens + list(then.turn)
-    sequential.reset()
-    sequential.eval(tokens)
-    scores = np.asarray(sequential.scores[: len(tokens)], dtype=np.float64)
+    full_reader.reset()
+    full_reader.eval(tokens)
+    scores = np.asarray(full_reader.scores[: len(tokens)], dtype=np.float64)
     at = len(prompt) + len(answer_tokens)  # the turn's first position
     rows = scores[at + begin - 1 : at + end - 1]
     top = rows.max(axis=1, keepdims=True)
@@ -158,7 +134,7 @@ def _reference_expected(backend, sequential, answer: str, criteria: ReplyCriteri
 
 @pytest.mark.parametrize("count", [2, BRANCHES + 1])  # in the answer's batch, and after it
 def test_the_reference_after_each_answer_is_read_as_a_whole_sequence_reads_it(
-    backend, sequential, count
+    backend, full_reader, count
 ):
     reference = "Mercury is the closest planet to the sun."
     keys = tuple(f"c{n}" for n in range(count))
@@ -169,7 +145,7 @@ def test_the_reference_after_each_answer_is_read_as_a_whole_sequence_reads_it(
     assert backend.llama.detokenize(list(then.turn[begin:end])).decode().strip() == reference
     readings = backend.read_answers(QUESTION, ANSWERS, False, criteria)
     for answer, reading in zip(ANSWERS, readings, strict=True):
-        expected = _reference_expected(backend, sequential, answer, criteria)
+        expected = _reference_expected(backend, full_reader, answer, criteria)
         assert reading.reference.shape == (end - begin,)
         np.testing.assert_allclose(reading.reference, expected, atol=2e-3)
     assert backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0].reference is None
