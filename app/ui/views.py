@@ -203,10 +203,17 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     if judgment.criteria_note:
         return f"No criterion scores: {judgment.criteria_note}."
     read = (
-        "The criterion scores below are read apart from the verdict, from the same model's "
-        "probabilities with the criteria (and the reference, when there is one)"
+        "The criterion scores below are a reading of their own, apart from the verdict's "
+        "head: the same model's probabilities with the criteria (and the reference, when "
+        "there is one)"
     )
-    if "reference" in (judgment.verdict_parts or {}):
+    parts = judgment.verdict_parts or {}
+    if "reference" in parts and "reference_likelihood_difference" in parts:
+        read = (
+            f"{read}; the verdict adds how much likelier the reference is after one answer "
+            "than after the other"
+        )
+    elif "reference" in parts:
         read = (
             "The criterion scores below are read from the same model's probabilities with "
             "the criteria and the reference, and the verdict adds their lead to the head's"

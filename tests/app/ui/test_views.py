@@ -109,4 +109,15 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
         update={"criteria_verdict": "A", "verdict_parts": {"reference": 0.4, "score": 0.9}}
     )
     assert "the verdict adds their lead" in criteria_agreement_note(anchored)
-    assert "read apart" in agree  # no reference read into the verdict
+    likelier = anchored.model_copy(
+        update={
+            "verdict_parts": {
+                "reference_likelihood_difference": 0.2,
+                "reference": 0.4,
+                "score": 0.9,
+            }
+        }
+    )
+    assert "likelier the reference is after one answer" in criteria_agreement_note(likelier)
+    assert "apart from the verdict's head" in agree  # no reference read into the verdict
+    assert "likelier" not in agree
