@@ -324,23 +324,42 @@ class JudgeService:
     ) -> _Plan:
         """A plan the state head decides. With criteria asked for, it also holds one call per
         answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
-        verdict."""
+        verdict, or (`criteria_read: with_verdict`) a turn read on from the head's reads; a
+        reference is read on from them either way (`turn`)."""
         truncated = _cut_by_head(item, config.parts.head)
-        assert config.parts.head is not None
+        head = config.parts.head
+        assert head is not None
+        reference = item.reference if config.use_reference else None
+        on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
-        if not (
-            config.judge.criterion_scores
-            and resolved.rule.specs
-            and self._reads_for(config.parts.head)
-        ):
+        if not (config.judge.criterion_scores and resolved.rule.specs and self._reads_for(head)):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            return _Plan(item, config, resolved, base, calls=[], by_head=True)
-        if config.parts.head.reads == "reply" and self.backend.capabilities.reply_criteria:
-            reference = item.reference if config.use_reference else None
+            turn = self._reference_turn(resolved, reference) if on_reads else None
+            return _Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
+        if on_reads and config.judge.criteria_read == "with_verdict":
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
             base = base.model_copy(update={"truncated": truncated})
             return _Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
+        calls, truncated = self._criterion_calls(item, config, resolved, truncated)
+        base = base.model_copy(update={"truncated": truncated})
+        turn = self._reference_turn(resolved, reference) if on_reads else None
+        return _Plan(item, config, resolved, base, calls=calls, by_head=True, turn=turn)
+
+    @staticmethod
+    def _reference_turn(resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
+        """The reference read on from the head's reads (its likelihood after each answer)."""
+        if not reference:
+            return None
+        return TurnAsk(
+            criterion_reads.turn_criteria(resolved.rule, reference, False), resolved.rule
+        )
+
+    def _criterion_calls(
+        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, truncated: bool
+    ) -> tuple[list[_Call], bool]:
+        """One call per answer and criterion (app/deciding/criterion_reads.py), read apart
+        from the head's verdict."""
         template = get_template(criterion_reads.TEMPLATE)
         one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
         reading = with_changes(
@@ -357,8 +376,7 @@ class JudgeService:
                 truncated = truncated or cut
                 call = _Call((answer,), messages, output, criterion_reads.LAYOUT, rule.keys[0])
                 calls.append(call)
-        base = base.model_copy(update={"truncated": truncated})
-        return _Plan(item, config, resolved, base, calls=calls, by_head=True)
+        return calls, truncated
 
     def _calls(
         self,
@@ -509,9 +527,9 @@ class JudgeService:
         judgment = self._head_judgment(plan)
         if judgment.status is Status.ERROR:
             return judgment
-        if plan.turn is not None:
-            return self._with_reference(plan, judgment)
-        return self._with_criteria(plan, judgment) if plan.calls else judgment
+        if plan.calls:
+            return self._with_criteria(plan, judgment)
+        return self._with_reference(plan, judgment)
 
     def _head_judgment(self, plan: _Plan) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
@@ -559,7 +577,7 @@ class JudgeService:
             head.reference_weight,
             plan.resolved.rule.overall_range(),
             plan.config.judge.tie_margin,
-            head.reference_likelihood_weight if plan.turn is not None else 0.0,
+            head.reference_likelihood_weight,
         )
 
     def _build(self, plan: _Plan) -> Judgment:
@@ -622,11 +640,11 @@ def reference_note(config: JudgeConfig) -> str | None:
         return None
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
     head = config.parts.head
-    if config.judge.criterion_scores and head.reference_likelihood_weight and pairs:
+    if head.reference_likelihood_weight and head.reads == "reply" and pairs:
         return (
-            "reads a reference answer after each answer, with the criterion scores: the "
-            "verdict adds how much likelier the reference is after one answer than after the "
-            "other to the head's reading (which reads none)"
+            "reads a reference answer after each answer: the verdict adds how much likelier "
+            "the reference is after one answer than after the other to the head's reading "
+            "(which reads none)"
         )
     if config.judge.criterion_scores and head.reference_weight and pairs:
         return (

@@ -15,6 +15,7 @@ It lives with the registry (the models layer) so the registry needs nothing of t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +45,10 @@ class JudgeSettings(BaseModel):
     # False: trained on the decision alone (decision-first templates), so criterion scores
     # are not read from it (they would be untrained guesses)
     criterion_scores: bool = True
+    # Where a head reads each answer as the model's reply: "apart" (each criterion its own
+    # read, the measured default) or "with_verdict" (read on from the verdict's read of each
+    # answer: about a third of the time, weaker; app/deciding/criterion_reads.py)
+    criteria_read: Literal["apart", "with_verdict"] = "apart"
     # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
     # pairs by training.relevance_join); None: the judge's own verdict.
     relevance_join: RelevanceJoin | None = None

@@ -13,8 +13,8 @@ The weight of the likelihood lead is the maximum-likelihood w >= 0 with the head
 as a fixed offset (training/reference_pairs.fit_weight), chosen on `train.jsonl` alone:
 its request-grouped cross-validation is the figure for the choice. `test.jsonl` is read
 after, with the weight fitted on all training pairs: the verdict with the reference
-against the head alone (the verdict without it), the likelihood lead alone, the criteria's
-decision, and the longer answer, overall and per family. The issue's coding pair (a
+against the head alone (the verdict without it), the likelihood lead alone and the longer
+answer, overall and per family. The issue's coding pair (a
 right answer against a polished one that sorts the caller's list in place) is judged too.
 """
 
@@ -67,8 +67,8 @@ def judged(judge: Any, rows: Sequence[InputRow], saved: Path, quiet: bool) -> li
 
 
 def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[str, np.ndarray]:
-    """Per pair: the head's logit, the likelihood lead, the criteria's lead, A's length
-    lead, and whether A is right."""
+    """Per pair: the head's logit, the likelihood lead, the criteria's lead (where they were
+    read), A's length lead, and whether A is right."""
     heads, leads, criteria, longer, a_wins = [], [], [], [], []
     for row, judgment in zip(rows, judgments, strict=True):
         assert row.item is not None and row.item.label is not None
@@ -99,7 +99,6 @@ def accuracies(found: dict[str, np.ndarray], weight: float) -> dict[str, float]:
         "verdict with the reference": right(found["head"] + weight * found["lead"]),
         "verdict without it (the head)": right(found["head"]),
         "the reference's likelihood alone": right(found["lead"]),
-        "the criterion scores read with it": right(found["criteria"]),
         "the longer answer": right(found["longer"]),
     }
 
@@ -184,10 +183,17 @@ def main(argv: list[str] | None = None) -> int:
         from training.reference_decided import main as build
 
         build(["--out", str(args.data)])
+    from app.model_settings import SettingsLayer
     from models.backends.base import BackendOptions
-    from training.evaluate import open_evaluated
+    from training.evaluate import Overrides, open_evaluated
 
-    judge = open_evaluated(args.model, BackendOptions(n_ctx=4096, n_threads=args.threads))
+    # the verdict's reference part is read without the criterion scores (the reference comes
+    # first in the judge's turn, so its likelihood is the same with them)
+    judge = open_evaluated(
+        args.model,
+        BackendOptions(n_ctx=4096, n_threads=args.threads),
+        overrides=Overrides(SettingsLayer(criterion_scores=False)),
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         sets = {}

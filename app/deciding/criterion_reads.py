@@ -12,10 +12,14 @@ it. Their weighted mean gives a decision of its own (`criteria_verdict`, or
 A rubric grade is the same read with the rubric's one criterion and its level texts.
 
 Where the backend can (`reply_criteria`) and the head reads each answer as the model's
-reply, the criteria are read on from that read instead (`turn_criteria`, template
-`pocketjudge-criteria-turn`, models/backends/reply_criteria.py): the answer is read once
-for the verdict and every criterion, each criterion a reply of its own that starts at its
-value. The separate reads above stay for heads that read text and for other backends.
+reply, the criteria can be read on from that read instead (`criteria_read:
+with_verdict`; `turn_criteria`, template `pocketjudge-criteria-turn`,
+models/backends/reply_criteria.py): the answer is read once for the verdict and every
+criterion, each criterion a reply of its own that starts at its value. It costs about a
+third of the separate reads and measured weaker (training/EXPERIMENTS.md, session 20), so
+the separate reads stay the default. A reference is read on from the head's reads either
+way: how likely it is after each answer (a turn quoting it alone where the criteria are
+read apart) is what the verdict's reference part reads.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ TEMPLATE = "pocketjudge-criterion"
 LAYOUT = ReplyLayout(decision_first=True, criteria=False, feedback=False)
 VALUE_PATH = ("overall",)
 TURN_TEMPLATE = "pocketjudge-criteria-turn"
+REFERENCE_TEMPLATE = "pocketjudge-reference-turn"  # the turn's start: the reference alone
 TURN_REFERENCE_CHARS = 3000  # a reference is read once per answer: longer ones are cut
 
 
@@ -69,13 +74,18 @@ def expected_level(probs: dict[int, float]) -> float:
     return sum(level * p for level, p in probs.items()) / total
 
 
-def turn_criteria(rule: ScoringRule, reference: str | None) -> ReplyCriteria:
+def turn_criteria(rule: ScoringRule, reference: str | None, criteria: bool = True) -> ReplyCriteria:
     """What the backend reads on from each answer's read: the judge's turn naming the
     criteria of `rule` (and the reference, cut to TURN_REFERENCE_CHARS), each criterion's
-    key and its levels."""
+    key and its levels; without `criteria`, the turn quoting the reference alone (its
+    likelihood after the answer is what is read)."""
     # as the rendered turn quotes it (tidied), so the backend finds its tokens there
     cut = squeeze_blank_lines(reference[:TURN_REFERENCE_CHARS]).strip() if reference else None
     prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut or None)
+    if not criteria:
+        assert cut, "a turn without criteria quotes a reference"
+        message = get_template(REFERENCE_TEMPLATE).render(prompt)[-1].content
+        return ReplyCriteria(message, (), (), reference=cut)
     message = get_template(TURN_TEMPLATE).render(prompt)[-1].content
     levels = tuple(
         tuple(str(level) for level in range(spec.scale_min, spec.scale_max + 1))

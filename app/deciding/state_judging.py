@@ -67,7 +67,8 @@ def head_judgment(
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if criteria is None:
         return judgment
-    judgment = with_turn_criteria(judgment, found, criteria.rule)
+    if criteria.ask.keys:
+        judgment = with_turn_criteria(judgment, found, criteria.rule)
     return _with_reference_likelihoods(judgment, references)
 
 

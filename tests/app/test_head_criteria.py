@@ -71,14 +71,14 @@ def _config(head: StateHead | None, protocol: Protocol, **more) -> JudgeConfig:
     return with_changes(base, more)
 
 
-def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
-    """A head that reads each answer as the model's reply reads the criteria on from that
-    read (one read of each answer): each score is the expected level of the criterion's
-    reply after the answer (its equality to a whole-sequence read:
-    tests/models/backends/test_reply_criteria.py)."""
+def test_criteria_read_with_the_verdict_come_from_its_reads(tiny, head):
+    """With `criteria_read: with_verdict`, a head that reads each answer as the model's
+    reply reads the criteria on from that read (one read of each answer): each score is the
+    expected level of the criterion's reply after the answer (its equality to a
+    whole-sequence read: tests/models/backends/test_reply_criteria.py)."""
     service, backend = tiny
     alone = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criterion_scores=False))
-    both = service.judge(PAIR, _config(head, Protocol.PAIRWISE))
+    both = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criteria_read="with_verdict"))
     assert alone.answers == () and alone.raw_output is None and alone.criteria == ()
     assert both.status is Status.OK
     # the head's verdict is the same with or without the criteria
@@ -99,12 +99,16 @@ def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head):
     assert both.raw_output.count("expected") == 2 * len(keys)
 
 
-def test_a_head_that_reads_text_reads_each_criterion_apart(tiny, text_head):
-    """A head on the states of a text (not a reply read) gets its criteria from separate
-    reads, one per answer and criterion, each the expected level of that answer graded on
-    that criterion alone."""
+@pytest.mark.parametrize("kind", ["reply", "text"])
+def test_the_criteria_are_read_apart_from_the_heads_verdict(tiny, head, text_head, kind):
+    """By default (and always for a head on the states of a text) the criteria come from
+    separate reads, one per answer and criterion, each the expected level of that answer
+    graded on that criterion alone; the head's verdict is the same without them."""
     service, _ = tiny
-    both = service.judge(PAIR, _config(text_head, Protocol.PAIRWISE))
+    chosen = head if kind == "reply" else text_head
+    alone = service.judge(PAIR, _config(chosen, Protocol.PAIRWISE, criterion_scores=False))
+    both = service.judge(PAIR, _config(chosen, Protocol.PAIRWISE))
+    assert both.verdict_probs == alone.verdict_probs and alone.criteria == ()
     keys = both.criteria
     assert keys and both.status is Status.OK
     for number, answer in enumerate(PAIR.answers):
@@ -270,7 +274,7 @@ def test_criteria_read_on_from_the_reads_come_with_the_verdict(tiny, head, proto
     item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
     if protocol is Protocol.SINGLE:
         item = item.model_copy(update={"answers": item.answers[:1]})
-    config = _config(weighted, protocol, reference_metrics=True)
+    config = _config(weighted, protocol, reference_metrics=True, criteria_read="with_verdict")
     steps = list(service.judge_in_steps(item, config))
     assert [_without_time(s) for s in steps] == [_without_time(service.judge(item, config))]
     assert steps[0].criteria and steps[0].reference_metrics
@@ -311,7 +315,9 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
 def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head):
     """With a reference, the verdict adds the weight times A's lead in the mean
     log-probability of the reference's tokens after each answer (read on from the head's
-    reads); the lead is kept in the verdict's parts, and without a weight nothing moves."""
+    reads, with the criteria read apart or with the verdict, or none: the reference comes
+    first in the turn, so the same); the lead is kept in the verdict's parts, and without a
+    weight nothing moves."""
     service, backend = tiny
     item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
     weighted = head.model_copy(update={"reference_likelihood_weight": 2.0})
@@ -332,6 +338,12 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
         plain.verdict_parts["score"] + 2.0 * lead, abs=1e-3
     )
     assert "likelier" in reference_note(_config(weighted, Protocol.PAIRWISE))
+    for more in ({"criteria_read": "with_verdict"}, {"criterion_scores": False}):
+        other = service.judge(item, _config(weighted, Protocol.PAIRWISE, **more))
+        assert other.verdict_parts["reference_likelihood_difference"] == pytest.approx(
+            lead, abs=1e-3
+        )
+        assert other.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
     off = service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False))
     assert "reference" not in off.verdict_parts
     assert "reference_likelihood_difference" not in off.verdict_parts

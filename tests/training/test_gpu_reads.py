@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.models.backends.test_likelihood_reader import backend  # noqa: F401 - a fixture
+from tests.models.backends.conftest import backend  # noqa: F401 - a fixture
 
 QUESTION = "Which planet is closest to the sun?"
 TEXTS = [

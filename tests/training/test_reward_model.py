@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from app.records import JudgeItem, Label
-from tests.models.backends.test_likelihood_reader import backend  # noqa: F401 - a fixture
+from tests.models.backends.conftest import backend  # noqa: F401 - a fixture
 
 torch = pytest.importorskip("torch")
 
