@@ -17,6 +17,8 @@ default judge's settings, every item fitted to the same 4096-token context:
   a-e run the same model without its head (and without a relevance join).
 - g: the whole result page of mode f: the verdict, the criterion scores and (where a row
   has a reference) the reference metrics.
+- h: as g with the criterion scores read on from the verdict's reads
+  (`criteria_read: with_verdict`) instead of apart.
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
 default) or `reference`: pairs of two answers to one request with its reference answer
@@ -55,7 +57,7 @@ def main(argv: list[str]) -> int:
     # through torch, app/deciding/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
-    if mode in ("f", "g") and entry.judging.state_head is None:
+    if mode in ("f", "g", "h") and entry.judging.state_head is None:
         raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
     rows = bench_rows(source, pairs)
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
@@ -67,15 +69,17 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = judge_config(
         entry,
-        None if mode in ("f", "g") else judge_alone,
+        None if mode in ("f", "g", "h") else judge_alone,
         context_tokens=N_CTX,
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d", "e", "f", "g") else "generate",
+        mode="score" if mode in ("c", "d", "e", "f", "g", "h") else "generate",
         sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
     )
-    if mode in ("f", "g"):  # the head alone (f), or the whole page (g)
-        page = mode == "g"
+    if mode in ("f", "g", "h"):  # the head alone (f), or the whole page (g, h)
+        page = mode != "f"
         config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
+        if mode == "h":
+            config = with_changes(config, {"criteria_read": "with_verdict"})
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}

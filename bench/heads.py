@@ -29,6 +29,7 @@ RUNS = REPO / "bench" / "runs" / "heads"
 RESULTS = REPO / "bench" / "heads.md"
 WHOLE_PAGE = "whole page"
 WITH_REFERENCE = "(pairs with a reference)"
+WITH_VERDICT = "criteria with the verdict"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,14 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     bases = dict.fromkeys(cells, reference)
     default = registry.default
     if registry.get(default).judging.criterion_scores:  # the whole page, beside the verdict
-        cells[f"{default} {WHOLE_PAGE}"] = run(default, args.pairs, args.fresh, "g")
-        bases[f"{default} {WHOLE_PAGE}"] = default
         alone = f"{default} {WITH_REFERENCE}"
         cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")
-        cells[f"{default} {WHOLE_PAGE} {WITH_REFERENCE}"] = run(
-            default, args.pairs, args.fresh, "g", "reference"
-        )
-        bases[alone] = bases[f"{default} {WHOLE_PAGE} {WITH_REFERENCE}"] = alone
+        bases[alone] = alone
+        for mode, how in (("g", ""), ("h", f", {WITH_VERDICT}")):
+            page = f"{default} {WHOLE_PAGE}{how}"
+            cells[page] = run(default, args.pairs, args.fresh, mode)
+            cells[f"{page} {WITH_REFERENCE}"] = run(
+                default, args.pairs, args.fresh, mode, "reference"
+            )
+            bases[page], bases[f"{page} {WITH_REFERENCE}"] = default, alone
     table = render(cells, bases, reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
     print(table)
@@ -90,7 +93,8 @@ def render(cells: dict, bases: dict, reference: str, pairs: int, registry) -> st
         "Auto-J dev, each judge through its head (no reply), one llama.cpp thread, each in its "
         f"own process; ratios against `{reference}`'s verdict alone measured in the same run. "
         f"A row named '{WHOLE_PAGE}' is the same judge's whole result page: its verdict, its "
-        "criterion scores (read on from the verdict's reads, app/deciding/criterion_reads.py) "
+        "criterion scores (each read apart, the default; "
+        f"'{WITH_VERDICT}': read on from the verdict's reads, app/deciding/criterion_reads.py) "
         f"and, where a pair has a reference, the reference metrics. Rows '{WITH_REFERENCE}' "
         f"judge {pairs} pairs of answers to one request with its reference answer (Prometheus "
         "vicuna_eval), the whole page's ratio against the verdict alone on those pairs.",
