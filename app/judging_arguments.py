@@ -59,22 +59,7 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         help="report pairwise verdicts and rankings below this confidence as uncertain "
         "(default: the model's setting)",
     )
-    parser.add_argument(
-        "--no-criteria",
-        dest="criterion_scores",
-        action="store_const",
-        const=False,
-        help="decision-first templates: read the verdict or grade alone, no criterion scores "
-        "(fastest)",
-    )
-    parser.add_argument(
-        "--criteria-with-verdict",
-        dest="criteria_read",
-        action="store_const",
-        const="with_verdict",
-        help="a head judge that reads replies: read the criterion scores on from the "
-        "verdict's read of each answer (about a third of their time, weaker) instead of apart",
-    )
+    _add_criteria_arguments(parser)
     parser.add_argument(
         "--no-relevance-join",
         dest="relevance_join",
@@ -117,3 +102,23 @@ def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
     """The flags given, as the user's layer of settings (None where a flag was left out);
     `--n-ctx` is the context the model is loaded with, given apart."""
     return SettingsLayer(**{name: getattr(args, name, None) for name in SETTING_NAMES})
+
+
+def _add_criteria_arguments(parser: argparse.ArgumentParser) -> None:
+    """Whether and how a judge reads criterion scores beside its verdict."""
+    parser.add_argument(
+        "--no-criteria",
+        dest="criterion_scores",
+        action="store_const",
+        const=False,
+        help="decision-first templates: read the verdict or grade alone, no criterion scores "
+        "(fastest)",
+    )
+    parser.add_argument(
+        "--criteria-with-verdict",
+        dest="criteria_read",
+        action="store_const",
+        const="with_verdict",
+        help="a head judge that reads replies: read the criterion scores on from the "
+        "verdict's read of each answer (about a third of their time, weaker) instead of apart",
+    )
