@@ -331,11 +331,13 @@ class JudgeService:
         assert head is not None
         reference = item.reference if config.use_reference else None
         on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
+        # the reference's likelihood is read where a weight uses it (or criteria come with it)
+        wanted = reference if head.reference_likelihood_weight else None
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
         if not (config.judge.criterion_scores and resolved.rule.specs and self._reads_for(head)):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            turn = self._reference_turn(resolved, reference) if on_reads else None
+            turn = self._reference_turn(resolved, wanted) if on_reads else None
             return _Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
         if on_reads and config.judge.criteria_read == "with_verdict":
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
@@ -343,7 +345,7 @@ class JudgeService:
             return _Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
         calls, truncated = self._criterion_calls(item, config, resolved, truncated)
         base = base.model_copy(update={"truncated": truncated})
-        turn = self._reference_turn(resolved, reference) if on_reads else None
+        turn = self._reference_turn(resolved, wanted) if on_reads else None
         return _Plan(item, config, resolved, base, calls=calls, by_head=True, turn=turn)
 
     @staticmethod

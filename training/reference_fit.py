@@ -66,6 +66,19 @@ def judged(judge: Any, rows: Sequence[InputRow], saved: Path, quiet: bool) -> li
     return done
 
 
+def with_reference_read(config: Any) -> Any:
+    """`config` whose head reads the reference's likelihood: a head without a weight for it
+    gets one too small to move a verdict (the lead is read where a weight uses it); the
+    reference's share is taken out of the head's logit here anyway (`head_score`)."""
+    from dataclasses import replace
+
+    head = config.parts.head
+    if head is None or head.reference_likelihood_weight:
+        return config
+    head = head.model_copy(update={"reference_likelihood_weight": 1e-9})
+    return replace(config, parts=replace(config.parts, head=head))
+
+
 def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[str, np.ndarray]:
     """Per pair: the head's logit, the likelihood lead, the criteria's lead (where they were
     read), A's length lead, and whether A is right."""
@@ -194,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         BackendOptions(n_ctx=4096, n_threads=args.threads),
         overrides=Overrides(SettingsLayer(criterion_scores=False)),
     )
+    judge.config = with_reference_read(judge.config)
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         sets = {}

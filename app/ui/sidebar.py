@@ -135,9 +135,8 @@ def _protocol() -> None:
         "Criterion scores",
         key="criterion_scores",
         help="Each criterion's score beside the verdict (the per-criterion chart and radar). "
-        "With the default judge they are read on from its read of each answer, with the "
-        "reference when there is one (the verdict then adds how much likelier the reference "
-        "is after one answer than the other); off is faster for big batches.",
+        "With the default judge they are read apart from its verdict (with a reference, the "
+        "verdict adds their lead), one more read of the item; off is faster for big batches.",
     )
     _reference_toggles()
     _pair_settings()

@@ -331,12 +331,14 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
     ]
     lead = given.verdict_parts["reference_likelihood_difference"]
     assert lead == pytest.approx(means[0] - means[1], abs=1e-3)
-    assert plain.verdict_parts["reference_likelihood_difference"] == lead
-    assert "reference" not in plain.verdict_parts  # no weight: the head's verdict alone
+    # no weight: not read (criteria apart), and the head's verdict alone
+    assert "reference_likelihood_difference" not in plain.verdict_parts
+    assert "reference" not in plain.verdict_parts
     assert given.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
     assert given.verdict_parts["score"] == pytest.approx(
         plain.verdict_parts["score"] + 2.0 * lead, abs=1e-3
     )
+    assert given.verdict_parts["states"] == plain.verdict_parts["states"]
     assert "likelier" in reference_note(_config(weighted, Protocol.PAIRWISE))
     for more in ({"criteria_read": "with_verdict"}, {"criterion_scores": False}):
         other = service.judge(item, _config(weighted, Protocol.PAIRWISE, **more))

@@ -122,3 +122,17 @@ def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
     assert found["head"][0] == pytest.approx(0.3)
     assert found["lead"][0] == pytest.approx(0.2)
     assert found["longer"][0] == 1.0 and found["a_wins"][0] == 0.0
+
+
+def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():
+    from app.deciding.state_head import StateHead
+    from app.judge_config import JudgeParts
+    from app.service import JudgeConfig
+    from training.reference_fit import with_reference_read
+
+    head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
+    config = with_reference_read(JudgeConfig(parts=JudgeParts(head=head)))
+    assert 0 < config.parts.head.reference_likelihood_weight < 1e-6
+    weighted = JudgeConfig(parts=JudgeParts(head=head.model_copy(
+        update={"reference_likelihood_weight": 3.0})))  # fmt: skip
+    assert with_reference_read(weighted) is weighted
