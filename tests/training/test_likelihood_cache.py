@@ -96,8 +96,10 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
         cached.close()
         backend.read_answers = CachedReads(counted, ReadingCache(tmp_path), "eval")  # type: ignore[method-assign]
         second = service.judge(item, config)
-        # criterion scores are read on from a live read: those reads are made afresh
-        scored = service.judge(item, replace(config, judge=JudgeSettings()))
+        # criterion scores read with the verdict go on from a live read: those reads are
+        # made afresh
+        with_verdict = JudgeSettings(criteria_read="with_verdict")
+        scored = service.judge(item, replace(config, judge=with_verdict))
     finally:
         backend.close()
     assert calls == [2, 2]  # read once, then served from disk by a new cache; then afresh
