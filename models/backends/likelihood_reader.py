@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from app.errors import BackendError
-from models.backends.read_batches import Entry, Job, ReadBatches, view
+from models.backends.read_batches import Entry, Job, ReadBatches, token_logprobs, view
 from models.backends.sequence_runner import shared_length
 from models.backends.state_reader import READ_CONTEXT, reading_context
 from models.backends.value_reader import Feed
@@ -141,7 +141,7 @@ class LikelihoodReader:
         n_out = len(answer)
         ctx = self._context.ctx
         logits = view(self._lib.llama_get_logits(ctx), n_out, self._vocab_size)
-        logprobs = _token_logprobs(logits, answer)
+        logprobs = token_logprobs(logits, answer)
         found = (
             view(self._lib.llama_get_embeddings(ctx), n_out, self._width).copy()
             if states
@@ -324,19 +324,3 @@ class LikelihoodReader:
 
     def close(self) -> None:
         self._stack.close()
-
-
-LOGSUMEXP_ROWS = 32  # rows of logits turned to log-probabilities at a time (memory)
-
-
-def _token_logprobs(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
-    """log softmax(logits[i])[targets[i]] for every row, in float64 for the sums. The rows
-    are read a few at a time: a full copy of a long answer's logits would be hundreds of MB."""
-    picked = np.zeros(len(targets))
-    for begin in range(0, len(targets), LOGSUMEXP_ROWS):
-        rows = logits[begin : begin + LOGSUMEXP_ROWS]
-        top = rows.max(axis=1, keepdims=True)
-        total = np.log(np.exp(rows - top).sum(axis=1, dtype=np.float64)) + top[:, 0]
-        chosen = np.asarray(targets[begin : begin + LOGSUMEXP_ROWS])
-        picked[begin : begin + len(rows)] = rows[np.arange(len(rows)), chosen] - total
-    return picked

@@ -77,9 +77,8 @@ class ReadBatches:
         """log P(targets[k]) at the last decode's entry indices[k] (outputs), in float64."""
         found = np.zeros(len(targets))
         for k, (index, target) in enumerate(zip(indices, targets, strict=True)):
-            row = view(self._lib.llama_get_logits_ith(self._context.ctx, index), 1, self.vocab)[0]
-            top = float(row.max())
-            found[k] = float(row[target]) - top - np.log(np.exp(row - top).sum(dtype=np.float64))
+            row = view(self._lib.llama_get_logits_ith(self._context.ctx, index), 1, self.vocab)
+            found[k] = token_logprobs(row, [target])[0]
         return found
 
     def feed(self, jobs: Sequence[Job], what: str) -> list[np.ndarray]:
@@ -116,3 +115,19 @@ def view(pointer: Any, rows: int, width: int) -> np.ndarray:
         ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (rows * width,)
     )
     return flat.reshape(rows, width)
+
+
+LOGSUMEXP_ROWS = 32  # rows of logits turned to log-probabilities at a time (memory)
+
+
+def token_logprobs(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
+    """log softmax(logits[i])[targets[i]] for every row, in float64 for the sums. The rows
+    are read a few at a time: a full copy of a long answer's logits would be hundreds of MB."""
+    picked = np.zeros(len(targets))
+    for begin in range(0, len(targets), LOGSUMEXP_ROWS):
+        rows = logits[begin : begin + LOGSUMEXP_ROWS]
+        top = rows.max(axis=1, keepdims=True)
+        total = np.log(np.exp(rows - top).sum(axis=1, dtype=np.float64)) + top[:, 0]
+        chosen = np.asarray(targets[begin : begin + LOGSUMEXP_ROWS])
+        picked[begin : begin + len(rows)] = rows[np.arange(len(rows)), chosen] - total
+    return picked
