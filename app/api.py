@@ -34,6 +34,7 @@ from app.service import JudgeConfig, JudgeService
 from models.backends.base import Backend, BackendOptions
 from models.loader import LoadedJudge, open_judge
 from models.registry import ModelEntry
+from models.run_settings import RUN_DEFAULTS
 
 __all__ = ["Judge", "JudgeConfig", "JudgeItem", "Judgment", "load_judge", "read_judgments"]
 
@@ -100,7 +101,7 @@ def load_judge(
     model: str | None = None,
     *,
     threads: int | None = None,
-    n_ctx: int = 4096,
+    n_ctx: int = RUN_DEFAULTS.n_ctx,
     gpu_layers: int = 0,
     backend: str | None = None,
     options: BackendOptions | None = None,

@@ -15,11 +15,11 @@ from app.errors import BackendError
 from app.formats.prompts import fence, nonce_of
 from app.formats.text_fitting import fit_texts
 from app.records import JudgeItem, Judgment, Status
-from models.backends.base import Backend, Message, SamplingParams
+from models.backends.base import Backend, Message, SamplingParams, run_sampling
 
 ITEM_CHARS = 6000  # request, reference and answers together; cut from the middle beyond this
 HISTORY_TURNS = 6  # the last questions and replies kept in the prompt
-REPLY = SamplingParams(temperature=0.0, max_tokens=400, repeat_penalty=1.1)
+REPLY = run_sampling(max_tokens=400)
 
 SYSTEM = """You are PocketJudge, a grader of answers written by AI assistants. You already
 judged the item below, and the user asks about that judgment. Answer briefly and

@@ -18,10 +18,11 @@ from app.criteria_resolution import CriteriaChoice
 from app.deciding.calibration import ConfidenceCalibration
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
-from models.backends.base import SamplingParams
+from models.backends.base import SamplingParams, run_sampling
 from models.judge_settings import JudgeSettings
+from models.run_settings import RUN_DEFAULTS
 
-DEFAULT_CONTEXT_TOKENS = 4096
+DEFAULT_CONTEXT_TOKENS = RUN_DEFAULTS.n_ctx
 
 
 class SecondOpinion(TypingProtocol):
@@ -52,15 +53,16 @@ class JudgeConfig:
     parts: JudgeParts = field(default_factory=JudgeParts)
     protocol: Protocol | None = None  # None: by answer count (1 single, 2 pairwise, 3+ multi)
     choice: CriteriaChoice = field(default_factory=CriteriaChoice)
-    use_reference: bool = True
-    swap: bool = True  # pairwise: judge both orders
-    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(repeat_penalty=1.1))
-    reference_metrics: bool = False  # ROUGE / BLEU / BERTScore per answer when a reference exists
+    # what the run asks: the defaults are the declared ones (models/run_settings.py)
+    use_reference: bool = RUN_DEFAULTS.use_reference
+    swap: bool = RUN_DEFAULTS.swap  # pairwise: judge both orders
+    sampling: SamplingParams = field(default_factory=run_sampling)
+    reference_metrics: bool = RUN_DEFAULTS.reference_metrics  # ROUGE / BLEU / BERTScore
     # score: the decision (and criterion scores) read from probabilities, no free text;
     # generate: the whole reply generated, critique included.
-    mode: Mode = "score"
-    feedback: bool = False  # score mode: also write a critique of each judgment (slower)
+    mode: Mode = RUN_DEFAULTS.mode
+    feedback: bool = RUN_DEFAULTS.feedback  # score mode: also a critique of each judgment
     # scenario "auto" and a row without one: the scenario classifier picks it (else default)
-    detect_scenario: bool = True
+    detect_scenario: bool = RUN_DEFAULTS.detect_scenario
     # a second judge for the judgments this one is unsure of (app/cascade.py)
     cascade: SecondOpinion | None = None

@@ -3,18 +3,22 @@
 `python -m app judge` and `python -m training.evaluate` take the same flags and
 read them the same way: each flag's destination is the `JudgeSettings` field it sets
 (models/judge_settings.py; a test holds them to its names), and a flag left out stays
-None, so the model's registry setting stands (`app.model_settings`).
+None, so the model's registry setting stands (`app.model_settings`). The flags of what a
+run asks (`add_run_arguments`) are made from their declaration (models/run_settings.py):
+flag, default, bounds and help, with the setting's name as the destination.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import get_args
 
 from app.deciding.state_head import LIKELIHOOD_HEAD_FILE
 from app.formats.prompts import DEFAULT_TEMPLATE, template_names
 from app.model_settings import TURNED_OFF, SettingsLayer
 from models.judge_settings import SETTING_NAMES
+from models.run_settings import Declared, declared
 from models.verdict_settings import PairCombine
 
 DECIDERS = {"likelihood": LIKELIHOOD_HEAD_FILE}  # --decider: a state head file under models/
@@ -85,17 +89,7 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
         "answer given its request against none (PMI), a fixed head that needs no fitting and "
         "works with any GGUF on the llama-cpp backend",
     )
-    parser.add_argument(
-        "--mode",
-        choices=("score", "generate"),
-        default="score",
-        help="score (default): the verdict, grade or ranking and the criterion scores read from "
-        "the model's probabilities, no free text; generate: the whole reply, critique included "
-        "(native templates always generate)",
-    )
-    parser.add_argument(
-        "--n-ctx", type=int, default=4096, help="context length in tokens (default: 4096)"
-    )
+    add_run_arguments(parser, "mode", "n_ctx")
 
 
 def judging_overrides(args: argparse.Namespace) -> SettingsLayer:
@@ -122,3 +116,45 @@ def _add_criteria_arguments(parser: argparse.ArgumentParser) -> None:
         help="a head judge that reads replies: read the criterion scores on from the "
         "verdict's read of each answer (about a third of their time, weaker) instead of apart",
     )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *names: str) -> None:
+    """The flags of the run settings `names`, each as its declaration states it."""
+    for name in names:
+        setting = declared(name)
+        parser.add_argument(
+            setting.flag, dest=name, help=_flag_help(setting), **_flag_kind(setting)
+        )
+
+
+def _flag_kind(setting: Declared) -> dict[str, object]:
+    if setting.kind is bool:  # a flag turns the default over
+        return {"action": "store_false" if setting.default else "store_true"}
+    kind = {"default": None if setting.layered else setting.default}
+    if setting.choices:
+        return {**kind, "choices": setting.choices}
+    return {**kind, "type": _bounded(setting), "metavar": setting.kind.__name__.upper()}
+
+
+def _bounded(setting: Declared) -> Callable[[str], object]:
+    def parse(text: str) -> object:
+        try:
+            value = setting.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a {setting.kind.__name__}: {text!r}") from None
+        low, high = setting.minimum, setting.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+
+    return parse
+
+
+def _flag_help(setting: Declared) -> str:
+    if setting.kind is bool:
+        state = "off (on by default)" if setting.default else "on (off by default)"
+        return f"{setting.label}: {state}. {setting.help}"
+    said = setting.help.rstrip(".")
+    if setting.layered:
+        return f"{said} (default: the registry entry's, else {setting.default})."
+    return f"{said} (default: {setting.default})."

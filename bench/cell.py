@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     from app.io.writer import write_jsonl
     from app.model_settings import SettingsLayer, judge_config, with_changes
     from app.records import Protocol, Status
-    from models.backends.base import BackendOptions, SamplingParams
+    from models.backends.base import BackendOptions, run_sampling
     from models.registry import load_registry
 
     entry = load_registry().get(name)
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
         context_tokens=N_CTX,
         protocol=Protocol.PAIRWISE,
         mode="score" if mode in ("c", "d", "e", "f", "g", "h") else "generate",
-        sampling=SamplingParams(max_tokens=768, repeat_penalty=1.1),
+        sampling=run_sampling(),
     )
     if mode in ("f", "g", "h"):  # the head alone (f), or the whole page (g, h)
         page = mode != "f"
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}
         )
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
-        config = replace(config, sampling=SamplingParams(max_tokens=768))
+        config = replace(config, sampling=replace(config.sampling, repeat_penalty=1.0))
     service = judge.service
     started = time.perf_counter()
     window = 16 if mode in ("d", "e") else 1

@@ -77,3 +77,4 @@ class JudgeSettings(BaseModel):
 
 
 SETTING_NAMES = tuple(JudgeSettings.model_fields)
+JUDGE_DEFAULTS = JudgeSettings()  # what a bare model file gets

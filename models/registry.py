@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from app.datafiles import read_mapping, validate
 from app.errors import ConfigError, UnknownNameError
 from models.judge_settings import JudgeSettings
+from models.run_settings import RUN_DEFAULTS
 
 MODELS_DIR = Path(__file__).resolve().parent
 REGISTRY_FILE = MODELS_DIR / "registry.yaml"
@@ -31,7 +32,7 @@ class ModelEntry(BaseModel):
     # A second judge (a registry name) for the judgments this one is unsure of: those with a
     # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
     cascade_to: str | None = None
-    cascade_below: float = Field(default=0.6, ge=0, le=1)
+    cascade_below: float = Field(default=RUN_DEFAULTS.cascade_below, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
     base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)

@@ -33,12 +33,13 @@ from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
-from app.judging_arguments import add_judging_arguments, judging_overrides
+from app.judging_arguments import add_judging_arguments, add_run_arguments, judging_overrides
 from app.model_settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
 from app.service import JudgeConfig
-from models.backends.base import BackendOptions, SamplingParams
+from models.backends.base import BackendOptions, run_sampling
 from models.registry import ModelEntry
+from models.run_settings import RUN_DEFAULTS
 from training.criteria_agreement import criteria_agreement
 from training.eval_report import render_markdown
 from training.labelled_files import (
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 
 RUNS_DIR = Path(__file__).resolve().parent / "runs"
 JUDGMENTS_FILE = "judgments.jsonl"
-MAX_TOKENS = 768
 
 # --------------------------------------------------------------------------- judging
 
@@ -75,7 +75,7 @@ class Overrides:
     """The evaluation's own choices: the user's layer of judging settings, and the mode."""
 
     settings: SettingsLayer = field(default_factory=SettingsLayer)
-    mode: str = "score"  # score (the default everywhere) or generate (the whole reply)
+    mode: str = RUN_DEFAULTS.mode  # score (the default everywhere) or generate (the whole reply)
 
 
 def protocol_of(kind: Kind) -> Protocol:
@@ -89,7 +89,7 @@ def run_fields(kind: Kind, overrides: Overrides = Overrides()) -> dict[str, Any]
         "protocol": protocol_of(kind),
         "swap": True,
         "mode": overrides.mode,
-        "sampling": SamplingParams(max_tokens=MAX_TOKENS, repeat_penalty=1.1),
+        "sampling": run_sampling(),
     }
 
 
@@ -261,7 +261,7 @@ def evaluate_files(
     *,
     judgments: str | Path | None = None,
     threads: int | None = None,
-    n_ctx: int = 4096,
+    n_ctx: int = RUN_DEFAULTS.n_ctx,
     backend: str | None = None,
     quiet: bool = False,
     overrides: Overrides = Overrides(),
@@ -431,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.out,
             skip=args.skip,
             judgments=args.judgments,
-            threads=args.threads,
+            threads=args.n_threads or None,
             n_ctx=args.n_ctx,
             quiet=args.quiet,
             fresh=args.fresh,
@@ -468,7 +468,7 @@ def _parser() -> argparse.ArgumentParser:
         help="leave out the first N rows of each file (--limit counts after them); two "
         "processes with their own --out can judge two parts, then --judgments re-scores both",
     )
-    parser.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
+    add_run_arguments(parser, "n_threads")
     parser.add_argument(
         "--out", type=Path, help="output folder (default: training/runs/eval-<model>)"
     )

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.run_settings import RUN_DEFAULTS
 from training.gpu_reads import ArrayTable, padded_batches
 from training.state_cache import text_key
 
@@ -154,7 +155,7 @@ def build_tokens(
 ) -> int:
     from app.api import load_judge
 
-    judge = load_judge(str(gguf), threads=1, n_ctx=4096)
+    judge = load_judge(str(gguf), threads=1, n_ctx=RUN_DEFAULTS.n_ctx)
     backend, service = judge.backend, judge.service
     if state_cache is not None:  # scenario detection reads these states (and keeps new ones)
         from training.state_cache import CachedStates
@@ -365,7 +366,7 @@ def merge(args: argparse.Namespace) -> int:
     from training.score_cache import ScoreCache
 
     table = LevelTable.load(args.tokens)
-    judge = load_judge(str(args.gguf), threads=1, n_ctx=4096)
+    judge = load_judge(str(args.gguf), threads=1, n_ctx=RUN_DEFAULTS.n_ctx)
     backend, service = judge.backend, judge.service
     if args.state_cache is not None and args.state_cache.is_dir():
         from training.state_cache import CachedStates

@@ -31,6 +31,7 @@ import numpy as np
 
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment
+from models.run_settings import RUN_DEFAULTS
 from training.reference_decided import OUT as DATA
 from training.reference_pairs import cross_validated_weight, fit_weight, head_score
 
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     # first in the judge's turn, so its likelihood is the same with them)
     judge = open_evaluated(
         args.model,
-        BackendOptions(n_ctx=4096, n_threads=args.threads),
+        BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads),
         overrides=Overrides(SettingsLayer(criterion_scores=False)),
     )
     judge.config = with_reference_read(judge.config)

@@ -18,6 +18,7 @@ from typing import Any
 from app.io.reader import InputRow
 from app.io.writer import write_jsonl
 from app.records import Judgment
+from models.run_settings import RUN_DEFAULTS
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared/data/prometheus/vicuna_eval.json"
 SETTINGS = {"with the reference": True, "without it": False}
@@ -47,7 +48,7 @@ def judge_both_ways(
     from models.backends.base import BackendOptions
     from training.evaluate import cached_reads, cached_scores, open_evaluated
 
-    options = BackendOptions(n_ctx=4096, n_threads=args.threads)
+    options = BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads)
     judge = open_evaluated(args.model, options, kind=kind)  # type: ignore[arg-type]
     wrappers = [
         cached_reads(judge.backend, args.reading_cache, args.out / "x"),

@@ -9,7 +9,12 @@ from typing import Any
 
 from app.errors import ConfigError
 from models.bases import get_base
+from models.judge_settings import JUDGE_DEFAULTS
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry
+from models.run_settings import RUN_DEFAULTS
+from training.config import DataConfig
+
+TRAINED_TEMPLATE = DataConfig().template  # the template a LoRA judge is trained on
 
 
 def registry_entry(
@@ -18,12 +23,12 @@ def registry_entry(
     base: str,
     adapter: str,
     file: str | None = None,
-    template: str | None = "pocketjudge-compact",
-    pair_combine: str = "agree",
-    tie_margin: float = 0.0,
-    context: int = 4096,
-    max_input_chars: int | None = None,
-    criterion_scores: bool = True,
+    template: str | None = TRAINED_TEMPLATE,
+    pair_combine: str = JUDGE_DEFAULTS.pair_combine,
+    tie_margin: float = JUDGE_DEFAULTS.tie_margin,
+    context: int = RUN_DEFAULTS.n_ctx,
+    max_input_chars: int | None = JUDGE_DEFAULTS.max_input_chars,
+    criterion_scores: bool = JUDGE_DEFAULTS.criterion_scores,
     uncertain_below: float | None = None,
     relevance_join: dict[str, float] | None = None,
     card: str | None = None,

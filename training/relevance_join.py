@@ -35,6 +35,7 @@ import numpy as np
 from app.deciding.relevance import relevance_differences
 from app.io.writer import write_jsonl
 from app.records import JudgeItem
+from models.judge_settings import JUDGE_DEFAULTS
 from models.verdict_settings import RelevanceJoin
 from training.config import resolve_config_path, resolve_path
 from training.meta_metrics import longer_answer, percent
@@ -172,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("judgments", type=Path)
     apply.add_argument("--margin", type=float, required=True)
     apply.add_argument("--relevance", type=float, required=True)
-    apply.add_argument("--uncertain-below", type=float, default=0.5)
+    apply.add_argument("--uncertain-below", type=float, default=JUDGE_DEFAULTS.uncertain_below)
     apply.add_argument("--out", type=Path, required=True)
     return parser
 

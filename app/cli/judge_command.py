@@ -13,11 +13,12 @@ from app.batch_run import ExitCode
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import load_catalog
 from app.cli.batch import run_batch
-from app.cli.judge_options import CASCADE_BELOW, backend_options
+from app.cli.judge_options import backend_options
 from app.criteria_resolution import AUTO, CriteriaChoice
 from app.judging_arguments import judging_overrides
 from app.model_settings import sampling_of
 from app.records import Protocol
+from models.run_settings import RUN_DEFAULTS
 
 if TYPE_CHECKING:
     from app.api import Judge
@@ -63,12 +64,12 @@ def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, An
     return {
         "protocol": None if args.protocol == "auto" else Protocol(args.protocol),
         "choice": choice,
-        "use_reference": not args.no_reference,
-        "swap": not args.no_swap,
+        "use_reference": args.use_reference,
+        "swap": args.swap,
         "reference_metrics": args.reference_metrics,
         "mode": args.mode,
         "feedback": args.feedback,
-        "detect_scenario": not args.no_scenario_detection,
+        "detect_scenario": args.detect_scenario,
         "sampling": sampling_of(args),
     }
 
@@ -100,7 +101,7 @@ def open_second(args: argparse.Namespace, choice: CriteriaChoice, first: Judge) 
         if args.cascade_below is None:
             args.cascade_below = entry.cascade_below
     if args.cascade_below is None:
-        args.cascade_below = CASCADE_BELOW
+        args.cascade_below = RUN_DEFAULTS.cascade_below
     from app.api import load_judge
 
     return load_judge(

@@ -8,13 +8,9 @@ import argparse
 from pathlib import Path
 
 from app.criteria_resolution import AUTO
-from app.judging_arguments import add_judging_arguments
-from app.records import Protocol
+from app.judging_arguments import add_judging_arguments, add_run_arguments
 from models.backends import backend_names
-from models.backends.base import BackendOptions
-
-PROTOCOLS = ("auto", *(p.value for p in Protocol))
-CASCADE_BELOW = 0.6  # the default threshold of a second judge named on the command line
+from models.backends.base import SAMPLING_SETTINGS, BackendOptions
 
 
 def add_judge_arguments(judge: argparse.ArgumentParser) -> None:
@@ -32,24 +28,14 @@ def what_is_judged(judge: argparse.ArgumentParser) -> None:
     judge.add_argument("input", type=Path, help=".jsonl or .json file (any supported layout)")
     judge.add_argument("--out", type=Path, required=True, help="output .jsonl file")
     judge.add_argument("--csv", type=Path, help="also write a flat CSV here")
-    judge.add_argument(
-        "--protocol",
-        choices=PROTOCOLS,
-        default="auto",
-        help="auto: 1 answer single, 2 pairwise, 3+ multi (default)",
-    )
+    add_run_arguments(judge, "protocol")
     judge.add_argument(
         "--scenario",
         default=AUTO,
         help="scenario name for every row; 'auto' uses each row's own, else the scenario "
         "classifier's pick (default when it is unsure)",
     )
-    judge.add_argument(
-        "--no-scenario-detection",
-        action="store_true",
-        help="with --scenario auto: a row without a scenario gets 'default' instead of the "
-        "classifier's pick",
-    )
+    add_run_arguments(judge, "detect_scenario")
     judge.add_argument("--criteria", help="comma-separated criterion ids (replace the scenario's)")
     judge.add_argument("--rubric", type=Path, help="rubric YAML file (replaces criteria)")
 
@@ -90,13 +76,7 @@ def the_judge(judge: argparse.ArgumentParser) -> None:
 
 def the_answer(judge: argparse.ArgumentParser) -> None:
     """What is asked of the judge and how it reads and writes."""
-    judge.add_argument("--no-reference", action="store_true", help="ignore reference answers")
-    judge.add_argument("--no-swap", action="store_true", help="pairwise: judge one order only")
-    judge.add_argument(
-        "--feedback",
-        action="store_true",
-        help="score mode: also write a critique of each judgment (one generation per item)",
-    )
+    add_run_arguments(judge, "use_reference", "swap", "feedback")
     judge.add_argument(
         "--parallel",
         type=int,
@@ -109,18 +89,7 @@ def the_answer(judge: argparse.ArgumentParser) -> None:
         action="store_true",
         help="score mode: evaluate every prompt in full (benchmarks)",
     )
-    judge.add_argument(
-        "--reference-metrics",
-        action="store_true",
-        help="add ROUGE-1/2/L, BLEU and BERTScore F1 per answer for rows with a reference",
-    )
-    judge.add_argument("--temperature", type=float, default=0.0)
-    judge.add_argument("--top-p", type=float, default=1.0)
-    judge.add_argument("--max-tokens", type=int, default=768)
-    judge.add_argument("--repeat-penalty", type=float, default=1.1)
-    judge.add_argument("--seed", type=int, default=0)
-    judge.add_argument("--threads", type=int, help="CPU threads (default: llama.cpp's choice)")
-    judge.add_argument("--gpu-layers", type=int, default=0, help="layers offloaded to the GPU")
+    add_run_arguments(judge, "reference_metrics", *SAMPLING_SETTINGS, "n_threads", "n_gpu_layers")
     judge.add_argument("--int8", action="store_true", help="transformers: bitsandbytes INT8 (GPU)")
 
 
@@ -135,12 +104,7 @@ def a_second_judge(judge: argparse.ArgumentParser) -> None:
         "--cascade-base-url",
         help="the second judge is an OpenAI-compatible server at this URL",
     )
-    judge.add_argument(
-        "--cascade-below",
-        type=float,
-        help=f"with a second judge: a confidence below this goes to it (default: the "
-        f"registry entry's, else {CASCADE_BELOW})",
-    )
+    add_run_arguments(judge, "cascade_below")
     judge.add_argument(
         "--no-cascade",
         action="store_true",
@@ -193,8 +157,8 @@ def backend_options(args: argparse.Namespace, base_url: str | None) -> BackendOp
     """The load and request options of a judge (the first, or a cascade's second)."""
     return BackendOptions(
         n_ctx=args.n_ctx,
-        n_threads=args.threads,
-        n_gpu_layers=args.gpu_layers,
+        n_threads=args.n_threads or None,
+        n_gpu_layers=args.n_gpu_layers,
         load_in_8bit=args.int8,
         base_url=base_url,
         api_key_env=args.api_key_env,

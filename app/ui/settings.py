@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from app.catalog.rubrics import Rubric
 from app.criteria_resolution import AUTO, CriteriaChoice
@@ -20,13 +20,13 @@ from app.service import JudgeConfig
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 from models.registry import ModelEntry, load_registry
+from models.run_settings import declared
 
 MODEL_ENV = "POCKETJUDGE_MODEL"  # a registry name or a .gguf path: the app's default model
 MAX_UPLOAD_ENV = "POCKETJUDGE_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 50.0
 
-AUTO_PROTOCOL = "auto"
-PROTOCOL_CHOICES = (AUTO_PROTOCOL, *(p.value for p in Protocol))
+AUTO_PROTOCOL = declared("protocol").default
 PROTOCOL_LABELS = {
     AUTO_PROTOCOL: "Auto (by answer count)",
     Protocol.SINGLE.value: "Single answer grading",
@@ -58,34 +58,41 @@ CRITERIA_MODE_LABELS = {
 SIDEBAR_JUDGING = ("template", "pair_combine", "tie_margin", "uncertain_below")
 
 
+def _starts(name: str) -> Any:
+    """The value the app starts a run setting from (models/run_settings.py declares it)."""
+    return declared(name).app_default
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Every choice that shapes a judgment. Defaults match the CLI's."""
+    """Every choice that shapes a judgment. The run settings start where their declaration
+    says the app starts (models/run_settings.py: the CLI's defaults, except reference
+    metrics, on here because the result page shows them)."""
 
     model: str
-    protocol: str = AUTO_PROTOCOL
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 768
-    repeat_penalty: float = 1.1
-    seed: int = 0
-    n_ctx: int = 4096
-    n_threads: int = 0  # 0: let llama.cpp choose
-    n_gpu_layers: int = 0
-    use_reference: bool = True
-    swap: bool = True
+    protocol: str = _starts("protocol")
+    temperature: float = _starts("temperature")
+    top_p: float = _starts("top_p")
+    max_tokens: int = _starts("max_tokens")
+    repeat_penalty: float = _starts("repeat_penalty")
+    seed: int = _starts("seed")
+    n_ctx: int = _starts("n_ctx")
+    n_threads: int = _starts("n_threads")  # 0: let llama.cpp choose
+    n_gpu_layers: int = _starts("n_gpu_layers")
+    use_reference: bool = _starts("use_reference")
+    swap: bool = _starts("swap")
     # the sidebar's layer of judging settings over the model's registry entry (criterion
     # scores: off reads the verdict or grade alone, faster; on: as the model says)
     judging: SettingsLayer = field(default_factory=SettingsLayer)
-    mode: Literal["score", "generate"] = "score"
-    feedback: bool = False  # batches: write a critique of every row (slower)
-    reference_metrics: bool = True
+    mode: Literal["score", "generate"] = _starts("mode")
+    feedback: bool = _starts("feedback")  # batches: write a critique of every row (slower)
+    reference_metrics: bool = _starts("reference_metrics")
     scenario: str = AUTO
     criteria_mode: CriteriaMode = "scenario"
     criteria: tuple[str, ...] = ()
     rubric: Rubric | None = field(default=None, compare=False)
     cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/cascade.py)
-    cascade_below: float = 0.6  # a confidence below this goes to the second judge
+    cascade_below: float = _starts("cascade_below")  # below it: to the second judge
 
     @property
     def protocol_value(self) -> Protocol | None:
@@ -130,12 +137,12 @@ class ModelDefaults:
     (its `judging:` block) and its facts."""
 
     judging: JudgeSettings = field(default_factory=JudgeSettings)
-    n_ctx: int = 4096
+    n_ctx: int = _starts("n_ctx")
     trained_for_judging: bool | None = None  # None: a file the registry does not know
     description: str = ""
     card: str | None = None
     cascade_model: str = ""  # the registry entry's second judge ("" none)
-    cascade_below: float = 0.6
+    cascade_below: float = _starts("cascade_below")
 
 
 def default_model() -> str:

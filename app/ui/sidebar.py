@@ -12,11 +12,11 @@ from streamlit.navigation.page import StreamlitPage
 from app.criteria_resolution import AUTO
 from app.formats.prompts import template_names
 from app.ui import state
+from app.ui.declared_widgets import setting_widget
 from app.ui.model_cache import loaded_key, model_key
 from app.ui.settings import (
     COMBINE_LABELS,
     MODE_LABELS,
-    PROTOCOL_CHOICES,
     PROTOCOL_LABELS,
     check_model_file,
     model_choices,
@@ -76,14 +76,7 @@ def _model() -> None:
             "judged again by this model, and its judgment is the result; each result says "
             "which judge decided it. Both models stay loaded.",
         )
-        st.slider(
-            "Send verdicts with a confidence below",
-            min_value=0.0,
-            max_value=1.0,
-            step=0.05,
-            key="cascade_below",
-            disabled=not st.session_state.get("cascade_model"),
-        )
+        setting_widget("cascade_below", disabled=not st.session_state.get("cascade_model"))
     with st.expander("Add a GGUF file"):
         st.text_input("Path of a .gguf file", key="gguf_path", placeholder="/path/to/judge.gguf")
         st.button("Add model file", key="add_gguf", on_click=_add_gguf)
@@ -107,30 +100,9 @@ def _add_gguf() -> None:
 
 def _protocol() -> None:
     st.header("Task")
-    st.radio(
-        "Protocol",
-        PROTOCOL_CHOICES,
-        key="protocol",
-        format_func=PROTOCOL_LABELS.get,
-        help="Auto: one answer is graded, two are compared, three or more are ranked. "
-        "See the About page for what each protocol does.",
-    )
-    st.radio(
-        "Judging mode",
-        tuple(MODE_LABELS),
-        key="mode",
-        format_func=MODE_LABELS.get,
-        help="Score: the verdict (or grade) and the criterion scores are read from the judge's "
-        "probabilities in one pass, no text is written; ask for a critique with Explain. "
-        "Full reply: the judge writes everything, critique included (slower).",
-    )
-    st.toggle(
-        "Write a critique for every batch row",
-        key="feedback",
-        disabled=st.session_state["mode"] != "score",
-        help="Score mode judges a batch without critiques; this writes one per row after its "
-        "verdict (one more generation per row). Single items have an Explain button instead.",
-    )
+    setting_widget("protocol", format_func=PROTOCOL_LABELS.get)
+    setting_widget("mode", format_func=MODE_LABELS.get)
+    setting_widget("feedback", disabled=st.session_state["mode"] != "score")
     st.toggle(
         "Criterion scores",
         key="criterion_scores",
@@ -143,27 +115,13 @@ def _protocol() -> None:
 
 
 def _reference_toggles() -> None:
-    st.toggle(
-        "Use the reference answer",
-        key="use_reference",
-        help="When an item has a reference answer, the judge sees it. Anchored grading needs it.",
-    )
-    st.toggle(
-        "Reference metrics (ROUGE, BLEU, BERTScore)",
-        key="reference_metrics",
-        disabled=not st.session_state["use_reference"],
-        help="Text similarity of each answer to the reference, next to the judge's scores. "
-        "The first use loads a small BERTScore model (a few seconds).",
-    )
+    setting_widget("use_reference")
+    setting_widget("reference_metrics", disabled=not st.session_state["use_reference"])
 
 
 def _pair_settings() -> None:
     """How a pair's two orders make a verdict, when it is uncertain, and the template."""
-    st.toggle(
-        "Swap debiasing (pairwise: judge both orders)",
-        key="swap",
-        help="Judges A-B and B-A so a judge that favours a position cannot decide the verdict.",
-    )
+    setting_widget("swap")
     st.radio(
         "Combine the two orders",
         tuple(COMBINE_LABELS),
@@ -204,47 +162,11 @@ def _pair_settings() -> None:
 
 def _parameters() -> None:
     with st.expander("Generation and load parameters"):
-        st.slider(
-            "Temperature",
-            0.0,
-            2.0,
-            step=0.05,
-            key="temperature",
-            help="0 is greedy: the same input gives the same judgment.",
-        )
-        st.slider("Top-p", 0.05, 1.0, step=0.05, key="top_p")
-        st.number_input(
-            "Max new tokens",
-            min_value=32,
-            max_value=8192,
-            step=32,
-            key="max_tokens",
-            help="Raise it when judgments come back unparsed for running out.",
-        )
-        st.number_input(
-            "Repeat penalty", min_value=1.0, max_value=2.0, step=0.05, key="repeat_penalty"
-        )
-        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
+        for name in ("temperature", "top_p", "max_tokens", "repeat_penalty", "seed"):
+            setting_widget(name)
         st.caption("Loading the model again applies these:")
-        st.number_input(
-            "Context length (tokens)", min_value=512, max_value=131072, step=512, key="n_ctx"
-        )
-        st.number_input(
-            "CPU threads",
-            min_value=0,
-            max_value=256,
-            step=1,
-            key="n_threads",
-            help="0: llama.cpp chooses.",
-        )
-        st.number_input(
-            "GPU layers",
-            min_value=0,
-            max_value=999,
-            step=1,
-            key="n_gpu_layers",
-            help="Layers offloaded to the GPU (99: all); needs a CUDA build (GPU=1 make setup).",
-        )
+        for name in ("n_ctx", "n_threads", "n_gpu_layers"):
+            setting_widget(name)
 
 
 def _criteria_summary(criteria_page: StreamlitPage) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from models.run_settings import RUN_DEFAULTS
+
 JsonPath = tuple[str | int, ...]
 
 
@@ -32,10 +34,22 @@ class SamplingParams:
 
     temperature: float = 0.0
     top_p: float = 1.0
-    max_tokens: int = 768
+    max_tokens: int = RUN_DEFAULTS.max_tokens
     seed: int = 0
-    repeat_penalty: float = 1.0  # >1 discourages repeating the last 64 tokens (free text only)
+    # >1 discourages repeating the last 64 tokens (free text only); the engine's neutral 1.0,
+    # where a run starts from the declared setting (`run_sampling`)
+    repeat_penalty: float = 1.0
     stop: tuple[str, ...] = ()
+
+
+def run_sampling(**changes: Any) -> SamplingParams:
+    """The sampling a run starts from: the declared settings (models/run_settings.py), with
+    `changes` over them."""
+    declared = {name: getattr(RUN_DEFAULTS, name) for name in SAMPLING_SETTINGS}
+    return SamplingParams(**{**declared, **changes})
+
+
+SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens", "seed", "repeat_penalty")
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,7 @@ class Capabilities:
 class BackendOptions:
     """Load-time options. Backends ignore those that do not apply to them."""
 
-    n_ctx: int = 4096
+    n_ctx: int = RUN_DEFAULTS.n_ctx
     n_threads: int | None = None
     n_gpu_layers: int = 0
     load_in_8bit: bool = False
