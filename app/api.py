@@ -28,9 +28,10 @@ from app.errors import InputError
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
+from app.judge_config import JudgeConfig
 from app.model_settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Judgment
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from models.backends.base import Backend, BackendOptions
 from models.loader import LoadedJudge, open_judge
 from models.registry import ModelEntry

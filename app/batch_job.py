@@ -51,10 +51,11 @@ from app.errors import EngineStopped
 from app.io.reader import InputRow
 from app.io.resumable import settings_key
 from app.io.writer import error_judgment
+from app.judge_config import JudgeConfig
 from app.records import JudgeItem, Judgment, Status
 from app.runs.recorder import RunRecorder, run_versions
 from app.runs.store import RunStart, RunStore
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 
 APP_SOURCE = "app"
 

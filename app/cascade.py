@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from app.records import JudgeItem, Judgment, Status, backend_failed
 
 if TYPE_CHECKING:
-    from app.service import JudgeConfig, JudgeService
+    from app.judge_config import JudgeConfig
+    from app.service import JudgeService
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ flag, default, bounds and help, with the setting's name as the destination.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import get_args
 
 from app.deciding.state_head import LIKELIHOOD_HEAD_FILE
@@ -133,21 +132,9 @@ def _flag_kind(setting: Declared) -> dict[str, object]:
     kind = {"default": None if setting.layered else setting.default}
     if setting.choices:
         return {**kind, "choices": setting.choices}
-    return {**kind, "type": _bounded(setting), "metavar": setting.kind.__name__.upper()}
-
-
-def _bounded(setting: Declared) -> Callable[[str], object]:
-    def parse(text: str) -> object:
-        try:
-            value = setting.kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a {setting.kind.__name__}: {text!r}") from None
-        low, high = setting.minimum, setting.maximum
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
-        return value
-
-    return parse
+    # the bounds are the widgets' (a command takes any value its type reads: a cascade
+    # threshold above 1 sends every row on)
+    return {**kind, "type": setting.kind, "metavar": setting.kind.__name__.upper()}
 
 
 def _flag_help(setting: Declared) -> str:

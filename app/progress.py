@@ -7,8 +7,8 @@ from types import TracebackType
 
 from tqdm import tqdm
 
+from app.judging.progress import Progress
 from app.records import Judgment
-from app.service import Progress
 
 
 class ProgressBar:

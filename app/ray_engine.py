@@ -22,8 +22,8 @@ from typing import Any
 
 from app.errors import PocketJudgeError
 from app.io.reader import InputRow
+from app.judge_config import JudgeConfig
 from app.records import Judgment
-from app.service import JudgeConfig
 from models.backends.base import BackendOptions
 
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # rows and judgments are small

@@ -134,7 +134,7 @@ class RunSettings(BaseModel):
         label="Max new tokens",
         help="Raise it when judgments come back unparsed for running out.",
         step=32,
-        ge=32,
+        ge=1,
         le=8192,
     )
     repeat_penalty: float = _setting(

@@ -44,8 +44,8 @@ from app.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.errors import PocketJudgeError
 from app.formats.prompts import get_template
 from app.io.reader import read_rows
+from app.judging.item_checks import prompt_input
 from app.records import JudgeItem, Protocol
-from app.service import prompt_input
 from training.config import CounterexampleMatch, DataConfig, resolve_path
 
 SINGLE_FILE = "single_train.jsonl"

@@ -33,10 +33,10 @@ from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
+from app.judge_config import JudgeConfig
 from app.judging_arguments import add_judging_arguments, add_run_arguments, judging_overrides
 from app.model_settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
-from app.service import JudgeConfig
 from models.backends.base import BackendOptions, run_sampling
 from models.registry import ModelEntry
 from models.run_settings import RUN_DEFAULTS

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from app.batch_run import BatchWrite
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
+    from app.judge_config import JudgeConfig
     from app.progress import ProgressBar
     from app.runs.recorder import RunRecorder
-    from app.service import JudgeConfig
 
 
 def run_batch(
@@ -87,7 +87,7 @@ def run_batch(
 def announce(judge: Judge, config: JudgeConfig, mode: str) -> None:
     """What the user should know of this judge before its rows come: untrained, what it
     does with a reference, a native template that score mode cannot read."""
-    from app.service import reference_note
+    from app.judging.head_decider import reference_note
 
     entry = judge.entry
     if entry is not None and not entry.trained_for_judging:
@@ -181,8 +181,8 @@ def _on_ray(
     total: int,
 ) -> Iterator[Judgment]:
     """The rows judged by a Ray actor pool, in order (app/ray_engine.py)."""
+    from app.judging.progress import Progress
     from app.ray_engine import RayJudge, judge_rows_on_ray
-    from app.service import Progress
 
     progress = Progress(total=total)
 

@@ -22,7 +22,7 @@ from models.run_settings import RUN_DEFAULTS
 
 if TYPE_CHECKING:
     from app.api import Judge
-    from app.service import JudgeConfig
+    from app.judge_config import JudgeConfig
 
 
 def run_judge(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, Any]:
-    """What this run asks of a judge, whatever judge it is (app.service.JudgeConfig)."""
+    """What this run asks of a judge, whatever judge it is (app.judge_config.JudgeConfig)."""
     return {
         "protocol": None if args.protocol == "auto" else Protocol(args.protocol),
         "choice": choice,

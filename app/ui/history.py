@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from app.batch_job import upload_run_start
+from app.judge_config import JudgeConfig
 from app.runs.store import RunStart
-from app.service import JudgeConfig
 from app.ui.settings import Settings, is_model_file, registry_entry
 
 NOT_SETTINGS = frozenset({"rubric", "n_threads", "n_gpu_layers"})

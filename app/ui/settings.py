@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from app.catalog.rubrics import Rubric
 from app.criteria_resolution import AUTO, CriteriaChoice
+from app.judge_config import JudgeConfig
 from app.model_settings import SettingsLayer, judge_config, judge_settings, sampling_of
 from app.records import Protocol
-from app.service import JudgeConfig
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 from models.registry import ModelEntry, load_registry

@@ -42,7 +42,7 @@ def preview_frame(
     """One row per input row, with the error that will make it an `error` row.
 
     `problems` maps a line to why its readable row cannot be judged with the chosen
-    settings (`app.service.row_problem`: the protocol's answer count, the criteria).
+    settings (`app.judging.item_checks.row_problem`: the protocol's answer count, the criteria).
     """
     problems = problems or {}
     records = []

@@ -19,8 +19,9 @@ from app.catalog.scenarios import load_catalog
 from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
+from app.judge_config import JudgeConfig
 from app.records import JudgeItem, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from models.backends.base import Message
 from tests.support.fake_backend import FakeBackend
 

@@ -12,9 +12,9 @@ from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.errors import ConfigError
-from app.judge_config import JudgeParts
+from app.judge_config import JudgeConfig, JudgeParts
 from app.records import Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from tests.app.test_service import item, pair_json
 from tests.support.fake_backend import FakeBackend
 from training.confidence_calibration import isotonic_points

@@ -12,8 +12,9 @@ import pytest
 
 from app.cascade import Cascade
 from app.cli import main
+from app.judge_config import JudgeConfig
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from tests.app.test_cli_resume import command, read, rows_file
 from tests.support.fake_backend import FakeBackend
 

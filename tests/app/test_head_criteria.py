@@ -13,10 +13,11 @@ from app.catalog.rubrics import load_rubric
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
-from app.judge_config import JudgeParts
+from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.head_decider import reference_note
 from app.model_settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService, reference_note
+from app.service import JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 
@@ -244,7 +245,7 @@ def test_a_read_without_probabilities_leaves_the_scores_out_and_says_why():
 
 
 def test_a_head_judge_says_where_a_reference_goes(head):
-    from app.service import reference_note
+    from app.judging.head_decider import reference_note
 
     assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
     weighted = head.model_copy(update={"reference_weight": 6.0})

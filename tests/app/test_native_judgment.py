@@ -20,10 +20,11 @@ from app.catalog.scenarios import load_catalog
 from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.formats.prompts import get_template
+from app.judging.item_checks import prompt_input, row_problem
 from app.leaderboard import grade_scale
 from app.model_settings import config_of
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeService, prompt_input, row_problem
+from app.service import JudgeService
 from models.backends.base import Generation, SamplingParams
 from tests.support.fake_backend import FakeBackend
 from tests.support.replies import parses
@@ -83,9 +84,9 @@ def test_the_templates_stop_strings_reach_the_backend() -> None:
 
 def test_json_templates_keep_score_mode() -> None:
     config = Config(template="pocketjudge")
-    from app.service import _native_generate
+    from app.judging.item_checks import native_generate
 
-    assert _native_generate(config) is config
+    assert native_generate(config) is config
 
 
 # --------------------------------------------------------------------------- pairs and swap

@@ -63,8 +63,8 @@ def test_two_ray_workers_judge_like_a_local_run_and_resume_a_killed_one(
 
 def test_a_second_judge_is_refused_on_ray_with_what_to_do(tmp_path: Path) -> None:
     from app.errors import PocketJudgeError
+    from app.judge_config import JudgeConfig
     from app.ray_engine import RayJudge, judge_rows_on_ray
-    from app.service import JudgeConfig
     from models.backends.base import BackendOptions
 
     config = JudgeConfig(cascade=object())  # type: ignore[arg-type]

@@ -13,9 +13,9 @@ from app.catalog.scenarios import load_catalog
 from app.criteria_resolution import resolve
 from app.formats.output_format import ReplyLayout
 from app.formats.prompts import get_template
-from app.judge_config import JudgeParts
+from app.judge_config import JudgeConfig, JudgeParts
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.judge_settings import JudgeSettings
 from tests.support.replies import pair_reply_parses

@@ -17,10 +17,12 @@ from app.catalog.scoring import ScoringRule, ranking_from_overall, verdict_from_
 from app.criteria_resolution import CriteriaChoice
 from app.errors import BackendError
 from app.io.reader import InputRow, read_rows
-from app.judge_config import JudgeParts
+from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.item_checks import infer_protocol
+from app.judging.progress import Progress
 from app.model_settings import config_of, with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeConfig, JudgeService, Progress, infer_protocol
+from app.service import JudgeService
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions, SamplingParams
 from tests.support.fake_backend import FakeBackend, reply

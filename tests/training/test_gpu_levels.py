@@ -14,9 +14,9 @@ import pytest
 from app.catalog.rubrics import load_rubric
 from app.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import likelihood_judge_head
-from app.judge_config import JudgeParts
+from app.judge_config import JudgeConfig, JudgeParts
 from app.records import JudgeItem, Protocol
-from app.service import JudgeConfig, JudgeService
+from app.service import JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 

@@ -68,7 +68,8 @@ def test_an_interrupted_fill_keeps_what_it_read(tmp_path):
 
 def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gguf_model):
     from app.deciding.state_head import StateHead
-    from app.service import JudgeConfig, JudgeService
+    from app.judge_config import JudgeConfig
+    from app.service import JudgeService
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
 

@@ -9,7 +9,7 @@ from app.catalog.scenarios import load_catalog
 from app.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
-from app.service import row_problem
+from app.judging.item_checks import row_problem
 from app.ui import state
 from app.ui.batch_view import RUN, BatchRun, render_live, render_outcome
 from app.ui.history import batch_history

@@ -8,8 +8,8 @@ from pydantic import ValidationError
 from app.catalog.scenarios import load_catalog
 from app.errors import EngineStopped, PocketJudgeError, validation_message
 from app.followup import ask
+from app.judging.head_decider import reference_note
 from app.records import JudgeItem, Judgment, Protocol
-from app.service import reference_note
 from app.ui import state
 from app.ui.options import answer_label, answer_range
 from app.ui.run_setup import prepare_run

@@ -30,8 +30,9 @@ need_module(
 from app.catalog.scenarios import load_catalog  # noqa: E402 - after the check above
 from app.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
+from app.judge_config import JudgeConfig  # noqa: E402 - after the check above
 from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
-from app.service import JudgeConfig, JudgeService  # noqa: E402 - after the check above
+from app.service import JudgeService  # noqa: E402 - after the check above
 from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams  # noqa: E402 - after the check above
 from models.backends.openai_backend import OpenAIBackend  # noqa: E402 - after the check above
 from models.loader import open_judge  # noqa: E402 - after the check above

@@ -1,0 +1,188 @@
+"""The decider that reads a verdict from a head on the model's states and likelihoods
+(app/deciding/state_judging.py), with the criterion scores read apart from it or on from its
+reads, and the reference's part of a pair's verdict."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from app.criteria_resolution import ResolvedCriteria
+from app.deciding import criterion_reads
+from app.deciding.state_head import StateHead
+from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
+from app.errors import BackendError
+from app.formats.prompts import get_template
+from app.judge_config import JudgeConfig
+from app.judging.plans import Call, Plan
+from app.judging.prompt_fitting import fitted_messages
+from app.model_settings import with_changes
+from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
+from models.backends.base import Backend
+
+
+class HeadDecider:
+    """Plans and decides the items a state head decides, through `backend`."""
+
+    def __init__(self, backend: Backend, model_name: str) -> None:
+        self.backend = backend
+        self.model_name = model_name
+
+    def plan(
+        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
+    ) -> Plan:
+        """A plan the state head decides. With criteria asked for, it also holds one call per
+        answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
+        verdict, or (`criteria_read: with_verdict`) a turn read on from the head's reads; a
+        reference is read on from them either way (`turn`)."""
+        truncated = cut_by_head(item, config.parts.head)
+        head = config.parts.head
+        assert head is not None
+        reference = item.reference if config.use_reference else None
+        on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
+        # the reference's likelihood is read where a weight uses it (or criteria come with it)
+        wanted = reference if head.reference_likelihood_weight else None
+        # no criterion reads for a judgment that will be an error (a backend the head
+        # cannot read through): they would be sent and thrown away
+        if not (config.judge.criterion_scores and resolved.rule.specs and self.reads_for(head)):
+            base = base.model_copy(update={"truncated": truncated, "criteria": ()})
+            turn = self.reference_turn(resolved, wanted) if on_reads else None
+            return Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
+        if on_reads and config.judge.criteria_read == "with_verdict":
+            turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
+            base = base.model_copy(update={"truncated": truncated})
+            return Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
+        calls, truncated = self.criterion_calls(item, config, resolved, truncated)
+        base = base.model_copy(update={"truncated": truncated})
+        turn = self.reference_turn(resolved, wanted) if on_reads else None
+        return Plan(item, config, resolved, base, calls=calls, by_head=True, turn=turn)
+
+    @staticmethod
+    def reference_turn(resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
+        """The reference read on from the head's reads (its likelihood after each answer)."""
+        if not reference:
+            return None
+        return TurnAsk(
+            criterion_reads.turn_criteria(resolved.rule, reference, False), resolved.rule
+        )
+
+    def criterion_calls(
+        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, truncated: bool
+    ) -> tuple[list[Call], bool]:
+        """One call per answer and criterion (app/deciding/criterion_reads.py), read apart
+        from the head's verdict."""
+        template = get_template(criterion_reads.TEMPLATE)
+        one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
+        reading = with_changes(
+            replace(config, protocol=one, mode="score"), {"template": template.name}
+        )
+        calls: list[Call] = []
+        for answer in range(len(item.answers)):
+            for rule in criterion_reads.criterion_rules(resolved.rule):
+                alone = replace(resolved, rule=rule)
+                output = criterion_reads.criterion_output(rule)
+                messages, cut = fitted_messages(
+                    self.backend, item, reading, alone, template, (answer,), output
+                )
+                truncated = truncated or cut
+                call = Call((answer,), messages, output, criterion_reads.LAYOUT, rule.keys[0])
+                calls.append(call)
+        return calls, truncated
+
+    def reads_for(self, head: StateHead) -> bool:
+        """Whether this backend reads what `head` decides from (likelihoods or states)."""
+        capable = self.backend.capabilities
+        return capable.likelihoods if head.reads == "reply" else capable.states
+
+    def decide(self, plan: Plan) -> Judgment:
+        """The state head's judgment, from the model's states of each answer, with the
+        criterion scores its plan's calls read."""
+        judgment = self.verdict(plan)
+        if judgment.status is Status.ERROR:
+            return judgment
+        if plan.calls:
+            return self.with_criteria(plan, judgment)
+        return self.with_reference(plan, judgment)
+
+    def verdict(self, plan: Plan) -> Judgment:
+        """The state head's decision alone (no criterion scores)."""
+        head = plan.config.parts.head
+        assert head is not None
+        if not self.reads_for(head):
+            what = "likelihoods" if head.reads == "reply" else "hidden states"
+            error = (
+                f"'{self.model_name}' decides from the model's {what}, which the "
+                f"'{self.backend.name}' backend cannot read: use the llama-cpp backend"
+            )
+            return plan.base.model_copy(update={"error": error})
+        started = time.perf_counter()
+        try:
+            judgment = head_judgment(
+                plan.base, plan.item, head, self.backend, plan.config.judge.tie_margin, plan.turn
+            )
+        except (BackendError, ValueError) as exc:
+            return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
+        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
+
+    def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
+        """The head's judgment with the criterion scores its plan's calls read."""
+        reads = [
+            criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
+            for call, generation in zip(plan.calls, plan.generations)
+        ]
+        read_s = sum(g.latency_s or 0.0 for g in plan.generations)  # their share of the batch
+        judgment = judgment.model_copy(
+            update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
+        )
+        judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
+        return self.with_reference(plan, judgment)
+
+    def with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
+        """A pairwise head verdict with the reference's part, read through the criterion
+        scores (state_judging.with_reference_reading), where the item has a reference."""
+        head = plan.config.parts.head
+        if head is None or not (plan.item.reference and plan.config.use_reference):
+            return judgment
+        if judgment.protocol is not Protocol.PAIRWISE:
+            return judgment
+        return with_reference_reading(
+            judgment,
+            head.reference_weight,
+            plan.resolved.rule.overall_range(),
+            plan.config.judge.tie_margin,
+            head.reference_likelihood_weight,
+        )
+
+
+def cut_by_head(item: JudgeItem, head: StateHead | None) -> bool:
+    """True when the head reads less than the whole request or an answer."""
+    assert head is not None
+    return len(item.question) > head.question_chars or any(
+        len(a) > head.answer_chars for a in item.answers
+    )
+
+
+def reference_note(config: JudgeConfig) -> str | None:
+    """What a judge whose state head decides does with a reference answer (its head reads
+    none), for a front end to say once; None for a judge that reads it in its prompt."""
+    if config.parts.head is None or not config.use_reference:
+        return None
+    pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
+    head = config.parts.head
+    if head.reference_likelihood_weight and head.reads == "reply" and pairs:
+        return (
+            "reads a reference answer after each answer: the verdict adds how much likelier "
+            "the reference is after one answer than after the other to the head's reading "
+            "(which reads none)"
+        )
+    if config.judge.criterion_scores and head.reference_weight and pairs:
+        return (
+            "reads a reference answer through the criterion scores: they are read with it, "
+            "and the verdict adds their lead to the head's reading (which reads none)"
+        )
+    if config.judge.criterion_scores:
+        return (
+            "decides from the request and the answers alone: a reference answer reaches only "
+            "the criterion scores, not the verdict or the grade"
+        )
+    return "reads no reference answer (its head decides; criterion scores are off)"

@@ -1,0 +1,45 @@
+"""A plan: everything needed to judge one item, made before any model call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.criteria_resolution import ResolvedCriteria
+from app.deciding.state_judging import TurnAsk
+from app.formats.output_format import ReplyLayout
+from app.judge_config import JudgeConfig
+from app.records import JudgeItem, Judgment
+from models.backends.base import Generation, Message, OutputSpec
+
+
+@dataclass
+class Call:
+    """One model call of a plan: the answers in one order."""
+
+    order: tuple[int, ...]
+    messages: list[Message]
+    output: OutputSpec
+    layout: ReplyLayout
+    criterion: str | None = None  # a criterion read beside a state head: its key
+
+
+@dataclass
+class Plan:
+    """Everything needed to judge one item, before any model call."""
+
+    item: JudgeItem
+    config: JudgeConfig
+    resolved: ResolvedCriteria
+    base: Judgment
+    calls: list[Call]
+    generations: list[Generation] = field(default_factory=list)
+    by_head: bool = False  # decided by the state head: no model call
+    turn: TurnAsk | None = None  # criterion scores read on from the head's reads
+
+    @property
+    def wants_critique(self) -> bool:
+        """A critique is written after the decision: score mode when asked, and always for
+        a decision the state head made (generate mode asks for the whole reply)."""
+        if self.by_head:
+            return self.config.feedback or self.config.mode == "generate"
+        return self.config.mode == "score" and self.config.feedback
