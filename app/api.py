@@ -24,14 +24,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
-from app.judge_config import JudgeConfig
-from app.model_settings import SettingsLayer, judge_config, with_changes
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
+from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Judgment
-from app.service import JudgeService
 from models.backends.base import Backend, BackendOptions
 from models.loader import LoadedJudge, open_judge
 from models.registry import ModelEntry
@@ -116,8 +116,8 @@ def load_judge(
     Every front end opens its judge here. `options` (every load and request option:
     a server's URL, parallel sequences...) replaces `threads`, `n_ctx` and
     `gpu_layers`; `overrides` is a user's layer of judging settings over the
-    registry's (the CLI's flags: app.judging_arguments), merged as the CLI and the app
-    merge them (app.model_settings). `isolated`: llama.cpp runs in an engine worker process
+    registry's (the CLI's flags: app.judging.arguments), merged as the CLI and the app
+    merge them (app.judging.settings). `isolated`: llama.cpp runs in an engine worker process
     (models/backends/worker_backend.py), so a native crash raises EngineStopped instead of
     ending this process; the next call starts a fresh worker."""
     options = options or BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from app.errors import EngineStopped, PocketJudgeError
+from app.foundation.errors import EngineStopped, PocketJudgeError
 from models import engine_library, model_file
 from models.backends.base import BackendOptions
 from models.backends.engine_info import EngineBuild

@@ -63,7 +63,7 @@ class JudgeItem(_Frozen):
 
     `rubric` is the row's own rubric (a Prometheus row carries one): it replaces the
     row's and the run's criteria, but not a rubric chosen for the run
-    (app.criteria_resolution.resolve).
+    (app.catalog.criteria_resolution.resolve).
     """
 
     id: str
@@ -162,11 +162,11 @@ class Judgment(_Frozen):
     criteria_verdict: Verdict | None = None
     criteria_ranking: tuple[int, ...] | None = None
     criteria_note: str | None = None
-    # a cascaded run (app/cascade.py): which judge decided, and what the first one said
+    # a cascaded run (app/judging/cascade.py): which judge decided, and what the first one said
     cascade: dict[str, Any] | None = None
     # the answers' overall grades are on this scale (lowest, highest) when the template grades
     # on its own (native formats: Prometheus 1-5, JudgeLM / Auto-J / EasyJudge 1-10); None: the
-    # scale of the criteria or rubric the judgment names (app.leaderboard.grade_scale)
+    # scale of the criteria or rubric the judgment names (app.reports.leaderboard.grade_scale)
     overall_scale: tuple[int, int] | None = None
     truncated: bool = False  # a text was cut from the middle to fit the model's context
     mode: Mode | None = None  # score: decision read from probabilities; generate: full reply

@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     source = argv[5] if len(argv) > 5 else "autoj"
     from app.api import load_judge
     from app.io.writer import write_jsonl
-    from app.model_settings import SettingsLayer, judge_config, with_changes
+    from app.judging.settings import SettingsLayer, judge_config, with_changes
     from app.records import Protocol, Status
     from models.backends.base import BackendOptions, run_sampling
     from models.registry import load_registry

@@ -149,7 +149,7 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
         return json.loads(out.read_text(encoding="utf-8"))
     from app.api import load_judge
     from app.io.reader import read_rows
-    from app.model_settings import SettingsLayer
+    from app.judging.settings import SettingsLayer
     from app.records import Protocol
     from models.backends.base import BackendOptions, Message
 

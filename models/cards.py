@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datafiles import validate
-from app.errors import ConfigError
+from app.foundation.datafiles import validate
+from app.foundation.errors import ConfigError
 from models.registry import MODELS_DIR, ModelEntry
 
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 from models.bases import BASES, base_gguf, get_base
 from models.converter import convert_hf_to_gguf
 from models.gguf_vocab import added_tokens_decoder, read_gguf_vocab, write_sentencepiece_model

@@ -5,9 +5,9 @@ answer orders are combined, the tie margin tuned for it, the input length it lea
 read and the heads fitted on it. A registry entry embeds these as its `judging:` block
 (models/registry.yaml); the user's overrides (CLI flags, sidebar widgets, evaluation
 flags, Python keyword arguments) are layers of the same fields, merged over the block
-(app/model_settings.py, as inspect_ai's `GenerateConfig.merge`); the judge's files named
+(app/judging/settings.py, as inspect_ai's `GenerateConfig.merge`); the judge's files named
 here are loaded by the core into its parts. What one run asks (protocol, scenario,
-criteria, mode, swap, reference) is not a judging setting: app/judge_config.py.
+criteria, mode, swap, reference) is not a judging setting: app/judging/config.py.
 
 It lives with the registry (the models layer) so the registry needs nothing of the core.
 """
@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.errors import ConfigError
+from app.foundation.errors import ConfigError
 from models.verdict_settings import PairCombine, RelevanceJoin
 
 DEFAULT_TEMPLATE = "pocketjudge"
@@ -67,7 +67,7 @@ class JudgeSettings(BaseModel):
     @model_validator(mode="after")
     def _judge_files_exist(self) -> JudgeSettings:
         """The files a judge reads beside its model are there. What is in them is checked
-        where they are read (app.model_settings), with errors naming the file and field."""
+        where they are read (app.judging.settings), with errors naming the file and field."""
         for field_name in JUDGE_FILES:
             relative = getattr(self, field_name)
             if relative is not None and not (_MODELS_DIR / relative).is_file():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.errors import BackendUnavailable, ModelFileError
+from app.foundation.errors import BackendUnavailable, ModelFileError
 from models import model_file
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions

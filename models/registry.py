@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.datafiles import read_mapping, validate
-from app.errors import ConfigError, UnknownNameError
+from app.foundation.datafiles import read_mapping, validate
+from app.foundation.errors import ConfigError, UnknownNameError
 from models.judge_settings import JudgeSettings
 from models.run_settings import RUN_DEFAULTS
 
@@ -30,7 +30,7 @@ class ModelEntry(BaseModel):
     context: int = 4096
     judging: JudgeSettings = JudgeSettings()  # how it judges (models/judge_settings.py)
     # A second judge (a registry name) for the judgments this one is unsure of: those with a
-    # confidence below `cascade_below` go to it (app/cascade.py); None: no cascade.
+    # confidence below `cascade_below` go to it (app/judging/cascade.py); None: no cascade.
     cascade_to: str | None = None
     cascade_below: float = Field(default=RUN_DEFAULTS.cascade_below, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows

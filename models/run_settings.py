@@ -2,7 +2,7 @@
 
 Each field carries its default, its bounds, its help text, its command-line flag and its
 sidebar widget. The flags of `python -m app judge` and `python -m training.evaluate`
-(app/judging_arguments.py), the sidebar's widgets and their starting values (app/ui),
+(app/judging/arguments.py), the sidebar's widgets and their starting values (app/ui),
 the core's `JudgeConfig` and the registry's cascade threshold are made from it, and
 `tests/test_settings_declared_once.py` fails when one of these defaults is written
 anywhere else. How a judge model judges (template, pair combine, heads) is the other

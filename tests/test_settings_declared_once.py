@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
 from app.ui.settings import ModelDefaults, Settings
 from models.backends.base import SamplingParams, run_sampling
 from models.judge_settings import JudgeSettings

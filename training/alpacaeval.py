@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.records import JudgeItem, Label
 
 PAIRS_FILE = "pairs.jsonl.gz"

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from app.catalog.scenarios import load_catalog
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
-from app.judge_config import JudgeConfig
-from app.judging_arguments import add_judging_arguments, add_run_arguments, judging_overrides
-from app.model_settings import SettingsLayer, judge_config
+from app.judging.arguments import add_judging_arguments, add_run_arguments, judging_overrides
+from app.judging.config import JudgeConfig
+from app.judging.settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
 from models.backends.base import BackendOptions, run_sampling
 from models.registry import ModelEntry
@@ -141,7 +141,7 @@ def _judge_files(
     model, template and mode) are kept and only the others are judged, unless
     `fresh`. The files end up holding every saved judgment, in row order.
     """
-    from app.progress import ProgressBar
+    from app.batches.progress_bar import ProgressBar
 
     judge = open_evaluated(model, options, backend, overrides)
     cached = cached_reads(judge.backend, reading_cache, out)

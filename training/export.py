@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.errors import BackendError, BackendUnavailable, ConfigError
+from app.foundation.errors import BackendError, BackendUnavailable, ConfigError
 from models.bases import BASES
 from models.gguf_export import export_gguf, quantize_q4_k_m, stage_for_converter
 from training.model_card import git_commit, write_model_card

@@ -72,7 +72,7 @@ def level_ids(pieces: list[str]) -> np.ndarray:
 # -- here: the reads as token ids -----------------------------------------------------
 def criterion_requests(which: list[str]):  # type: ignore[no-untyped-def]
     """(item, config) of every labelled row whose criterion reads are wanted."""
-    from app.criteria_resolution import CriteriaChoice
+    from app.catalog.criteria_resolution import CriteriaChoice
     from models.registry import load_registry
     from training.evaluate import file_config
 

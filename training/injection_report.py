@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeService
 
 SET_PATH = Path(__file__).parent / "injection" / "injection_set.jsonl"
 SEPARATOR = "\n\n"

@@ -9,7 +9,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Literal
 
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment
 

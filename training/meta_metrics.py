@@ -37,7 +37,7 @@ from scipy import stats
 from sklearn.metrics import precision_recall_fscore_support
 
 from app.catalog.scenarios import Catalog
-from app.errors import UnknownNameError
+from app.foundation.errors import UnknownNameError
 from app.records import Status, Winner
 
 CLASSES: tuple[Winner, ...] = ("A", "B", "tie")

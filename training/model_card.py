@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from app.datafiles import read_mapping
+from app.foundation.datafiles import read_mapping
 from models.bases import get_base
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

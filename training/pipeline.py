@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from app.errors import validation_message
+from app.foundation.errors import validation_message
 from training.config import TrainingConfig, load_config, resolve_config_path
 
 STAGES = ("data", "train", "merge", "export", "calibrate", "eval", "ship")
@@ -216,7 +216,7 @@ def stage_calibrate(
 
 
 def _eval_overrides(config: TrainingConfig, tie_margin: float):
-    from app.model_settings import SettingsLayer
+    from app.judging.settings import SettingsLayer
     from training.evaluate import Overrides
 
     return Overrides(

@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         from training.reference_decided import main as build
 
         build(["--out", str(args.data)])
-    from app.model_settings import SettingsLayer
+    from app.judging.settings import SettingsLayer
     from models.backends.base import BackendOptions
     from training.evaluate import Overrides, open_evaluated
 

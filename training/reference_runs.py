@@ -44,7 +44,7 @@ def judge_both_ways(
 ) -> tuple[dict[str, list[Judgment]], str]:
     """Each setting's judgments of `rows` (in row order) by the judge `args` names, and its
     name; `kind` is "single" or "pairwise"."""
-    from app.progress import ProgressBar
+    from app.batches.progress_bar import ProgressBar
     from models.backends.base import BackendOptions
     from training.evaluate import cached_reads, cached_scores, open_evaluated
 

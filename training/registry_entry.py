@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.errors import ConfigError
+from app.foundation.errors import ConfigError
 from models.bases import get_base
 from models.judge_settings import JUDGE_DEFAULTS
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.deciding import verdicts
-from app.errors import PocketJudgeError
 from app.formats.prompts import get_template
+from app.foundation.errors import PocketJudgeError
 from app.io.reader import InputRow
 from app.records import Judgment, Status, Winner
 from training.labelled_files import FILE_KEY, EvaluationError, LabelledFile

@@ -1,7 +1,7 @@
 """Command line: `python -m app judge|scenarios|criteria|models|templates|ask|runs|doctor`.
 
 The CLI only parses arguments, calls the core, and turns the core's typed
-errors into one-line messages with a non-zero exit code (`app.batch_run.ExitCode`:
+errors into one-line messages with a non-zero exit code (`app.batches.run.ExitCode`:
 0 all rows ok, 1 some rows error or unparsed, 2 bad usage or input, 3 the
 backend failed, 4 the results could not be written, 130 interrupted). One module
 per command: `judge` (judge_command, its arguments in judge_options, its batch
@@ -16,13 +16,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from app.batch_run import ExitCode
+from app.batches.run import ExitCode
 from app.cli.ask_command import add_ask_parser
 from app.cli.doctor_command import add_doctor_parser
 from app.cli.judge_command import run_judge
 from app.cli.judge_options import add_judge_arguments
 from app.cli.listings import add_listing_parsers
-from app.errors import BackendError, EngineStopped, PocketJudgeError
+from app.foundation.errors import BackendError, EngineStopped, PocketJudgeError
 from app.runs.commands import add_runs_parser
 
 

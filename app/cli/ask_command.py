@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from app.batch_run import ExitCode
+from app.batches.run import ExitCode
 
 
 def add_ask_parser(commands: argparse._SubParsersAction) -> None:
@@ -26,11 +26,11 @@ def add_ask_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def ask_about(args: argparse.Namespace) -> int:
-    """One follow-up question about one judged row (app/followup.py)."""
+    """One follow-up question about one judged row (app/judging/followup.py)."""
     from app.api import load_judge
-    from app.followup import ask
     from app.io.judgments import read_judgments
     from app.io.reader import read_rows
+    from app.judging.followup import ask
 
     for path in (args.judged, args.input):
         if not path.exists():

@@ -1,5 +1,5 @@
 """The CLI's batch runner: a resumable output, the run's record in the history, the rows
-judged here or on Ray with a progress bar, and the exit code (app.batch_run.ExitCode).
+judged here or on Ray with a progress bar, and the exit code (app.batches.run.ExitCode).
 
 Each row is written to `<out>.<key>.partial` as it finishes; the same command run again
 after a kill goes on from there (app.io.resumable)."""
@@ -14,19 +14,19 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.batch_run import ExitCode, exit_code
+from app.batches.run import ExitCode, exit_code
 from app.cli.judge_options import backend_options
-from app.errors import EngineStopped, PocketJudgeError
 from app.formats.prompts import get_template
+from app.foundation.errors import EngineStopped, PocketJudgeError
 from app.records import JudgeItem, Judgment, Status
 
 if TYPE_CHECKING:
     from app.api import Judge
-    from app.batch_run import BatchWrite
+    from app.batches.progress_bar import ProgressBar
+    from app.batches.run import BatchWrite
     from app.io.reader import InputRow
     from app.io.resumable import ResumableOutput
-    from app.judge_config import JudgeConfig
-    from app.progress import ProgressBar
+    from app.judging.config import JudgeConfig
     from app.runs.recorder import RunRecorder
 
 
@@ -142,8 +142,8 @@ def judged_rows(
 ) -> BatchWrite:
     """The rows judged (here, or on Ray) and written as they come, under a progress bar
     (`counts`: the rows in all, and those judged before); each is recorded once written."""
-    from app.batch_run import write_batch
-    from app.progress import ProgressBar
+    from app.batches.progress_bar import ProgressBar
+    from app.batches.run import write_batch
 
     total, initial = counts
     window = (args.window or max(1, args.parallel)) if args.mode == "score" else 1
@@ -180,9 +180,9 @@ def _on_ray(
     bar: ProgressBar,
     total: int,
 ) -> Iterator[Judgment]:
-    """The rows judged by a Ray actor pool, in order (app/ray_engine.py)."""
-    from app.judging.progress import Progress
-    from app.ray_engine import RayJudge, judge_rows_on_ray
+    """The rows judged by a Ray actor pool, in order (app/batches/ray_engine.py)."""
+    from app.batches.progress import Progress
+    from app.batches.ray_engine import RayJudge, judge_rows_on_ray
 
     progress = Progress(total=total)
 

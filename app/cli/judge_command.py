@@ -9,20 +9,20 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from app.batch_run import ExitCode
+from app.batches.run import ExitCode
+from app.catalog.criteria_resolution import AUTO, CriteriaChoice
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import load_catalog
 from app.cli.batch import run_batch
 from app.cli.judge_options import backend_options
-from app.criteria_resolution import AUTO, CriteriaChoice
-from app.judging_arguments import judging_overrides
-from app.model_settings import sampling_of
+from app.judging.arguments import judging_overrides
+from app.judging.settings import sampling_of
 from app.records import Protocol
 from models.run_settings import RUN_DEFAULTS
 
 if TYPE_CHECKING:
     from app.api import Judge
-    from app.judge_config import JudgeConfig
+    from app.judging.config import JudgeConfig
 
 
 def run_judge(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
 
 def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, Any]:
-    """What this run asks of a judge, whatever judge it is (app.judge_config.JudgeConfig)."""
+    """What this run asks of a judge, whatever judge it is (app.judging.config.JudgeConfig)."""
     return {
         "protocol": None if args.protocol == "auto" else Protocol(args.protocol),
         "choice": choice,
@@ -126,6 +126,6 @@ def with_second(config: JudgeConfig, second: Judge | None, below: float) -> Judg
     """`config` with the cascade to the second judge (which keeps its own settings)."""
     if second is None:
         return config
-    from app.cascade import Cascade
+    from app.judging.cascade import Cascade
 
     return replace(config, cascade=Cascade(second.service, second.config, below))

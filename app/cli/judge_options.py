@@ -1,14 +1,14 @@
 """The arguments of `python -m app judge`, in groups: what is judged, the judge, the
 answer asked of it, a second judge, and the run itself. The judging settings a registry
-entry also sets (template, tie margin, thresholds...) come from app.judging_arguments."""
+entry also sets (template, tie margin, thresholds...) come from app.judging.arguments."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from app.criteria_resolution import AUTO
-from app.judging_arguments import add_judging_arguments, add_run_arguments
+from app.catalog.criteria_resolution import AUTO
+from app.judging.arguments import add_judging_arguments, add_run_arguments
 from models.backends import backend_names
 from models.backends.base import SAMPLING_SETTINGS, BackendOptions
 

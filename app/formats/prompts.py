@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from app.catalog.criteria_types import CriterionSpec
 from app.catalog.scenarios import Scenario
 from app.catalog.scoring import ScoringRule
-from app.datafiles import FieldError, read_mapping, validate
-from app.errors import ConfigError, UnknownNameError
 from app.formats.native_formats import JSON_FORMAT, ReplyFormat, native_format
+from app.foundation.datafiles import FieldError, read_mapping, validate
+from app.foundation.errors import ConfigError, UnknownNameError
 from app.records import Protocol
 from models.backends.base import Message
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.records import Judgment
 
 

@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.catalog.rubrics import Rubric
-from app.datafiles import first_problem
-from app.errors import InputError, validation_message
+from app.foundation.datafiles import first_problem
+from app.foundation.errors import InputError, validation_message
 from app.io.prometheus import PromptError, is_prompt, make_rubric, split_prompt, strip_brackets
 from app.records import MAX_ANSWERS, JudgeItem, Label
 

@@ -25,7 +25,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.io.layouts import ID_KEYS, to_item, type_name
 from app.records import JudgeItem
 

@@ -7,16 +7,16 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from app.criteria_resolution import ResolvedCriteria
+from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
-from app.errors import BackendError
 from app.formats.prompts import get_template
-from app.judge_config import JudgeConfig
+from app.foundation.errors import BackendError
+from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
 from app.judging.prompt_fitting import fitted_messages
-from app.model_settings import with_changes
+from app.judging.settings import with_changes
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 

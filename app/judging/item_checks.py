@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from app.catalog.criteria_resolution import ResolvedCriteria, resolve
 from app.catalog.scenarios import Catalog
-from app.criteria_resolution import ResolvedCriteria, resolve
-from app.errors import PocketJudgeError, UnknownNameError
 from app.formats.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.formats.text_fitting import fit_texts
-from app.judge_config import JudgeConfig
+from app.foundation.errors import PocketJudgeError, UnknownNameError
+from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Protocol
 
 PAIR_LABELS = ("A", "B")

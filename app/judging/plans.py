@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.criteria_resolution import ResolvedCriteria
+from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding.state_judging import TurnAsk
 from app.formats.output_format import ReplyLayout
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment
 from models.backends.base import Generation, Message, OutputSpec
 

@@ -3,10 +3,10 @@ and the room its reply needs fit."""
 
 from __future__ import annotations
 
-from app.criteria_resolution import ResolvedCriteria
+from app.catalog.criteria_resolution import ResolvedCriteria
 from app.formats.prompts import PromptTemplate
 from app.formats.text_fitting import input_budget_chars, scaled_budget
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
 from app.judging.item_checks import prompt_input
 from app.records import JudgeItem
 from models.backends.base import Backend, Message, OutputSpec

@@ -3,14 +3,14 @@ generated (in one order or both), or a native judge's free-text format."""
 
 from __future__ import annotations
 
-from app.criteria_resolution import ResolvedCriteria
+from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.deciding.native_judgment import NativeAttempt, native_judgment
 from app.formats.native_formats import parse_native
 from app.formats.output_format import ReplyLayout, output_spec
 from app.formats.parsing import ParseFailure, parse_output
 from app.formats.prompts import PromptTemplate, get_template
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
 from app.judging.prompt_fitting import fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol

@@ -88,7 +88,7 @@ def _kept(run: RunInfo, args: argparse.Namespace) -> bool:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from app.dashboard import summarize
+    from app.reports.dashboard import summarize
 
     store = _store(args)
     run = store.get(args.id)

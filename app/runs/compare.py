@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.catalog.scenarios import Catalog, load_catalog
-from app.dashboard import group_of
-from app.leaderboard import ModelStanding, leaderboard
 from app.records import JudgeItem, Judgment, Protocol, Status
+from app.reports.dashboard import group_of
+from app.reports.leaderboard import ModelStanding, leaderboard
 from app.runs.store import RunInfo, StoredRow
 
 SINGLE_AGREE_POINTS = 1.0

@@ -28,11 +28,12 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from app import __version__, charts
+from app import __version__
 from app.catalog.scenarios import Catalog, load_catalog
-from app.dashboard import Dashboard, summarize
-from app.leaderboard import ModelStanding, leaderboard
 from app.records import JudgeItem, Judgment, Protocol, Status
+from app.reports import charts
+from app.reports.dashboard import Dashboard, summarize
+from app.reports.leaderboard import ModelStanding, leaderboard
 from app.runs.compare import RunComparison, decision_text
 from app.runs.store import RunInfo, StoredRow
 

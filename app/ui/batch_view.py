@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app import charts
-from app.batch_job import BatchJob, BatchSnapshot
+from app.batches.job import BatchJob, BatchSnapshot
 from app.catalog.rubrics import Rubric
 from app.catalog.scenarios import Catalog, load_catalog
-from app.dashboard import Dashboard, summarize
-from app.leaderboard import ModelStanding, grade_scale, leaderboard
 from app.records import Judgment
+from app.reports import charts
+from app.reports.dashboard import Dashboard, summarize
+from app.reports.leaderboard import ModelStanding, grade_scale, leaderboard
 from app.ui.model_cache import RUNNING_STATES, SharedJudge
 from app.ui.settings import measured_rows
 from app.ui.tables import (

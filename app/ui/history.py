@@ -13,8 +13,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from app.batch_job import upload_run_start
-from app.judge_config import JudgeConfig
+from app.batches.job import upload_run_start
+from app.judging.config import JudgeConfig
 from app.runs.store import RunStart
 from app.ui.settings import Settings, is_model_file, registry_entry
 

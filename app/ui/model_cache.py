@@ -24,7 +24,7 @@ from typing import Protocol
 import streamlit as st
 
 from app.api import Judge, load_judge
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.ui.settings import Settings, is_model_file
 from models.backends.base import BackendOptions
 

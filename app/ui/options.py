@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.catalog.criteria_resolution import AUTO
 from app.catalog.scenarios import DEFAULT_SCENARIO, Catalog
-from app.criteria_resolution import AUTO
 from app.records import MAX_ANSWERS, Protocol
 
 AUTO_LABEL = "auto: each row's own scenario, else default"

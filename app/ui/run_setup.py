@@ -7,11 +7,11 @@ from dataclasses import replace
 import streamlit as st
 
 from app import metrics
-from app.cascade import Cascade
-from app.errors import PocketJudgeError
-from app.judge_config import JudgeConfig
-from app.model_settings import SettingsLayer
-from app.service import JudgeService
+from app.foundation.errors import PocketJudgeError
+from app.judging.cascade import Cascade
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
+from app.judging.settings import SettingsLayer
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
 from app.ui.settings import Settings, model_label
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from app.catalog.criteria_resolution import AUTO, CriteriaChoice
 from app.catalog.rubrics import Rubric
-from app.criteria_resolution import AUTO, CriteriaChoice
-from app.judge_config import JudgeConfig
-from app.model_settings import SettingsLayer, judge_config, judge_settings, sampling_of
+from app.judging.config import JudgeConfig
+from app.judging.settings import SettingsLayer, judge_config, judge_settings, sampling_of
 from app.records import Protocol
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
@@ -91,7 +91,7 @@ class Settings:
     criteria_mode: CriteriaMode = "scenario"
     criteria: tuple[str, ...] = ()
     rubric: Rubric | None = field(default=None, compare=False)
-    cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/cascade.py)
+    cascade_model: str = ""  # a second judge for unsure verdicts ("" none; app/judging/cascade.py)
     cascade_below: float = _starts("cascade_below")  # below it: to the second judge
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from app.criteria_resolution import AUTO
+from app.catalog.criteria_resolution import AUTO
 from app.formats.prompts import template_names
 from app.ui import state
 from app.ui.declared_widgets import setting_widget

@@ -16,8 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from app.criteria_resolution import AUTO
-from app.model_settings import SettingsLayer
+from app.catalog.criteria_resolution import AUTO
+from app.judging.settings import SettingsLayer
 from app.ui.settings import SIDEBAR_JUDGING, Settings, default_model, model_defaults
 
 STORE = "cfg."

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
 
-from app import charts
 from app.catalog.scenarios import load_catalog
-from app.errors import EngineStopped
+from app.foundation.errors import EngineStopped
 from app.records import Judgment, Protocol, Status
+from app.reports import charts
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
-from app.errors import UnknownNameError
+from app.foundation.errors import UnknownNameError
 from models.backends.base import Backend, BackendOptions
 
 Factory = Callable[[str, BackendOptions], Backend]

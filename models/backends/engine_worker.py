@@ -26,7 +26,7 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
-from app.errors import BackendError, PocketJudgeError
+from app.foundation.errors import BackendError, PocketJudgeError
 from models.backends import create_backend
 from models.backends.base import Backend
 from models.backends.engine_info import engine_build_info

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 from models.backends.read_batches import Entry, Job, ReadBatches, token_logprobs, view
 from models.backends.sequence_runner import shared_length
 from models.backends.state_reader import READ_CONTEXT, reading_context

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from app.errors import BackendError, BackendUnavailable
+from app.foundation.errors import BackendError, BackendUnavailable
 from models import model_file
 from models.backends.base import (
     BackendOptions,

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
-from app.errors import BackendError, BackendUnavailable
+from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import (
     BackendOptions,
     Capabilities,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 
 
 @dataclass(frozen=True)

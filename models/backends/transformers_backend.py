@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.errors import BackendError, BackendUnavailable, ConfigError
+from app.foundation.errors import BackendError, BackendUnavailable, ConfigError
 from models.backends.base import (
     BackendOptions,
     Capabilities,

@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
-from app.errors import EngineStopped
+from app.foundation.errors import EngineStopped
 from models.backends.base import (
     BackendOptions,
     Capabilities,

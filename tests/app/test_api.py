@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.api import load_judge
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.records import Status
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -13,12 +13,12 @@ from itertools import islice
 
 import pytest
 
-from app.criteria_resolution import CriteriaChoice
+from app.catalog.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import PART_WORDS
 from app.io.reader import read_rows
-from app.model_settings import judge_config, with_changes
+from app.judging.service import JudgeService
+from app.judging.settings import judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from bench.cell import DEV
 from models.backends.base import BackendOptions
 from models.loader import open_judge

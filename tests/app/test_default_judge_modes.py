@@ -23,10 +23,10 @@ from itertools import islice
 import pytest
 
 from app.io.reader import read_rows
-from app.judge_config import JudgeConfig
-from app.model_settings import SettingsLayer, judge_config
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
+from app.judging.settings import SettingsLayer, judge_config
 from app.records import Protocol, Status
-from app.service import JudgeService
 from bench.cell import DEV
 from models.backends.base import BackendOptions, SamplingParams, ScoreRequest
 from models.loader import open_judge

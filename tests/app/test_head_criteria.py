@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.rubrics import load_rubric
-from app.criteria_resolution import CriteriaChoice, resolve
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
-from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
-from app.model_settings import with_changes
+from app.judging.service import JudgeService
+from app.judging.settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 

@@ -18,8 +18,8 @@ from app.deciding.state_head import (
     probability_a,
     verdict_parts,
 )
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeService
 from models.backends.base import BackendOptions, Capabilities
 from models.readings import FEATURES
 from tests.support.fake_backend import FakeBackend
@@ -145,7 +145,7 @@ def test_the_cli_decider_judges_any_gguf_by_likelihood(tiny_gguf_model, tmp_path
 
 def test_a_head_file_checks_its_likelihood_features(tmp_path):
     from app.deciding.state_head import load_state_head
-    from app.errors import ConfigError
+    from app.foundation.errors import ConfigError
 
     path = tmp_path / "head.json"
     path.write_text(

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.formats.prompts import get_template
 from app.judging.item_checks import prompt_input, row_problem
-from app.leaderboard import grade_scale
-from app.model_settings import config_of
+from app.judging.service import JudgeService
+from app.judging.settings import config_of
 from app.records import JudgeItem, Judgment, Protocol, Status
-from app.service import JudgeService
+from app.reports.leaderboard import grade_scale
 from models.backends.base import Generation, SamplingParams
 from tests.support.fake_backend import FakeBackend
 from tests.support.replies import parses
@@ -337,7 +337,7 @@ def test_replace_keeps_the_native_fallback() -> None:
 def test_the_apps_settings_take_the_same_path() -> None:
     """The app asks for score mode with critiques by default; a native template still
     generates once per order, its explanation the feedback, and no critique call follows."""
-    from app.model_settings import SettingsLayer
+    from app.judging.settings import SettingsLayer
     from app.ui.settings import Settings
 
     settings = Settings(model="judge.gguf", judging=SettingsLayer(template="judgelm"),

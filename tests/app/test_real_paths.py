@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import resolve
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import resolve
 from app.formats.output_format import ReplyLayout
 from app.formats.prompts import get_template
-from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.judge_settings import JudgeSettings
 from tests.support.replies import pair_reply_parses
@@ -53,7 +53,7 @@ def test_a_decision_first_ranking_of_three_answers_in_score_mode(llama_service):
 
 
 def test_a_judges_calibration_from_the_registry_maps_a_real_confidence(llama_service):
-    from app.model_settings import judge_config
+    from app.judging.settings import judge_config
     from models.registry import load_registry
 
     registry = load_registry()

@@ -16,9 +16,9 @@ from app.catalog.scenario_detection import (
     request_text,
     shipped_classifier,
 )
-from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 

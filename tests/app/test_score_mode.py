@@ -9,13 +9,13 @@ from dataclasses import replace
 
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule
-from app.criteria_resolution import CriteriaChoice
-from app.judge_config import JudgeConfig
-from app.model_settings import with_changes
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
+from app.judging.settings import with_changes
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from models.judge_settings import JudgeSettings
 from tests.support.fake_backend import FakeBackend, reply
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ConfigError
+from app.foundation.errors import ConfigError
 from models.cards import card_facts, read_card
 from models.registry import load_registry
 from training.model_card import _front_matter

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.errors import BackendUnavailable
+from app.foundation.errors import BackendUnavailable
 from models import loader
 from models.registry import ModelEntry, Registry
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import BackendUnavailable, ModelFileError
+from app.foundation.errors import BackendUnavailable, ModelFileError
 from models import loader, model_file
 from models.backends.base import BackendOptions
 from models.registry import ModelEntry, Registry

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 from models.backends import register_backend
 from models.backends.base import (
     BackendOptions,

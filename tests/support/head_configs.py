@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.deciding.state_head import StateHead
-from app.judge_config import JudgeConfig, JudgeParts
-from app.model_settings import with_changes
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.settings import with_changes
 from app.records import Protocol
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 from models.converter import convert_hf_to_gguf, ensure_converter
 from tests.support.needs import need_module
 from tests.support.tiny_model import (

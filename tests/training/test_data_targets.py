@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 import torch
 
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.output_format import ReplyLayout, json_schema
 from app.records import JudgeItem, Protocol
 from tests.support.needs import SHARED_DATA, shared_file

@@ -21,7 +21,7 @@ from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.io.judgments import read_judgments
 from app.io.reader import read_rows
 from app.io.writer import write_jsonl
-from app.model_settings import SettingsLayer
+from app.judging.settings import SettingsLayer
 from app.records import Judgment, Status
 from models.backends import register_backend
 from models.backends.base import BackendOptions, Generation, Message, OutputSpec, SamplingParams

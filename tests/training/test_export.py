@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import ConfigError
+from app.foundation.errors import ConfigError
 from models.build import build_entry
 from models.registry import load_registry
 from tests.support.needs import need_module

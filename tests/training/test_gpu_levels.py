@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
-from app.criteria_resolution import CriteriaChoice
 from app.deciding.state_head import likelihood_judge_head
-from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol
-from app.service import JudgeService
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
 

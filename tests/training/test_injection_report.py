@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import CriteriaChoice, resolve
 from app.formats.prompts import get_template
-from app.judge_config import JudgeConfig, JudgeParts
+from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.item_checks import prompt_input
-from app.model_settings import judge_config, with_changes
+from app.judging.service import JudgeService
+from app.judging.settings import judge_config, with_changes
 from app.records import Protocol, Status
-from app.service import JudgeService
 from models.backends.base import BackendOptions, SamplingParams
 from models.backends.llama_cpp_backend import LlamaCppBackend
 from models.loader import open_judge

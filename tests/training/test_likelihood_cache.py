@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.io.reader import InputRow
-from app.judge_config import JudgeParts
+from app.judging.config import JudgeParts
 from app.records import JudgeItem, Judgment, Label, Protocol, Status
 from models.judge_settings import JudgeSettings
 from training.reading_cache import CHUNK, CachedReads, ReadingCache
@@ -68,8 +68,8 @@ def test_an_interrupted_fill_keeps_what_it_read(tmp_path):
 
 def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gguf_model):
     from app.deciding.state_head import StateHead
-    from app.judge_config import JudgeConfig
-    from app.service import JudgeService
+    from app.judging.config import JudgeConfig
+    from app.judging.service import JudgeService
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.judge_config import JudgeConfig
+from app.judging.config import JudgeConfig
+from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, SamplingParams
 from models.judge_settings import JudgeSettings

@@ -126,7 +126,7 @@ def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
 
 def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():
     from app.deciding.state_head import StateHead
-    from app.judge_config import JudgeConfig, JudgeParts
+    from app.judging.config import JudgeConfig, JudgeParts
     from training.reference_fit import with_reference_read
 
     head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})

@@ -373,8 +373,8 @@ def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
     """Served as the product serves a head judge: the merged GGUF through JudgeService with
     the reward heads written as a state head; P(A) is the sigmoid of the reward difference
     torch trained, and the grade is the grade head's rating."""
+    from app.judging.service import JudgeService
     from app.records import Protocol, Status
-    from app.service import JudgeService
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
     from models.converter import convert_hf_to_gguf

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.batch_job import BatchJob
+from app.batches.job import BatchJob
 from app.catalog.scenarios import load_catalog
-from app.errors import InputError, PocketJudgeError
+from app.foundation.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
 from app.judging.item_checks import row_problem

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app.catalog.criteria_resolution import AUTO
 from app.catalog.scenarios import CATEGORIES, Catalog, load_catalog
-from app.criteria_resolution import AUTO
 from app.ui import state
 from app.ui.options import scenario_label, scenario_options
 from app.ui.rubric_editor import render_rubric_editor

@@ -6,8 +6,8 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app.catalog.scenarios import load_catalog
-from app.errors import EngineStopped, PocketJudgeError, validation_message
-from app.followup import ask
+from app.foundation.errors import EngineStopped, PocketJudgeError, validation_message
+from app.judging.followup import ask
 from app.judging.head_decider import reference_note
 from app.records import JudgeItem, Judgment, Protocol
 from app.ui import state

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import charts
 from app.catalog.scenarios import Catalog, load_catalog
-from app.dashboard import summarize
-from app.leaderboard import grade_scale, leaderboard
+from app.reports import charts
+from app.reports.dashboard import summarize
+from app.reports.leaderboard import grade_scale, leaderboard
 from app.runs.compare import RunComparison, compare_runs
 from app.runs.store import RunInfo, RunStore, RunStoreError, StoredRow
 from app.ui.batch_view import criterion_name, judgment_downloads, render_dashboard, render_standings

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.io.layouts import detect_layout, row_id, to_item
 from app.io.reader import read_rows
 from app.records import JudgeItem, Label

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.io.reader import InputRow, count_rows, read_rows
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import InputError
+from app.foundation.errors import InputError
 from app.io.reader import InputRow, read_rows
 from app.io.writer import (
     csv_columns,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import PocketJudgeError
+from app.foundation.errors import PocketJudgeError
 from app.metrics import METRIC_NAMES, MODULES_DIR, MetricsUnavailable, reference_metrics
 from app.metrics import reference as reference_module
 

@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 MAIN = str(REPO_ROOT / "app" / "ui" / "main.py")
 EXAMPLES = REPO_ROOT / "examples"
 # The tiny tokenizer spells criteria in many tokens: 900 lets a judgment of a few criteria
-# finish (see tests/app/test_cli.py). Two criteria keep each call well under a second.
+# finish (see tests/app/cli/test_cli.py). Two criteria keep each call well under a second.
 MAX_TOKENS = 900
 FAST_CRITERIA = ("accuracy", "clarity")
 TIMEOUT = 120

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from app.catalog.criteria_resolution import AUTO, resolve
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import AUTO, resolve
 from app.records import JudgeItem
 from app.ui.state import settings_from
 

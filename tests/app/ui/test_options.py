@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.catalog.criteria_resolution import AUTO
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import AUTO
 from app.ui.options import (
     AUTO_LABEL,
     answer_label,

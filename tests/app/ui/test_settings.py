@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import AUTO, resolve
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
-from app.criteria_resolution import AUTO, resolve
 from app.formats.prompts import DEFAULT_TEMPLATE
-from app.model_settings import SettingsLayer
+from app.judging.settings import SettingsLayer
 from app.records import JudgeItem, Protocol
 from app.ui.settings import (
     MAX_UPLOAD_ENV,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.catalog.rubrics import RUBRICS_DIR, builtin_rubrics, load_rubric
-from app.errors import ConfigError
+from app.foundation.errors import ConfigError
 from app.io.reader import read_rows
 from app.records import AnswerScores, Judgment, Protocol, Status
 from app.ui.rubric_tables import blank_rubric, rubric_from_tables, rubric_tables

@@ -17,10 +17,10 @@ import pytest
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import SCENARIOS_DIR, load_catalog
 from app.catalog.scoring import ScoringRule, verdict_from_overall
-from app.errors import BackendError, BackendUnavailable, UnknownNameError
 from app.formats.output_format import answer_keys, output_spec
 from app.formats.parsing import parse_output
 from app.formats.prompts import AnswerSlot, PromptInput, get_template
+from app.foundation.errors import BackendError, BackendUnavailable, UnknownNameError
 from app.records import Protocol
 from models.backends import backend_names, create_backend
 from models.backends.base import (

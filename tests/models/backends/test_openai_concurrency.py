@@ -18,7 +18,7 @@ import pytest
 from app.records import Judgment, Status
 from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams, ScoreRequest
 from models.backends.openai_backend import OpenAIBackend
-from tests.app.test_cli_backend_down import free_port, run, start_server
+from tests.app.cli.test_cli_backend_down import free_port, run, start_server
 
 ROOT = Path(__file__).resolve().parents[3]
 

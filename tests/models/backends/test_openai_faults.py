@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import openai
 import pytest
 
-from app.errors import BackendError, BackendUnavailable
+from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import BackendOptions, Message, SamplingParams
 from models.backends.openai_backend import OpenAIBackend
 from models.backends.retry import RetryPolicy, parse_retry_after, retryable_status

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.errors import BackendError
+from app.foundation.errors import BackendError
 from models.backends.likelihood_reader import BRANCHES
 from models.backends.reply_criteria import continuation, turn_text
 from models.backends.value_reader import Feed, candidate_probs

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.cli import main
-from app.criteria_resolution import CriteriaChoice
 from app.formats.output_format import ReplyLayout, output_spec
 from app.formats.parsing import parse_output
 from app.formats.prompts import AnswerSlot, PromptInput, get_template
-from app.judge_config import JudgeConfig, JudgeParts
-from app.model_settings import with_changes
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
+from app.judging.settings import with_changes
 from app.records import JudgeItem, Protocol, Status
-from app.service import JudgeService
 from models.backends import create_backend
 from models.backends.base import BackendOptions, Generation, SamplingParams, ScoreRequest
 from models.judge_settings import JudgeSettings

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import BackendError, BackendUnavailable
+from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import Backend, BackendOptions, Message, OutputSpec, SamplingParams
 from models.backends.transformers_backend import (
     INSTALL_HINT,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import EngineStopped, ModelFileError
+from app.foundation.errors import EngineStopped, ModelFileError
 from models.backends.base import BackendOptions, Message, SamplingParams
 from models.backends.exit_reason import describe_exit
 from models.backends.worker_backend import WorkerBackend

@@ -1,0 +1,159 @@
+"""The judging settings resolved once, for every front end that builds a JudgeConfig.
+
+Settings come in layers of the one `JudgeSettings` model (models/judge_settings.py):
+the built-in defaults (its field defaults), the model's registry entry (its `judging:`
+block), then the user's overrides (command line, sidebar, evaluation flags, Python keyword
+arguments), each a `SettingsLayer` that sets some fields and leaves the rest to the layer
+below (the way inspect_ai's `GenerateConfig.merge` works). `judge_config` merges them,
+loads the files the result names into the judge's parts, and adds what the run asks; the
+CLI, the app, the Python API and the evaluation all call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from app.catalog.scenario_detection import load_classifier
+from app.deciding.calibration import load_calibration
+from app.deciding.state_head import load_state_head
+from app.foundation.errors import ConfigError
+from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
+from models.backends.base import SamplingParams
+from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
+from models.registry import MODELS_DIR, ModelEntry
+
+TURNED_OFF = False  # a layer's value for "none" where None means "not set here"
+
+
+class SettingsLayer(Mapping[str, Any]):
+    """Some judging settings by their `JudgeSettings` names; a name left out (or None) is
+    not set here, so the layer below stands. False turns off a judge file or the relevance
+    join (their "none")."""
+
+    def __init__(self, **given: Any) -> None:
+        unknown = sorted(set(given) - set(SETTING_NAMES))
+        if unknown:
+            raise TypeError(f"not judging settings: {unknown}; known: {list(SETTING_NAMES)}")
+        self._given = {name: value for name, value in given.items() if value is not None}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._given[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in SETTING_NAMES:
+            return self._given.get(name)
+        raise AttributeError(name)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._given.items())))
+
+    def __repr__(self) -> str:
+        return f"SettingsLayer({', '.join(f'{k}={v!r}' for k, v in self._given.items())})"
+
+    def merge(self, over: SettingsLayer) -> SettingsLayer:
+        """This layer with every value `over` sets put over it."""
+        return SettingsLayer(**{**self._given, **over._given})
+
+    def over(self, settings: JudgeSettings, source: str = "overrides") -> JudgeSettings:
+        """`settings` with this layer's values put over them, validated as a registry
+        block is; ConfigError naming the setting when a value does not fit."""
+        given = {k: (None if v is TURNED_OFF and k not in _BOOLS else v) for k, v in self.items()}
+        try:
+            return JudgeSettings.model_validate({**settings.model_dump(), **given})
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise ConfigError(source, ".".join(map(str, first["loc"])), first["msg"]) from None
+
+
+_BOOLS = {name for name, info in JudgeSettings.model_fields.items() if info.annotation is bool}
+
+
+def judge_settings(
+    entry: ModelEntry | None, overrides: SettingsLayer | None = None
+) -> JudgeSettings:
+    """The entry's judging block (the defaults for a bare model file) with `overrides` over it."""
+    settings = entry.judging if entry is not None else JudgeSettings()
+    return overrides.over(settings) if overrides else settings
+
+
+def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
+    """The files `settings` name, loaded and validated (errors name the file and field)."""
+    return JudgeParts(
+        context_tokens=context_tokens,
+        head=load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None,
+        calibrator=(
+            load_calibration(MODELS_DIR / settings.calibration) if settings.calibration else None
+        ),
+        classifier=(
+            load_classifier(MODELS_DIR / settings.scenario_classifier)
+            if settings.scenario_classifier
+            else None
+        ),
+    )
+
+
+def judge_config(
+    entry: ModelEntry | None,
+    overrides: SettingsLayer | None = None,
+    *,
+    context_tokens: int | None = None,
+    **run: Any,
+) -> JudgeConfig:
+    """The entry's settings with `overrides` over them, their files loaded, the model's
+    context (`context_tokens`, else the entry's) and what the run asks (`run`: JudgeConfig's
+    other fields)."""
+    settings = judge_settings(entry, overrides)
+    context = context_tokens or (entry.context if entry is not None else DEFAULT_CONTEXT_TOKENS)
+    return JudgeConfig(judge=settings, parts=load_parts(settings, context), **run)
+
+
+def with_changes(config: JudgeConfig, changes: Mapping[str, Any]) -> JudgeConfig:
+    """`config` with keyword changes (the Python API's): judging settings (JudgeSettings'
+    names) go over the judge's settings, a changed judge file is loaded, the rest are the
+    run's fields."""
+    judging = {name: value for name, value in changes.items() if name in SETTING_NAMES}
+    run = {name: value for name, value in changes.items() if name not in SETTING_NAMES}
+    config = replace(config, **run) if run else config
+    if not judging:
+        return config
+    settings = SettingsLayer(**judging).over(config.judge)
+    files = {name: getattr(settings, name) for name in JUDGE_FILES}
+    if files == {name: getattr(config.judge, name) for name in JUDGE_FILES}:
+        return replace(config, judge=settings)
+    return replace(config, judge=settings, parts=load_parts(settings, config.parts.context_tokens))
+
+
+def config_of(**fields: Any) -> JudgeConfig:
+    """A JudgeConfig from keyword arguments, each a run's field or a judging setting."""
+    return with_changes(JudgeConfig(), fields)
+
+
+class SamplingSource(Protocol):
+    """Anything that names the sampling settings: parsed arguments, the app's settings."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    repeat_penalty: float
+
+
+def sampling_of(source: SamplingSource) -> SamplingParams:
+    """The sampling settings a front end holds, as the engine takes them."""
+    return SamplingParams(
+        temperature=source.temperature,
+        top_p=source.top_p,
+        max_tokens=source.max_tokens,
+        seed=source.seed,
+        repeat_penalty=source.repeat_penalty,
+    )

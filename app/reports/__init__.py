@@ -1,0 +1,1 @@
+"""What a run shows: charts, the dashboard, the leaderboard."""

@@ -1,0 +1,90 @@
+"""A judge's confidence calibration (app/deciding/calibration.py) and its fitting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.catalog.scenarios import load_catalog
+from app.catalog.scoring import ScoringRule
+from app.deciding.calibration import ConfidenceCalibration, load_calibration
+from app.foundation.errors import ConfigError
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
+from app.records import Judgment, Protocol, Status
+from tests.app.judging.test_service import item, pair_json
+from tests.support.fake_backend import FakeBackend
+from training.confidence_calibration import isotonic_points
+from training.meta_metrics import calibration_error
+
+MAP = ConfidenceCalibration(at=(0.5, 0.7, 0.9), right=(0.3, 0.5, 0.8))
+ENTROPY_MAP = ConfidenceCalibration(indicator="entropy", at=(0.2, 1.0, 3.0), right=(0.8, 0.6, 0.4))
+
+
+def test_the_map_interpolates_and_is_flat_outside() -> None:
+    assert MAP(0.6) == 0.4
+    assert MAP(0.2) == 0.3 and MAP(1.0) == 0.8
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"at": [0.5, 0.7], "right": [0.6, 0.4]}, "must not decrease"),
+        ({"at": [0.7, 0.5], "right": [0.4, 0.6]}, "increasing order"),
+        ({"at": [0.5], "right": [0.4, 0.6]}, "same number"),
+        ({"at": [0.5], "right": [1.4]}, "between 0 and 1"),
+        ({"at": [1.5], "right": [0.4]}, "between 0 and 1"),
+        ({"indicator": "entropy", "at": [0.5, 1.0], "right": [0.4, 0.6]}, "must not increase"),
+        ({"indicator": "entropy", "at": [-0.1], "right": [0.4]}, "never below 0"),
+        ({"indicator": "perplexity", "at": [0.5], "right": [0.4]}, "indicator"),
+        ({"confidence": [0.5], "right": [0.4]}, "at: required"),  # the old field name
+    ],
+)
+def test_a_bad_file_names_itself(tmp_path: Path, fields: dict, says: str) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(fields))
+    with pytest.raises(ConfigError) as error:
+        load_calibration(path)
+    assert str(path) in str(error.value) and says in str(error.value)
+
+
+def test_the_shipped_calibration_loads_and_rises() -> None:
+    shipped = load_calibration(
+        Path(__file__).resolve().parents[3] / "models/judges/pj-qwen15-head/calibration.json"
+    )
+    assert shipped(0.55) <= shipped(0.75) <= shipped(0.95)
+    assert shipped.fitted_on["pairs"] > 900
+
+
+def test_an_entropy_map_falls_and_reads_the_judgments_entropy() -> None:
+    assert ENTROPY_MAP(0.6) == 0.7 and ENTROPY_MAP(5.0) == 0.4 and ENTROPY_MAP(0.0) == 0.8
+    judgment = Judgment(
+        id="x", protocol=Protocol.PAIRWISE, status=Status.OK, winner="A", confidence=0.9
+    )
+    assert ENTROPY_MAP.of(judgment) is None  # no entropy read: nothing to map
+    assert ENTROPY_MAP.of(judgment.model_copy(update={"entropy": 1.0})) == 0.6
+    assert MAP.of(judgment) == MAP(0.9)
+
+
+def test_every_judgment_gets_its_calibrated_confidence() -> None:
+    rule = ScoringRule(load_catalog().specs_for("default"))
+    # both orders say the first answer is better: A, then B once mapped back
+    backend = FakeBackend([pair_json(rule, 8, 4), pair_json(rule, 4, 8)])
+    config = JudgeConfig(mode="generate", detect_scenario=False, parts=JudgeParts(calibrator=MAP))
+    judgment = JudgeService(backend, "fake").judge(item("Paris.", "Lyon."), config)
+    assert judgment.confidence is not None
+    assert judgment.calibrated_confidence == MAP(judgment.confidence)
+
+
+def test_isotonic_points_are_monotone_and_reduce_the_error() -> None:
+    rng = np.random.default_rng(0)
+    confidence = rng.uniform(0.5, 1.0, 2000)
+    right = (rng.uniform(size=2000) < confidence - 0.2).astype(float)  # over-confident
+    xs, ys = isotonic_points(confidence, right)
+    assert xs == sorted(xs) and ys == sorted(ys)
+    before = calibration_error(confidence, right)
+    after = calibration_error(np.interp(confidence, xs, ys), right)
+    assert before > 15 and after < 5
