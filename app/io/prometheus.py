@@ -12,7 +12,7 @@ was trained on, with the parts under fixed `###` headers:
 
 Its rubric becomes a one-criterion `Rubric` graded 1-5, so the row is judged on its own
 rubric whatever template judges it. This module only parses text; the layout
-(app/io/layouts.py) turns its `PromptError` into an InputError naming the row's field.
+(app/io/layouts/prometheus.py) turns its `PromptError` into an InputError naming the row's field.
 """
 
 from __future__ import annotations
