@@ -1,4 +1,5 @@
-"""What is checked of an item before any model call, and the prompt input it renders.
+"""What is settled of an item before any model call: its checks, its scenario (when the
+classifier picks it), the prompt input it renders, and the decision a critique explains.
 
 The same checks run when judging and when a batch is previewed (`row_problem`), so a
 preview flags rows against the settings that will be used.
@@ -9,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from app.catalog.criteria_resolution import ResolvedCriteria, resolve
+from app.catalog.criteria_resolution import AUTO, ResolvedCriteria, resolve
+from app.catalog.scenario_detection import ScenarioGuess, detect_scenarios
 from app.catalog.scenarios import Catalog
 from app.formats.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.formats.text_fitting import fit_texts
 from app.foundation.errors import PocketJudgeError, UnknownNameError
 from app.judging.config import JudgeConfig
-from app.records import JudgeItem, Protocol
+from app.records import JudgeItem, Judgment, Protocol
+from models.backends.base import Backend
 
 PAIR_LABELS = ("A", "B")
 
@@ -106,3 +109,34 @@ def prompt_input(
 
 def _numbers(count: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(1, count + 1))
+
+
+def scenario_guesses(
+    backend: Backend, catalog: Catalog, item: JudgeItem, config: JudgeConfig
+) -> list[ScenarioGuess]:
+    """The classifier's guesses when the scenario is left to it, else none."""
+    choice = config.choice
+    if not config.detect_scenario or choice.rubric or item.rubric or item.scenario:
+        return []
+    if choice.scenario not in (None, AUTO):
+        return []
+    states = backend.capabilities.states
+    reads = getattr(backend, "state_features", None) if states else None
+    found = detect_scenarios(
+        [item.question],
+        list(catalog.scenarios),
+        classifier=config.parts.classifier,
+        read_states=reads,
+    )
+    return found[0] if found else []
+
+
+def decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
+    """The decision a critique must explain (a pair's leaning even when uncertain)."""
+    if judgment.protocol is Protocol.PAIRWISE:
+        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
+    if judgment.protocol is Protocol.MULTI:
+        return judgment.ranking
+    if judgment.answers and len(judgment.answers) == 1:
+        return str(round(judgment.answers[0].overall))
+    return None

@@ -15,8 +15,7 @@ from dataclasses import replace
 from itertools import islice
 
 from app.batches.progress import Progress
-from app.catalog.criteria_resolution import AUTO
-from app.catalog.scenario_detection import ScenarioGuess, chosen_scenario, detect_scenarios
+from app.catalog.scenario_detection import chosen_scenario
 from app.catalog.scenarios import Catalog, load_catalog
 from app.deciding.state_judging import decides
 from app.deciding.verdicts import mark_uncertain
@@ -26,7 +25,13 @@ from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judging.config import JudgeConfig
 from app.judging.head_decider import HeadDecider
-from app.judging.item_checks import checked, infer_protocol, native_generate
+from app.judging.item_checks import (
+    checked,
+    decision_of,
+    infer_protocol,
+    native_generate,
+    scenario_guesses,
+)
 from app.judging.plans import Plan
 from app.judging.reply_decider import ReplyDecider
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
@@ -172,7 +177,7 @@ class JudgeService:
             mode="generate",
             parts=replace(config.parts, head=None),
         )
-        plan = self._plan(item, config, judgment.line, decision=_decision_of(judgment))
+        plan = self._plan(item, config, judgment.line, decision=decision_of(judgment))
         if isinstance(plan, Judgment):
             return judgment.model_copy(update={"feedback_note": plan.error})
         calls = plan.calls[:1] if judgment.protocol is Protocol.PAIRWISE else plan.calls
@@ -217,7 +222,7 @@ class JudgeService:
             line=line,
             metadata=dict(item.metadata),
         )
-        guesses = self._scenario_guesses(item, config)
+        guesses = scenario_guesses(self.backend, self.catalog, item, config)
         if guesses:
             item = item.model_copy(update={"scenario": chosen_scenario(guesses)})
             base = base.model_copy(
@@ -238,23 +243,6 @@ class JudgeService:
         calls, truncated = self.replies.calls(item, config, resolved, template, layout, decision)
         base = base.model_copy(update={"truncated": truncated})
         return Plan(item, config, resolved, base, calls)
-
-    def _scenario_guesses(self, item: JudgeItem, config: JudgeConfig) -> list[ScenarioGuess]:
-        """The classifier's guesses when the scenario is left to it, else none."""
-        choice = config.choice
-        if not config.detect_scenario or choice.rubric or item.rubric or item.scenario:
-            return []
-        if choice.scenario not in (None, AUTO):
-            return []
-        states = self.backend.capabilities.states
-        reads = getattr(self.backend, "state_features", None) if states else None
-        found = detect_scenarios(
-            [item.question],
-            list(self.catalog.scenarios),
-            classifier=config.parts.classifier,
-            read_states=reads,
-        )
-        return found[0] if found else []
 
     # -- running ---------------------------------------------------------------
     def _run(self, plans: Sequence[Plan], config: JudgeConfig) -> None:
@@ -307,14 +295,3 @@ class JudgeService:
             metrics = reference_metrics(list(item.answers), item.reference)
             judgment = judgment.model_copy(update={"reference_metrics": tuple(metrics)})
         return judgment
-
-
-def _decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
-    """The decision a critique must explain (a pair's leaning even when uncertain)."""
-    if judgment.protocol is Protocol.PAIRWISE:
-        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
-    if judgment.protocol is Protocol.MULTI:
-        return judgment.ranking
-    if judgment.answers and len(judgment.answers) == 1:
-        return str(round(judgment.answers[0].overall))
-    return None

@@ -11,6 +11,7 @@ only as a last resort.
 from __future__ import annotations
 
 import ctypes
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -93,3 +94,19 @@ def _sample(
     keep = order[: int(np.searchsorted(cumulative, top_p) + 1)]
     kept = probs[keep] / probs[keep].sum()
     return int(ids[keep[rng.choice(len(keep), p=kept)]])
+
+
+# llama-cpp-python's schema converter lets raw control characters (newlines
+# included) into JSON strings, which makes invalid JSON; llama.cpp's own
+# converter excludes them. We patch the one rule.
+LOOSE_CHAR_RULE = 'char ::= [^"\\\\] |'
+STRICT_CHAR_RULE = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
+@lru_cache(maxsize=32)
+def schema_grammar(schema_json: str) -> str:
+    """The llama.cpp grammar of a JSON schema, control characters kept out of strings."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    grammar = json_schema_to_gbnf(schema_json)
+    return grammar.replace(LOOSE_CHAR_RULE, STRICT_CHAR_RULE)

@@ -15,15 +15,11 @@ The JSON schema becomes a llama.cpp grammar, so the output always parses.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
-import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +37,9 @@ from models.backends.base import (
     ScoreRequest,
     ValueDistribution,
     ValueRule,
-    ValueRules,
 )
-from models.backends.grammar_gate import GrammarGate, choose_token
+from models.backends.chat_text import ChatText
+from models.backends.grammar_gate import GrammarGate, choose_token, schema_grammar
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
 from models.backends.likelihood_reader import Continuation, LikelihoodReader
@@ -52,24 +48,18 @@ from models.backends.reply_criteria import continuation
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.state_reader import StateReader, load_lora, set_lora
+from models.backends.token_stream import (
+    REPEAT_WINDOW,
+    RuleState,
+    TokenStream,
+    end_chosen_value,
+    keep_only,
+    penalise_repeats,
+    stuck_in_string,
+)
 from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
-from models.readings import SYSTEM_PROMPT, AnswerReading, ReplyCriteria, pooled
-
-REPEAT_WINDOW = 64
-ZWJ = "\u200d"  # zero-width joiner: keeps text readable, breaks a control-token spelling
-LOOP_TOKENS = 6
-
-
-@dataclass
-class _RuleState:
-    """Per-generation state of the value rules."""
-
-    rules: ValueRules | None
-    rng: np.random.Generator
-    params: SamplingParams
-    chosen: dict[Any, str] = field(default_factory=dict)
-    distributions: list[ValueDistribution] = field(default_factory=list)
+from models.readings import AnswerReading, ReplyCriteria, pooled
 
 
 def create(model_path: str, options: BackendOptions) -> LlamaCppBackend:
@@ -81,21 +71,6 @@ def create(model_path: str, options: BackendOptions) -> LlamaCppBackend:
             "(or `pip install llama-cpp-python==0.3.36`)"
         ) from exc
     return LlamaCppBackend(model_path, options)
-
-
-# llama-cpp-python's schema converter lets raw control characters (newlines
-# included) into JSON strings, which makes invalid JSON; llama.cpp's own
-# converter excludes them. We patch the one rule.
-_LOOSE_CHAR_RULE = 'char ::= [^"\\\\] |'
-_STRICT_CHAR_RULE = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
-
-
-@lru_cache(maxsize=32)
-def _grammar_text(schema_json: str) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    grammar = json_schema_to_gbnf(schema_json)
-    return grammar.replace(_LOOSE_CHAR_RULE, _STRICT_CHAR_RULE)
 
 
 class LlamaCppBackend:
@@ -155,12 +130,10 @@ class LlamaCppBackend:
         self._n_threads = options.n_threads
         self._state_reader: StateReader | None = None
         self._likelihood_reader: LikelihoodReader | None = None
-        self._reply_prompts: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
-        self._tokens = TokenTable(self._token_pieces())
-        self._chat_template = self.llama.metadata.get("tokenizer.chat_template") or None
-        self._control_pattern = self._control_token_pattern() if self._chat_template else None
+        self._text = ChatText(self.llama, llama_cpp)
+        self._tokens = TokenTable(self._text.token_pieces())
         self._runner = SequenceRunner(self.llama, self.parallel)
 
     def _allow_sequences(self, n_seq: int) -> None:
@@ -183,44 +156,29 @@ class LlamaCppBackend:
         set_lora(llama, context)
 
     # -- public --------------------------------------------------------------
+
+    # -- text and tokens (models/backends/chat_text.py) ----------------------------
     def render_prompt(self, messages: Sequence[Message]) -> str:
         """The model's own chat template, or a plain layout for base models without one."""
-        if self._chat_template:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            formatter = Jinja2ChatFormatter(
-                template=self._chat_template,
-                eos_token=self._special_text(self.llama.token_eos()),
-                bos_token=self._special_text(self.llama.token_bos()),
-            )
-            result = formatter(messages=[{"role": m.role, "content": m.content} for m in messages])
-            return result.prompt
-        parts = [m.content.strip() for m in messages if m.role == "system"]
-        for message in messages:
-            if message.role == "user" or message.role == "assistant":
-                parts.append(message.content.strip())
-        return "\n\n".join(parts) + "\n\n"
+        return self._text.render(messages)
 
     def prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
-        """Tokens of the prompt, where message text never becomes a control token.
+        """Tokens of the prompt, where message text never becomes a control token."""
+        return self._text.prompt_tokens(messages)
 
-        Base models without a chat template get plain text (special tokens off).
-        With a chat template, the template's markers must be read as control
-        tokens, so control-token spellings inside the messages (an answer that
-        writes "<end_of_turn>" or "</s>") are broken with a zero-width joiner.
-        """
-        if not self._chat_template:
-            prompt = self.render_prompt(messages)
-            return self.llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
-        safe = [Message(m.role, self._defuse(m.content)) for m in messages]
-        prompt = self.render_prompt(safe)
-        # The chat template writes its own BOS (as in llama-cpp-python's chat handlers).
-        return self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    def reply_tokens(self, request: str, answer: str) -> tuple[list[int], list[int]]:
+        """The tokens `read_reply` reads: the prompt before the reply, and the answer with
+        the end-of-turn token (uncut: the reader cuts it to what its context holds)."""
+        return self._text.reply_tokens(request, answer)
 
-    def _defuse(self, text: str) -> str:
-        if self._control_pattern is None:
-            return text
-        return self._control_pattern.sub(lambda m: m.group(0)[0] + ZWJ + m.group(0)[1:], text)
+    def _reply_prompt(self, request: str) -> list[int]:
+        return self._text.reply_prompt(request)
+
+    def _end_of_turn_token(self) -> int:
+        return self._text.end_of_turn_token()
+
+    def _tokenize_text(self, text: str) -> list[int]:
+        return self._text.tokenize(text)
 
     def generate(
         self,
@@ -367,48 +325,20 @@ class LlamaCppBackend:
             self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
         return self._likelihood_reader.read(*self.reply_tokens(request, answer), states, then)
 
-    def reply_tokens(self, request: str, answer: str) -> tuple[list[int], list[int]]:
-        """The tokens `read_reply` reads: the prompt before the reply, and the answer with
-        the end-of-turn token (uncut: the reader cuts it to what its context holds)."""
-        tokens = [*self._tokenize_text(self._defuse(answer)), self._end_of_turn_token()]
-        return self._reply_prompt(request), tokens
-
-    def _reply_prompt(self, request: str) -> list[int]:
-        """The tokens before the model's reply to `request` (kept: the empty request's is
-        the prompt of every request-free read)."""
-        if request in self._reply_prompts:
-            return self._reply_prompts[request]
-        messages = [Message("system", SYSTEM_PROMPT), Message("user", request)]
-        try:
-            tokens = self.prompt_tokens(messages)
-        except Exception:  # a chat template without a system turn (jinja2 raises)
-            tokens = self.prompt_tokens(messages[1:])
-        if len(self._reply_prompts) > 64:  # one request's pair at a time: keep the empty one
-            self._reply_prompts = {k: v for k, v in self._reply_prompts.items() if not k}
-        self._reply_prompts[request] = tokens
-        return tokens
-
     @property
     def has_chat_template(self) -> bool:
-        return self._chat_template is not None
+        return self._text.template is not None
 
     @property
     def token_table(self) -> TokenTable:
         return self._tokens
 
     def end_of_turn_text(self) -> str:
-        return self._special_text(self._end_of_turn_token())
+        return self._text.special_text(self._text.end_of_turn_token())
 
     def defused(self, text: str) -> str:
         """`text` with control-token spellings broken (as prompts are written)."""
-        return self._defuse(text)
-
-    def _end_of_turn_token(self) -> int:
-        eot = self._llama_cpp.llama_vocab_eot(self._vocab)
-        return eot if eot >= 0 else self.llama.token_eos()
-
-    def _tokenize_text(self, text: str) -> list[int]:
-        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return self._text.defuse(text)
 
     def _forget_cache(self) -> None:
         """After a failure the cache may hold anything: start the next call from scratch."""
@@ -435,8 +365,8 @@ class LlamaCppBackend:
         gate = self._grammar_gate(output)
         skeleton = JsonSkeleton(output.json_schema) if gate is not None and output else None
         rng = np.random.default_rng(params.seed)
-        state = _RuleState(rules=output.value_rules if output else None, rng=rng, params=params)
-        stream = _TokenStream(self, gate, unread=self._reuse_prefix(tokens))
+        state = RuleState(rules=output.value_rules if output else None, rng=rng, params=params)
+        stream = TokenStream(self, gate, unread=self._reuse_prefix(tokens))
         finish = "length"
         try:
             while len(stream.tokens) < params.max_tokens:
@@ -453,15 +383,15 @@ class LlamaCppBackend:
                 if state.rules is not None:
                     constrained = self._apply_rules(logits, stream.tracker, state)
                 if params.repeat_penalty != 1.0 and not constrained:
-                    _penalise_repeats(logits, stream.tokens[-REPEAT_WINDOW:], params.repeat_penalty)
-                if not constrained and gate is not None and _stuck_in_string(stream):
-                    _keep_only(logits, self._tokens.close_string_ids)
+                    penalise_repeats(logits, stream.tokens[-REPEAT_WINDOW:], params.repeat_penalty)
+                if not constrained and gate is not None and stuck_in_string(stream):
+                    keep_only(logits, self._tokens.close_string_ids)
                 token = choose_token(logits, params.temperature, params.top_p, rng, gate)
                 if self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     finish = "stop"
                     break
                 stream.write([token])
-                _end_chosen_value(stream.tracker, state)
+                end_chosen_value(stream.tracker, state)
                 if stream.tracker.finished and gate is not None:
                     finish = "stop"
                     break
@@ -489,14 +419,14 @@ class LlamaCppBackend:
     def _grammar_gate(self, output: OutputSpec | None) -> GrammarGate | None:
         if output is None or output.json_schema is None:
             return None
-        grammar_text = _grammar_text(json.dumps(output.json_schema))
-        return GrammarGate(self._llama_cpp, self._vocab, grammar_text)
+        grammar = schema_grammar(json.dumps(output.json_schema))
+        return GrammarGate(self._llama_cpp, self._vocab, grammar)
 
     def _last_logits(self) -> np.ndarray:
         pointer = self.llama._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(pointer, shape=(self.llama.n_vocab(),))
 
-    def _apply_rules(self, logits: np.ndarray, tracker: JsonTracker, state: _RuleState) -> bool:
+    def _apply_rules(self, logits: np.ndarray, tracker: JsonTracker, state: RuleState) -> bool:
         """Apply the value rules at this step; True when the step was constrained."""
         rules = state.rules
         assert rules is not None
@@ -504,13 +434,13 @@ class LlamaCppBackend:
         partial = tracker.partial_value()
         if partial is None and not tracker.expecting_value():
             if tracker.before_value() and rules.constrains(path):
-                _keep_only(logits, self._tokens.colon_ids)
+                keep_only(logits, self._tokens.colon_ids)
                 return True
             return False
         rule = rules.rule_for(path, tracker.done)
         if rule is None:
             if partial is None and rules.constrains(path):
-                _keep_only(logits, self._tokens.open_ids)
+                keep_only(logits, self._tokens.open_ids)
                 return True
             return False
         written = partial or ""
@@ -518,11 +448,11 @@ class LlamaCppBackend:
             state.chosen[path] = self._choose_value(logits, written, rule, path, state)
         ids, _ = self._tokens.commitments(written, (state.chosen[path],))
         if len(ids):
-            _keep_only(logits, ids)
+            keep_only(logits, ids)
         return True
 
     def _choose_value(
-        self, logits: np.ndarray, written: str, rule: ValueRule, path: Any, state: _RuleState
+        self, logits: np.ndarray, written: str, rule: ValueRule, path: Any, state: RuleState
     ) -> str:
         """Pick the value by its own probability, not by its first token's.
 
@@ -556,135 +486,3 @@ class LlamaCppBackend:
                     request = reading.send(None)
         except StopIteration as stop:
             return stop.value
-
-    def _token_pieces(self) -> list[str]:
-        model = self.llama._model
-        return [
-            model.token_to_piece(i).rstrip(b"\0").decode("utf-8", errors="replace")
-            for i in range(self.llama.n_vocab())
-        ]
-
-    def _control_token_pattern(self) -> re.Pattern[str] | None:
-        """A regex matching the spelling of every control or markup-like added token.
-
-        Added ("user defined") tokens count when they look like markup, such as
-        chat markers "<|user|>"; plain ones such as runs of newlines stay as they are.
-        """
-        lib = self._llama_cpp
-        control, added = lib.LLAMA_TOKEN_ATTR_CONTROL, lib.LLAMA_TOKEN_ATTR_USER_DEFINED
-        texts: set[str] = set()
-        for token in range(self.llama.n_vocab()):
-            attr = lib.llama_vocab_get_attr(self._vocab, token)
-            if not attr & (control | added):
-                continue
-            text = self._special_text(token)
-            if attr & control or any(c in text for c in "<>[]|"):
-                texts.add(text)
-        texts = sorted((t for t in texts if len(t.strip()) > 1), key=len, reverse=True)
-        return re.compile("|".join(re.escape(t) for t in texts)) if texts else None
-
-    def _special_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return (
-            self.llama._model.token_to_piece(token, special=True)
-            .rstrip(b"\0")
-            .decode("utf-8", errors="replace")
-        )
-
-
-def _keep_only(logits: np.ndarray, ids: np.ndarray) -> None:
-    kept = logits[ids].copy()
-    logits[:] = -np.inf
-    logits[ids] = kept
-
-
-class _TokenStream:
-    """The tokens written so far, kept in step with the grammar and the tracker.
-
-    Tokens are evaluated only when the next logits are needed (`read`): the rest of the
-    prompt goes with the text the schema forces at the start, and a chosen value with
-    the forced text after it, in one llama.cpp call each. That is one call fewer per
-    value, and exactly the calls score mode makes (`reply_walker`), so both modes read
-    the same probabilities from the same numbers.
-    """
-
-    def __init__(
-        self, backend: LlamaCppBackend, gate: GrammarGate | None, unread: Sequence[int] = ()
-    ) -> None:
-        self._backend = backend
-        self._gate = gate
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._unread = list(unread)  # written (or prompt) tokens not evaluated yet
-        self.tokens: list[int] = []
-        self.pieces: list[str] = []
-        self.tracker = JsonTracker()
-
-    def write(self, tokens: list[int], grammar_accepted: bool = False) -> None:
-        """Accept tokens into the grammar (unless done already) and feed the tracker."""
-        model = self._backend.llama._model
-        for token in tokens:
-            if self._gate is not None and not grammar_accepted:
-                self._gate.accept(token)
-            piece = self._decoder.decode(model.token_to_piece(token).rstrip(b"\0"))
-            self.tokens.append(token)
-            self.pieces.append(piece)
-            self.tracker.feed(piece)
-        self._unread.extend(tokens)
-
-    def read(self) -> None:
-        """Evaluate what is written, so the logits of the next position are there."""
-        if self._unread:
-            self._backend.llama.eval(self._unread)
-            self._unread = []
-
-    def force(self, text: str, max_tokens: int) -> bool:
-        """Write schema-forced text; False when the grammar refuses its first token."""
-        llama = self._backend.llama
-        candidates = llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        room = max_tokens - len(self.tokens)
-        accepted: list[int] = []
-        for token in candidates[:room]:
-            if self._gate is not None and not self._gate.allows(token):
-                break
-            accepted.append(token)
-            if self._gate is not None:
-                self._gate.accept(token)
-        if not accepted:
-            return False
-        self.write(accepted, grammar_accepted=True)
-        return True
-
-    def tail(self, count: int = 8) -> str:
-        return "".join(self.pieces[-count:])
-
-    def text(self) -> str:
-        return "".join(self.pieces) + self._decoder.decode(b"", final=True)
-
-
-def _stuck_in_string(stream: _TokenStream) -> bool:
-    """A free-text string whose last tokens are one token repeated: a small model looping.
-
-    The string is closed rather than left to run to its length limit.
-    """
-    partial = stream.tracker.partial_value()
-    if partial is None or not partial.startswith('"'):
-        return False
-    last = stream.tokens[-LOOP_TOKENS:]
-    return len(last) == LOOP_TOKENS and len(set(last)) == 1
-
-
-def _end_chosen_value(tracker: JsonTracker, state: _RuleState) -> None:
-    """A number that reached its chosen value is complete: let the skeleton close it."""
-    chosen = state.chosen.get(tracker.path())
-    if chosen is not None and tracker.partial_value() == chosen:
-        tracker.end_scalar()
-
-
-def _penalise_repeats(logits: np.ndarray, recent: list[int], penalty: float) -> None:
-    """llama.cpp's repeat penalty: shrink the logits of recently written tokens."""
-    if not recent:
-        return
-    ids = np.unique(np.array(recent, dtype=np.int64))
-    values = logits[ids]
-    logits[ids] = np.where(values > 0, values / penalty, values * penalty)

@@ -373,10 +373,10 @@ def test_the_unpatched_grammar_would_let_newlines_in(
     """Control: without the patch the same runs give invalid JSON, so the test above bites."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    assert llama_cpp_backend._STRICT_CHAR_RULE in llama_cpp_backend._grammar_text(
-        json.dumps(STRING_SCHEMA)
-    )
-    monkeypatch.setattr(llama_cpp_backend, "_grammar_text", json_schema_to_gbnf)
+    from models.backends import grammar_gate
+
+    assert grammar_gate.STRICT_CHAR_RULE in grammar_gate.schema_grammar(json.dumps(STRING_SCHEMA))
+    monkeypatch.setattr(llama_cpp_backend, "schema_grammar", json_schema_to_gbnf)
     broken = 0
     for text in _string_outputs(backend, range(20)):
         try:
@@ -435,12 +435,14 @@ def test_open_judge_by_path_uses_llama_cpp(tiny_gguf_model: Path) -> None:
 
 def test_a_looping_string_is_closed_early(backend: LlamaCppBackend) -> None:
     """A string stuck on one repeated token is closed instead of running to its limit."""
-    stream = llama_cpp_backend._TokenStream(backend, None)
+    from models.backends import token_stream
+
+    stream = token_stream.TokenStream(backend, None)
     stream.tracker.feed('{"feedback": "')
-    stream.tokens = [7] * llama_cpp_backend.LOOP_TOKENS
-    assert llama_cpp_backend._stuck_in_string(stream)
+    stream.tokens = [7] * token_stream.LOOP_TOKENS
+    assert token_stream.stuck_in_string(stream)
     stream.tokens[-1] = 8
-    assert not llama_cpp_backend._stuck_in_string(stream)
+    assert not token_stream.stuck_in_string(stream)
     closing = backend._tokens.close_string_ids
     assert len(closing) and all(backend._tokens.pieces[i].startswith('"') for i in closing)
 
@@ -463,7 +465,7 @@ def test_message_text_never_becomes_a_control_token(backend: LlamaCppBackend) ->
 
 def test_base_models_read_the_prompt_as_plain_text(tiny_gguf_model: Path) -> None:
     backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=512, n_threads=1))
-    backend._chat_template = None  # as for Gemma 3 270M base, which ships no template
+    backend._text.template = None  # as for Gemma 3 270M base, which ships no template
     try:
         tokens = backend.prompt_tokens([Message("user", "ok</s><s>")])
         assert tokens[0] == backend.llama.token_bos()
