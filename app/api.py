@@ -19,20 +19,20 @@ rows are judged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from app.foundation.errors import InputError
 from app.io.judgments import read_judgments
-from app.io.reader import read_rows
+from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
 from app.judging.config import JudgeConfig
 from app.judging.service import JudgeService
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Judgment
-from models.backends.base import Backend, BackendOptions
+from models.backends.base import Backend, BackendOptions, ScoreRequest
 from models.loader import LoadedJudge, open_judge
 from models.registry import ModelEntry
 from models.run_settings import RUN_DEFAULTS
@@ -61,14 +61,57 @@ class Judge:
     def backend(self) -> Backend:
         return self.loaded.backend
 
-    def judge(self, item: JudgeItem | Mapping[str, Any], **changes: Any) -> Judgment:
-        """One judgment of `item` (a JudgeItem, or a dict with question and answers)."""
+    @property
+    def model_name(self) -> str:
+        """The name its judgments carry (as the service's)."""
+        return self.service.model_name
+
+    def judge(
+        self,
+        item: JudgeItem | Mapping[str, Any],
+        config: JudgeConfig | None = None,
+        line: int | None = None,
+        **changes: Any,
+    ) -> Judgment:
+        """One judgment of `item` (a JudgeItem, or a dict with question and answers), with
+        this judge's settings, or `config` (a run's), and keyword `changes` over them."""
         if not isinstance(item, JudgeItem):
             try:
                 item = JudgeItem.model_validate({"id": "item", **item})
             except ValueError as error:
                 raise InputError(0, "", f"not a judge item: {error}") from None
-        return self.service.judge(item, self._config(changes))
+        return self.service.judge(item, self._config(changes, config), line)
+
+    def judge_rows(
+        self, rows: Iterable[InputRow], config: JudgeConfig | None = None, **options: Any
+    ) -> Iterator[Judgment]:
+        """One judgment per input row, in order, each given out as soon as it is done
+        (`options`: the service's total, on_judgment, should_stop, window)."""
+        return self.service.judge_rows(rows, config or self.config, **options)
+
+    def judge_many(
+        self, rows: Sequence[InputRow], config: JudgeConfig | None = None
+    ) -> list[Judgment]:
+        """Judgments of `rows`, in order; score mode reads all their calls in one batch."""
+        return self.service.judge_many(rows, config or self.config)
+
+    def judge_in_steps(
+        self, item: JudgeItem, config: JudgeConfig | None = None
+    ) -> Iterator[Judgment]:
+        """A head's verdict first, then the whole judgment (app.judging.service)."""
+        return self.service.judge_in_steps(item, config or self.config)
+
+    def explain(
+        self, item: JudgeItem, judgment: Judgment, config: JudgeConfig | None = None
+    ) -> Judgment:
+        """A critique of a judgment already made, its decision kept."""
+        return self.service.explain(item, judgment, config or self.config)
+
+    def score_requests(
+        self, item: JudgeItem, config: JudgeConfig | None = None
+    ) -> list[ScoreRequest]:
+        """The score-mode reads judging `item` makes (to read them elsewhere first)."""
+        return self.service.score_requests(item, config or self.config)
 
     def judge_file(
         self, source: str | Path, out: str | Path | None = None, **changes: Any
@@ -80,8 +123,8 @@ class Judge:
             write_jsonl(judgments, out)
         return judgments
 
-    def _config(self, changes: Mapping[str, Any]) -> JudgeConfig:
-        return with_changes(self.config, changes)
+    def _config(self, changes: Mapping[str, Any], config: JudgeConfig | None = None) -> JudgeConfig:
+        return with_changes(config or self.config, changes)
 
     def close(self) -> None:
         self.loaded.close()

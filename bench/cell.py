@@ -86,10 +86,9 @@ def main(argv: list[str]) -> int:
         )
     if mode == "a":  # nothing constrains plain generate: give it the model's own template
         config = replace(config, sampling=replace(config.sampling, repeat_penalty=1.0))
-    service = judge.service
     started = time.perf_counter()
     window = 16 if mode in ("d", "e") else 1
-    judgments = list(service.judge_rows(rows, config, window=window))
+    judgments = list(judge.judge_rows(rows, config, window=window))
     seconds = time.perf_counter() - started
     judge.close()
     labels = [row.item.label.winner for row in rows]

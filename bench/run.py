@@ -159,12 +159,11 @@ def prompt_bound(runs: Path, pairs: int, threads: int, fresh: bool) -> dict:
         overrides=SettingsLayer(state_head=False),
         protocol=Protocol.PAIRWISE,
     )
-    backend, config, service = judge.backend, judge.config, judge.service
+    backend, config = judge.backend, judge.config
     item_tokens = 0
     prompts: list[tuple[list[int], int]] = []  # (prompt tokens, where the item starts)
     for row in islice(read_rows(DEV), pairs):
-        plan = service._plan(row.item, config, row.line)
-        for call in plan.calls:
+        for call in judge.score_requests(row.item, config):
             tokens = backend.prompt_tokens(call.messages)
             system = [m for m in call.messages if m.role == "system"]
             bare = backend.prompt_tokens([*system, Message("user", "")])

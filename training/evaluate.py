@@ -160,7 +160,7 @@ def _judge_files(
                     note = f" ({kept} judged before, kept)" if kept else ""
                     print(f"{file.name}: {len(file.rows)} labelled rows{note}", file=sys.stderr)
                 with ProgressBar(total=len(todo), disable=quiet) as bar:
-                    judged = judge.service.judge_rows(todo, config, on_judgment=bar.update)
+                    judged = judge.judge_rows(todo, config, on_judgment=bar.update)
                     write_jsonl(_tagged(judged, file), stream)
     finally:
         for wrapper in (cached, scored, states):

@@ -156,7 +156,7 @@ def build_tokens(
     from app.api import load_judge
 
     judge = load_judge(str(gguf), threads=1, n_ctx=RUN_DEFAULTS.n_ctx)
-    backend, service = judge.backend, judge.service
+    backend, service = judge.backend, judge
     if state_cache is not None:  # scenario detection reads these states (and keeps new ones)
         from training.state_cache import CachedStates
 
@@ -367,7 +367,7 @@ def merge(args: argparse.Namespace) -> int:
 
     table = LevelTable.load(args.tokens)
     judge = load_judge(str(args.gguf), threads=1, n_ctx=RUN_DEFAULTS.n_ctx)
-    backend, service = judge.backend, judge.service
+    backend, service = judge.backend, judge
     if args.state_cache is not None and args.state_cache.is_dir():
         from training.state_cache import CachedStates
 

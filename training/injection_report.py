@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.judging.config import JudgeConfig
-from app.judging.service import JudgeService
+from app.judging.config import ItemJudge, JudgeConfig
 from app.records import JudgeItem, Judgment, Protocol, Status
 
 SET_PATH = Path(__file__).parent / "injection" / "injection_set.jsonl"
@@ -111,7 +110,7 @@ def _grade(judgment: Judgment) -> float | None:
 
 
 def judge_set(
-    service: JudgeService, config: JudgeConfig, rows: Sequence[InjectionRow]
+    service: ItemJudge, config: JudgeConfig, rows: Sequence[InjectionRow]
 ) -> list[InjectionOutcome]:
     """Judge every row four ways (pair and single, injected and neutral)."""
     pairs = replace(config, protocol=Protocol.PAIRWISE)
@@ -164,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # verdicts and grades; criterion reads would cost minutes a row
     judge = load_judge(args.model, threads=args.threads, criterion_scores=False)
     try:
-        outcomes = judge_set(judge.service, judge.config, load_set())
+        outcomes = judge_set(judge, judge.config, load_set())
     finally:
         judge.close()
     result = summary(outcomes)

@@ -58,7 +58,7 @@ def judged(judge: Any, rows: Sequence[InputRow], saved: Path, quiet: bool) -> li
     with saved.open("a", encoding="utf-8") as out:
         for row in rows[len(done) :]:
             assert row.item is not None
-            judgment = judge.service.judge(row.item, judge.config, line=row.line)
+            judgment = judge.judge(row.item, judge.config, line=row.line)
             out.write(judgment.model_dump_json() + "\n")
             out.flush()
             done.append(judgment)
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("train", "test"):
             rows = [r for r in read_rows(args.data / f"{name}.jsonl") if r.item is not None]
             sets[name] = (rows, judged(judge, rows, args.out / f"{name}.jsonl", args.quiet))
-        coding = judge.service.judge(CODING_PAIR, judge.config)
+        coding = judge.judge(CODING_PAIR, judge.config)
     finally:
         judge.close()
     result = report(sets["train"], sets["test"], coding)

@@ -59,7 +59,7 @@ def judge_both_ways(
         for name, reference in SETTINGS.items():
             setting = replace(judge.config, use_reference=reference)
             with ProgressBar(total=len(rows), disable=args.quiet) as bar:
-                judged[name] = list(judge.service.judge_rows(rows, setting, on_judgment=bar.update))
+                judged[name] = list(judge.judge_rows(rows, setting, on_judgment=bar.update))
     finally:
         for wrapper in wrappers:
             if wrapper is not None:

@@ -51,8 +51,7 @@ from app.foundation.errors import EngineStopped
 from app.io.reader import InputRow
 from app.io.resumable import settings_key
 from app.io.writer import error_judgment
-from app.judging.config import JudgeConfig
-from app.judging.service import JudgeService
+from app.judging.config import ItemJudge, JudgeConfig
 from app.records import JudgeItem, Judgment, Status
 from app.runs.recorder import RunRecorder, run_versions
 from app.runs.store import RunStart, RunStore
@@ -102,7 +101,7 @@ class BatchJob:
 
     def __init__(
         self,
-        service: JudgeService,
+        service: ItemJudge,
         rows: Sequence[InputRow],
         config: JudgeConfig,
         *,

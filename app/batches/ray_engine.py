@@ -52,11 +52,10 @@ class JudgeActor:
 
         self.config = judge.config  # the run's, resolved once where it started
         self.judge = load_judge(judge.model, options=judge.options, backend=judge.backend)
-        self.service = self.judge.service
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         rows: list[InputRow] = list(batch["row"])
-        judgments = self.service.judge_many(rows, self.config)
+        judgments = self.judge.judge_many(rows, self.config)
         return {
             "index": list(batch["index"]),
             "judgment": [j.model_dump_json() for j in judgments],

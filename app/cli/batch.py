@@ -151,7 +151,7 @@ def judged_rows(
         if args.engine == "ray":
             stream = _on_ray(args, config, rows, window, bar, total)
         else:
-            stream = judge.service.judge_rows(
+            stream = judge.judge_rows(
                 rows, config, total=total, on_judgment=bar.update, window=window
             )
         return write_batch(stream, output, on_written=recorder.add)

@@ -128,4 +128,4 @@ def with_second(config: JudgeConfig, second: Judge | None, below: float) -> Judg
         return config
     from app.judging.cascade import Cascade
 
-    return replace(config, cascade=Cascade(second.service, second.config, below))
+    return replace(config, cascade=Cascade(second, second.config, below))

@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 from app.records import JudgeItem, Judgment, Status, backend_failed
 
 if TYPE_CHECKING:
-    from app.judging.config import JudgeConfig
-    from app.judging.service import JudgeService
+    from app.judging.config import ItemJudge, JudgeConfig
 
 
 @dataclass(frozen=True)
 class Cascade:
-    """The second judge (a service over its backend, and its own configuration)."""
+    """The second judge (a loaded judge, or a service over its backend) and its own
+    configuration."""
 
-    service: JudgeService
+    judge: ItemJudge
     config: JudgeConfig
     below: float  # a first-judge confidence below this goes to the second judge
     # held around the second judge's calls when several runs share its model (the app)
@@ -53,7 +53,7 @@ class Cascade:
                 update={"cascade": {"decided_by": "first", "below": self.below}}
             )
         with self.lock:
-            second = self.service.judge(item, self.config, first.line)
+            second = self.judge.judge(item, self.config, first.line)
         record: dict[str, Any] = {
             "decided_by": "second",
             "below": self.below,

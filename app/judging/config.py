@@ -25,6 +25,16 @@ from models.run_settings import RUN_DEFAULTS
 DEFAULT_CONTEXT_TOKENS = RUN_DEFAULTS.n_ctx
 
 
+class ItemJudge(TypingProtocol):
+    """What judges one item with a run's configuration: a loaded judge (app.api.Judge), or
+    the service over a backend (app.judging.service.JudgeService)."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def judge(self, item: JudgeItem, config: JudgeConfig, line: int | None = None) -> Judgment: ...
+
+
 class SecondOpinion(TypingProtocol):
     """What a judgment this judge is unsure of goes to (app.judging.cascade.Cascade): it keeps
     the judgment or replaces it with a second judge's."""

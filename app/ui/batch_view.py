@@ -350,4 +350,4 @@ def _explain(run: BatchRun, index: int, item, judgment: Judgment) -> None:
         )
         return
     with run.handle.use() as judge:
-        run.explained[index] = judge.service.explain(item, judgment, run.job.config)
+        run.explained[index] = judge.explain(item, judgment, run.job.config)

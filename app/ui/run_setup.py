@@ -1,4 +1,4 @@
-"""Before judging, on both pages: load the shared model, ready the metrics, build the service."""
+"""Before judging, on both pages: load the shared model, ready the metrics, open its judge."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import replace
 import streamlit as st
 
 from app import metrics
+from app.api import Judge
 from app.foundation.errors import PocketJudgeError
 from app.judging.cascade import Cascade
 from app.judging.config import JudgeConfig
-from app.judging.service import JudgeService
 from app.judging.settings import SettingsLayer
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
 from app.ui.settings import Settings, model_label
@@ -18,8 +18,8 @@ from app.ui.settings import Settings, model_label
 
 def prepare_run(
     settings: Settings, needs_metrics: bool, what: str
-) -> tuple[SharedJudge, JudgeService, JudgeConfig] | None:
-    """The shared model, a service over it and the config; None after showing a load error.
+) -> tuple[SharedJudge, Judge, JudgeConfig] | None:
+    """The shared model, its loaded judge and the config; None after showing a load error.
 
     `needs_metrics`: some input has a reference, so reference metrics would be computed;
     when they cannot load, the run goes on without them and says so (`what`: "run", ...).
@@ -44,7 +44,7 @@ def prepare_run(
     except PocketJudgeError as exc:
         st.error(f"The second judge could not be loaded: {exc}")
         return None
-    return shared, shared.judge.service, config
+    return shared, shared.judge, config
 
 
 def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
@@ -58,7 +58,7 @@ def with_cascade(settings: Settings, config: JudgeConfig) -> JudgeConfig:
     kept = SettingsLayer(criterion_scores=settings.judging.criterion_scores)
     chosen = replace(settings, model=settings.cascade_model, judging=kept, cascade_model="")
     cascade = Cascade(
-        second.judge.service,
+        second.judge,
         chosen.judge_config(),
         settings.cascade_below,
         lock=second.lock,

@@ -68,7 +68,7 @@ def start(settings: Settings, rows: list[InputRow], upload) -> None:
     prepared = prepare_run(settings, has_reference, "run")
     if prepared is None:
         return
-    shared, service, config = prepared
+    shared, loaded, config = prepared
     try:
         history = batch_history(
             settings, upload.getvalue(), upload.name, shared.name, config, len(rows)
@@ -76,7 +76,7 @@ def start(settings: Settings, rows: list[InputRow], upload) -> None:
     except OSError as exc:  # the model or template file went away: judge without a record
         st.warning(f"This batch is not kept in the run history: {exc}")
         history = None
-    job = BatchJob(service, rows, config, lock=shared.lock, history=history)
+    job = BatchJob(loaded, rows, config, lock=shared.lock, history=history)
     try:
         shared.track(job)
     except PocketJudgeError as exc:

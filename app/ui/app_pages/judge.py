@@ -78,13 +78,13 @@ def judge(settings: Settings, question: str, answers: list[str], reference: str)
     prepared = prepare_run(settings, bool(item.reference), "judgment")
     if prepared is None:
         return
-    shared, service, config = prepared
+    shared, loaded, config = prepared
     if shared.lock.locked():
         st.info("Another tab is judging with this model; this item waits for its turn.")
     preview = st.empty()
     try:
         with shared.use():
-            steps = service.judge_in_steps(item, config)
+            steps = loaded.judge_in_steps(item, config)
             with st.spinner("Judging...", show_time=True):
                 judgment = next(steps)
             with preview.container():
@@ -117,10 +117,10 @@ def explain(settings: Settings) -> None:
     prepared = prepare_run(settings, False, "critique")
     if prepared is None:
         return
-    shared, service, config = prepared
+    shared, loaded, config = prepared
     try:
         with st.spinner("Writing the critique..."), shared.use():
-            judgment = service.explain(item, judgment, config)
+            judgment = loaded.explain(item, judgment, config)
     except PocketJudgeError as exc:
         st.error(str(exc))
         return
