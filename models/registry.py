@@ -35,7 +35,7 @@ class ModelEntry(BaseModel):
     cascade_below: float = Field(default=RUN_DEFAULTS.cascade_below, ge=0, le=1)
     card: str | None = None  # its model card (under models/), whose measured figures the app shows
     adapter: str | None = None  # build from base + adapter: folder under models/, see build.py
-    base: str | None = None  # the base an adapter build starts from (models/bases.py BASES)
+    base: str | None = None  # the base an adapter build starts from (models/base_models.py BASES)
     # llama.cpp: a GGUF LoRA adapter in models/store applied to `file` at load, and the peft
     # adapter folder under models/ that `make models` converts into it (models/lora_build.py)
     lora: str | None = None
@@ -54,7 +54,9 @@ class ModelEntry(BaseModel):
     @model_validator(mode="after")
     def _adapter_build_has_base(self) -> ModelEntry:
         if (self.build or "").partition(":")[0] == "adapter" and not self.base:
-            raise ValueError("an 'adapter:<folder>' build needs 'base' (a name in models/bases.py)")
+            raise ValueError(
+                "an 'adapter:<folder>' build needs 'base' (a name in models/base_models.py)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.foundation.errors import BackendError, BackendUnavailable, ConfigError
-from models.bases import BASES
+from models.base_models import BASES
 from models.gguf_export import export_gguf, quantize_q4_k_m, stage_for_converter
 from training.model_card import git_commit, write_model_card
 from training.registry_entry import add_registry_entry, registry_entry

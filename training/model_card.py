@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from app.foundation.datafiles import read_mapping
-from models.bases import get_base
+from models.base_models import get_base
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HELD_OUT = (  # never in training data: the evaluation sets

@@ -184,9 +184,9 @@ def stage_calibrate(
     """
     from app.io.judgments import read_judgments
     from app.io.reader import read_rows
-    from training.calibrate import tune_tie_margin
     from training.evaluate import evaluate_files
     from training.rescore import judgment_margin
+    from training.tie_band import tune_tie_margin
 
     variant = variant or config.merge.method
     out = run / "calibrate"
@@ -238,7 +238,7 @@ def variant_gguf(
     `base_dir` (default: the config's base, built on demand) is needed only to
     build the base or a single adapter's model.
     """
-    from models.bases import hf_base_dir
+    from models.base_models import hf_base_dir
     from training.export import export_gguf
 
     if variant == config.merge.method:
@@ -423,7 +423,7 @@ def run_pipeline(
     config_path: Path | None = None,
 ) -> dict:
     """Run the stages in order. `base_dir` / `base_gguf_file` replace the named base (tests)."""
-    from models.bases import base_gguf, hf_base_dir
+    from models.base_models import base_gguf, hf_base_dir
 
     run = config.run_dir()
     run.mkdir(parents=True, exist_ok=True)

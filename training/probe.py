@@ -114,7 +114,9 @@ def load_eval(path: Path) -> list[JudgeItem]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__)
-    parser.add_argument("--base", default="smollm2-135m", help="base model name (models.bases)")
+    parser.add_argument(
+        "--base", default="smollm2-135m", help="base model name (models.base_models)"
+    )
     parser.add_argument("--gguf", help="embed with this GGUF instead of the base's")
     parser.add_argument("--out", default="training/runs/probe", help="output folder")
     parser.add_argument("--threads", type=int, default=1)
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from app.catalog.scenarios import load_catalog
     from models.backends.state_reader import StateReader
-    from models.bases import base_gguf
+    from models.base_models import base_gguf
     from training.data import BuildReport, training_pairs
 
     gguf = Path(args.gguf) if args.gguf else base_gguf(args.base)

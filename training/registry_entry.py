@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from app.foundation.errors import ConfigError
-from models.bases import get_base
+from models.base_models import get_base
 from models.judge_settings import JUDGE_DEFAULTS
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry
 from models.run_settings import RUN_DEFAULTS

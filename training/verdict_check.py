@@ -32,7 +32,7 @@ def prepare(config: TrainingConfig, out: Path) -> dict:
     """Tokenize every labelled pair of the eval files, both orders, into `out`/<file>.json."""
     from app.catalog.scenarios import load_catalog
     from app.io.reader import read_rows
-    from models.bases import base_gguf
+    from models.base_models import base_gguf
     from training.data import BuildReport, pairwise_examples
     from training.lora import IGNORE, ExampleTokenizer
 
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "prepare":
         print(json.dumps(prepare(config, check_dir), indent=2))
         return 0
-    from models.bases import hf_base_dir
+    from models.base_models import hf_base_dir
     from training.lora import training_device
 
     device = training_device(args.device)

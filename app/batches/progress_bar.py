@@ -7,7 +7,7 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-from app.batches.progress import Progress
+from app.batches.tally import Tally
 from app.records import Judgment
 
 
@@ -23,7 +23,7 @@ class ProgressBar:
             dynamic_ncols=True,
         )
 
-    def update(self, judgment: Judgment, progress: Progress) -> None:
+    def update(self, judgment: Judgment, progress: Tally) -> None:
         self._bar.set_postfix(
             ok=progress.ok, unparsed=progress.unparsed, error=progress.errors, refresh=False
         )

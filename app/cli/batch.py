@@ -181,10 +181,10 @@ def _on_ray(
     total: int,
 ) -> Iterator[Judgment]:
     """The rows judged by a Ray actor pool, in order (app/batches/ray_engine.py)."""
-    from app.batches.progress import Progress
     from app.batches.ray_engine import RayJudge, judge_rows_on_ray
+    from app.batches.tally import Tally
 
-    progress = Progress(total=total)
+    progress = Tally(total=total)
 
     def shown(judgment: Judgment) -> None:
         progress.add(judgment)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 
-from app.batches.progress import Progress
+from app.batches.tally import Tally
 from app.catalog.scenario_detection import chosen_scenario
 from app.catalog.scenarios import Catalog, load_catalog
 from app.deciding.state_judging import decides
@@ -56,7 +56,7 @@ class JudgeService:
         config: JudgeConfig,
         *,
         total: int | None = None,
-        on_judgment: Callable[[Judgment, Progress], None] | None = None,
+        on_judgment: Callable[[Judgment, Tally], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         window: int = WINDOW_ROWS,
     ) -> Iterator[Judgment]:
@@ -65,7 +65,7 @@ class JudgeService:
         Rows are read `window` at a time and scored together, so rows that share
         instructions run over one evaluated prefix; judgments still come in row order.
         """
-        progress = Progress(total=total)
+        progress = Tally(total=total)
         iterator = iter(rows)
         while True:
             if should_stop is not None and should_stop():

@@ -106,7 +106,7 @@ def test_pip_download_reports_pip_error(index: list[bytes], tmp_path: Path) -> N
 def test_make_models_joined_the_qwen_bases(name: str, tensors: int) -> None:
     """The registry's split GGUFs as `make models` joined them, and the training base that
     reads the same file (../shared/data/README.md gives the tensor counts)."""
-    from models.bases import base_gguf
+    from models.base_models import base_gguf
     from models.registry import load_registry
 
     path = need_model(load_registry().get(name).path(), name)

@@ -307,7 +307,7 @@ def test_empty_single_input_gives_none() -> None:
 
 
 def test_tie_margin_tuning_picks_the_best_split() -> None:
-    from training.calibrate import tune_tie_margin, verdict_at
+    from training.tie_band import tune_tie_margin, verdict_at
 
     # |margins| 0.1, 0.2, 1.0, 2.0 -> candidates 0, 0.15, 0.6, 1.5.
     # At 0.6: 0.1 tie (ok), -0.2 tie (ok), 1.0 A (ok), -2.0 B (ok) -> 4/4.

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.batches.progress import Progress
+from app.batches.tally import Tally
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
@@ -729,7 +729,7 @@ def test_progress_callback_counts() -> None:
     )
     snapshots: list[tuple[str, int, int, int, int, int | None]] = []
 
-    def on_judgment(judgment: Judgment, progress: Progress) -> None:
+    def on_judgment(judgment: Judgment, progress: Tally) -> None:
         snapshots.append(
             (
                 judgment.id,
@@ -754,14 +754,14 @@ def test_progress_callback_counts() -> None:
 
 
 def test_progress_rate_and_eta() -> None:
-    progress = Progress(total=4)
+    progress = Tally(total=4)
     assert progress.eta_s is None or progress.eta_s >= 0
     judgment = Judgment(id="x", protocol=None, status=Status.ERROR, error="e")
     progress.add(judgment)
     assert progress.done == 1 and progress.errors == 1
     assert progress.rate > 0
     assert progress.eta_s is not None and progress.eta_s >= 0
-    assert Progress().eta_s is None
+    assert Tally().eta_s is None
 
 
 # --------------------------------------------------------------------------- calibrated combine

@@ -9,7 +9,7 @@ from app.records import Judgment, Status
 
 
 @dataclass
-class Progress:
+class Tally:
     """Rows judged so far, by status; the rate and the time left from the first row."""
 
     done: int = 0
