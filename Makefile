@@ -62,7 +62,7 @@ $(CONVERTER): | $(STAMP)
 models: setup
 	$(BIN)/python -m models.build
 	@test -f models/scenario_classifier.npz || OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 \
-		$(BIN)/python -m training.scenario_classifier || \
+		$(BIN)/python -m training.heads.scenario_classifier || \
 		echo "note: no scenario classifier: scenario 'auto' falls back to default"
 
 # The other Streamlit settings (upload limit, no usage statistics, no Deploy button, ...) are
@@ -90,9 +90,9 @@ EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natu
 	../shared/data/llmbar/adversarial_neighbor.json
 EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
-# the rubric grades on vicuna_eval (training/rubric_eval.py) and its pairs with references
-# (training/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
-# decides them (training/reference_fit.py: its held-out split)
+# the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
+# (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
+# decides them (training/heads/reference_fit.py: its held-out split)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -102,14 +102,14 @@ train-lora: setup models
 # cascade curve (agreement when the least confident 0/10/30/50/100 % go to it).
 SECOND_JUDGMENTS ?=
 eval: setup models
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluate $(EVAL_FILES) \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.evaluate $(EVAL_FILES) \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) --out training/runs/eval $(EVAL_ARGS) \
 		$(if $(SECOND_JUDGMENTS),--second-judgments $(SECOND_JUDGMENTS),)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.rubric_eval $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.rubric_eval $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
 		$(RUBRIC_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.reference_pairs \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
 # the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);

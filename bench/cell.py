@@ -22,7 +22,7 @@ default judge's settings, every item fitted to the same 4096-token context:
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
 default) or `reference`: pairs of two answers to one request with its reference answer
-(Prometheus vicuna_eval, as training/reference_pairs.py makes them; modes f and g).
+(Prometheus vicuna_eval, as training/datasets/reference_pairs.py makes them; modes f and g).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def bench_rows(source: str, pairs: int) -> list:
     if source == "autoj":
         return list(islice(read_rows(DEV), pairs))
     if source == "reference":
-        from training.reference_pairs import pairs_of
+        from training.datasets.reference_pairs import pairs_of
 
         graded = [row for row in read_rows(WITH_REFERENCES) if row.item is not None]
         return pairs_of(graded)[:pairs]

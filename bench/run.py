@@ -268,7 +268,7 @@ def render(cells: dict, modes: list[str], threads: list[int], pairs: int, model:
 def length_heuristic(pairs: int) -> float:
     """Agreement of "the longer answer wins" with the labels of the first `pairs` pairs."""
     from app.io.reader import read_rows
-    from training.meta_metrics import longer_answer
+    from training.evaluation.meta_metrics import longer_answer
 
     rows = [row.item for row in islice(read_rows(DEV), pairs)]
     right = sum(

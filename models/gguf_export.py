@@ -4,8 +4,8 @@ Q4_K_M copy (llama.cpp's quantizer).
 Here rather than under training/: `make models` builds a judge from its base
 and committed adapter with these, and must not need the training code.
 
-    python -m training.export gguf MODEL_DIR OUT.gguf [--outtype q8_0] [--base NAME]
-    python -m training.export q4_k_m IN.gguf OUT.gguf
+    python -m training.shipping.export gguf MODEL_DIR OUT.gguf [--outtype q8_0] [--base NAME]
+    python -m training.shipping.export q4_k_m IN.gguf OUT.gguf
 """
 
 from __future__ import annotations

@@ -50,18 +50,18 @@ class JudgeSettings(BaseModel):
     # answer: about a third of the time, weaker; app/deciding/criterion_reads.py)
     criteria_read: Literal["apart", "with_verdict"] = "apart"
     # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
-    # pairs by training.relevance_join); None: the judge's own verdict.
+    # pairs by training.heads.relevance_join); None: the judge's own verdict.
     relevance_join: RelevanceJoin | None = None
     # Verdicts, rankings (and grades, where it has a grade head) read from the model's own
     # hidden states by a fitted linear head: a JSON file under models/ (app/deciding/state_head.py,
-    # fitted by training.state_head); None: decided from the generated or scored reply.
+    # fitted by training.heads.state_head); None: decided from the generated or scored reply.
     state_head: str | None = None
     # Its confidence mapped to how often such verdicts are right (app/deciding/calibration.py): a
-    # JSON file under models/, fitted by training.confidence_calibration; None: none.
+    # JSON file under models/, fitted by training.heads.confidence_calibration; None: none.
     calibration: str | None = None
     # `scenario: auto` read from the judge model's own states of the request: a classifier
-    # file under models/ (app/catalog/scenario_detection.py, fitted by training.scenario_classifier
-    # --states); None: the shipped MiniLM classifier.
+    # file under models/ (app/catalog/scenario_detection.py, fitted by
+    # training.heads.scenario_classifier --states); None: the shipped MiniLM classifier.
     scenario_classifier: str | None = None
 
     @model_validator(mode="after")

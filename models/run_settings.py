@@ -1,7 +1,7 @@
 """What one run asks of a judge: every user-facing run setting, declared here once.
 
 Each field carries its default, its bounds, its help text, its command-line flag and its
-sidebar widget. The flags of `python -m app judge` and `python -m training.evaluate`
+sidebar widget. The flags of `python -m app judge` and `python -m training.evaluation.evaluate`
 (app/judging/arguments.py), the sidebar's widgets and their starting values (app/ui),
 the core's `JudgeConfig` and the registry's cascade threshold are made from it, and
 `tests/test_settings_declared_once.py` fails when one of these defaults is written

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DECLARATIONS = {"models/run_settings.py", "models/judge_settings.py"}
 SKIPPED = ("training/runs/", "bench/runs/")  # run outputs, not source
 # a name a module uses for a setting of its own (not the run's)
-OWN_MEANING = {("training/config.py", "swap"): "swap augmentation of the training pairs"}
+OWN_MEANING = {("training/lora/config.py", "swap"): "swap augmentation of the training pairs"}
 NEUTRAL = (0, 1.0)
 
 DEFAULTS = {name: field.default for name, field in RunSettings.model_fields.items()}
@@ -146,7 +146,7 @@ def test_the_command_line_flags_are_made_from_the_declaration():
 
 
 def test_the_evaluation_takes_the_same_flags():
-    from training.evaluate import _parser
+    from training.evaluation.evaluate import _parser
 
     parsed = _parser().parse_args(["file.jsonl"])
     assert (parsed.mode, parsed.n_ctx, parsed.n_threads) == (

@@ -1,7 +1,7 @@
-"""`python -m training`: see training/pipeline.py."""
+"""`python -m training`: see training/lora/pipeline.py."""
 
 import sys
 
-from training.pipeline import main
+from training.lora.pipeline import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@
 When the scenario is `auto` and a row names none, the judge used to fall back to
 `default` for every row. This classifier (multinomial logistic regression on the
 all-MiniLM-L6-v2 embedding of the request, fitted by `python -m
-training.scenario_classifier` on Auto-J's scenario classifier training split)
+training.heads.scenario_classifier` on Auto-J's scenario classifier training split)
 picks one of the catalog's scenarios instead, and gives its top guesses with
 their probabilities so the app can show them and the user can override.
 

@@ -4,11 +4,11 @@ A judge's `confidence` is its own probability of its verdict: the verdict is
 decided from it and the uncertainty threshold applies to it. How often a verdict
 of that confidence matches a label is another number. An isotonic (monotone)
 map fitted on training pairs, from the judge's confidence to the share of right
-verdicts (`python -m training.confidence_calibration`), turns one into the other.
+verdicts (`python -m training.heads.confidence_calibration`), turns one into the other.
 For a judge read in score mode the map can start from another indicator: the
 entropy of its whole next-token distribution where it decided (`entropy`), which
 says how spread its belief is beyond the candidates it was allowed to write.
-`indicator` in the file says which; `training.confidence_calibration judge`
+`indicator` in the file says which; `training.heads.confidence_calibration judge`
 fits either on a judge's saved judgments of labelled pairs. It is stored with
 the judge (`calibration:` in its registry entry, a JSON file under models/) and
 gives each judgment a `calibrated_confidence`.

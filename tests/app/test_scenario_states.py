@@ -76,7 +76,7 @@ def test_a_states_classifier_file_keeps_what_it_reads(tmp_path: Path):
 def test_fitting_on_states_folds_the_standardization_into_the_weights():
     from sklearn.linear_model import LogisticRegression
 
-    from training.scenario_classifier import SEED, fit
+    from training.heads.scenario_classifier import SEED, fit
 
     rng = np.random.default_rng(0)
     labels = ["a", "b", "c"] * 20

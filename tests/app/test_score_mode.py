@@ -182,7 +182,7 @@ def test_decision_first_calibrated_ties_a_close_probability_gap(tie_margin, winn
     assert judgment.margin == pytest.approx(0.2)
     assert judgment.winner == winner
     # re-scoring a saved judgment at another margin gives what judging at it gives
-    from training.rescore import recombine
+    from training.evaluation.rescore import recombine
 
     other = 0.25 if tie_margin == 0.1 else 0.1
     assert recombine(judgment, other).winner == {"A": "tie", "tie": "A"}[winner]

@@ -9,8 +9,8 @@ import pytest
 from app.foundation.errors import ConfigError
 from models.cards import card_facts, read_card
 from models.registry import load_registry
-from training.model_card import _front_matter
-from training.pipeline import coin_flip
+from training.lora.pipeline import coin_flip
+from training.shipping.model_card import _front_matter
 
 
 def test_the_default_judge_card_has_its_figures_beside_the_length_heuristic() -> None:

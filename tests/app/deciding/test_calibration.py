@@ -17,8 +17,8 @@ from app.judging.service import JudgeService
 from app.records import Judgment, Protocol, Status
 from tests.app.judging.test_service import item, pair_json
 from tests.support.fake_backend import FakeBackend
-from training.confidence_calibration import isotonic_points
-from training.meta_metrics import calibration_error
+from training.evaluation.meta_metrics import calibration_error
+from training.heads.confidence_calibration import isotonic_points
 
 MAP = ConfidenceCalibration(at=(0.5, 0.7, 0.9), right=(0.3, 0.5, 0.8))
 ENTROPY_MAP = ConfidenceCalibration(indicator="entropy", at=(0.2, 1.0, 3.0), right=(0.8, 0.6, 0.4))

@@ -92,7 +92,7 @@ def test_the_registry_turns_it_on_and_the_flag_off():
     assert off.relevance_join is None
     assert judge_settings(None).relevance_join is None
     from app.judging.arguments import judging_overrides
-    from training.evaluate import _parser
+    from training.evaluation.evaluate import _parser
 
     args = _parser().parse_args(["x.jsonl", "--no-relevance-join"])
     assert judging_overrides(args).relevance_join is False
@@ -100,7 +100,7 @@ def test_the_registry_turns_it_on_and_the_flag_off():
 
 def test_the_decision_judge_joins_its_verdicts_with_relevance():
     entry = load_registry().get("pj-qwen05-decision")
-    fitted = RelevanceJoin(margin=1.75, relevance=7.292)  # training.relevance_join's fit
+    fitted = RelevanceJoin(margin=1.75, relevance=7.292)  # training.heads.relevance_join's fit
     assert entry.judging.relevance_join == fitted
     assert judge_settings(entry).relevance_join == fitted  # what a judge runs with
 

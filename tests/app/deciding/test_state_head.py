@@ -206,7 +206,7 @@ def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     from app.judging.settings import SettingsLayer, judge_config
     from models import judge_settings
     from models.registry import ModelEntry
-    from training.evaluate import _parser
+    from training.evaluation.evaluate import _parser
 
     folder = tmp_path / "judges" / "j"
     folder.mkdir(parents=True)

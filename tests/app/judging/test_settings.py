@@ -76,7 +76,7 @@ def test_the_context_is_the_loaded_models():
 def test_the_command_line_flags_are_one_layer_for_the_cli_and_the_evaluation():
     from app.cli import _parser as cli_parser
     from app.judging.arguments import judging_overrides
-    from training.evaluate import _parser as eval_parser
+    from training.evaluation.evaluate import _parser as eval_parser
 
     flags = ["--combine", "agree", "--tie-margin", "0", "--no-criteria"]
     cli = cli_parser().parse_args(["judge", "in.jsonl", "--out", "o.jsonl", *flags])
@@ -115,7 +115,7 @@ def test_a_judge_trained_on_the_decision_alone_is_read_without_criteria():
     off = judge_settings(TRAINED, SettingsLayer(criterion_scores=False))
     assert off.criterion_scores is False
     # and the registry entry a training run writes says so
-    from training.registry_entry import registry_entry
+    from training.shipping.registry_entry import registry_entry
 
     entry = registry_entry(
         "x", base="qwen2.5-coder-0.5b", adapter="judges/x", criterion_scores=False
@@ -192,9 +192,9 @@ def test_every_judging_setting_is_declared_once():
     judging = "models/judge_settings.py:JudgeSettings"
     # not settings but what used them: a judgment and a run record the template they were
     # judged with; a training config names what the judge it trains reads and is shipped
-    # with (training/registry_entry.py writes these into its registry block)
+    # with (training/shipping/registry_entry.py writes these into its registry block)
     records = {"app/records.py:Judgment", "app/runs/store.py:RunInfo", "app/runs/store.py:RunStart"}
-    trained = {"training/config.py:DataConfig", "training/config.py:ShipConfig"}
+    trained = {"training/lora/config.py:DataConfig", "training/lora/config.py:ShipConfig"}
     for name in SETTING_NAMES:
         assert sorted(set(owners.pop(name)) - records - trained) == [judging], name
     # "criteria" stays a tuple of criterion ids where it is declared (the run's choice)

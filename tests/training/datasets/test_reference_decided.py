@@ -1,0 +1,137 @@
+"""The reference-decided pairs: the right answer agrees with the reference (code: it behaves
+as the reference does, the buggy one does not), the split keeps requests apart, and neither
+position nor length tells the right answer."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from app.records import Judgment, Protocol, Status
+from training.datasets import reference_decided as rd
+from training.heads.reference_fit import accuracies
+
+SAMPLES = {
+    "second_largest": [[3, 1, 3, 2], [5], [7, 7], [4, 9, 9, 1]],
+    "sum_of_evens": [[1, 2, 3, 4], [], [7, 9], [2, 2, 5]],
+    "count_vowels": ["Hello World", "AEIOU", "xyz", "Banana"],
+    "is_palindrome": ["Never odd or even", "abc", "Race car", "a"],
+    "factorial": [0, 1, 5, 6],
+    "mean_or_none": [[1, 2, 3], [], [4]],
+    "dedupe": [[3, 1, 3, 2, 1], [], ["b", "a", "b"]],
+    "fizzbuzz": [15, 9, 10, 7, 30],
+}
+
+
+def _call(source: str, name: str, value):  # type: ignore[no-untyped-def]
+    scope: dict = {}
+    exec(source, scope)  # the module's own code samples, written here
+    argument = list(value) if isinstance(value, list) else value
+    try:
+        return scope[name](argument)
+    except Exception as exc:  # a buggy version may raise (the mean of nothing)
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("family", rd.CODE, ids=[c[0] for c in rd.CODE])
+def test_the_right_function_behaves_as_the_reference_and_the_buggy_one_does_not(family):
+    name, _, reference, right, buggy = family
+    samples = SAMPLES[name]
+    for source in (reference, right, buggy):
+        assert f"def {name}(" in source.format(f=name)
+    expected = [_call(reference.format(f=name), name, s) for s in samples]
+    assert [_call(right.format(f=name), name, s) for s in samples] == expected
+    assert [_call(buggy.format(f=name), name, s) for s in samples] != expected
+
+
+def test_every_pair_labels_the_answer_that_agrees_with_the_reference():
+    rng = random.Random(0)
+    cases = [case for family in rd.FAMILIES for case in family(rng)]
+    assert len({c.family for c in cases}) >= 9
+    for case in cases:
+        assert case.right != case.wrong
+        if case.family not in ("code",):
+            assert case.right in case.reference or case.right.split()[0] in case.reference
+            assert f" {case.wrong}." not in case.reference  # the wrong one is not quoted
+    train, test = rd.build()
+    rows = train + test
+    assert len(rows) > 200
+    for row in rows:
+        label = row["label"]["winner"]
+        right = row["answers"][0 if label == "A" else 1]
+        wrong = row["answers"][1 if label == "A" else 0]
+        assert right != wrong
+        assert row["reference"]
+
+
+def test_the_split_keeps_requests_apart_and_nothing_but_agreement_decides():
+    train, test = rd.build()
+    assert not {r["question"] for r in train} & {r["question"] for r in test}
+    assert 0.2 < len(test) / (len(train) + len(test)) < 0.4
+    rows = train + test
+    assert rd.build() == (train, test)  # the same rows every time
+    a_right = np.mean([r["label"]["winner"] == "A" for r in rows])
+    assert 0.4 < a_right < 0.6
+    longer_right = np.mean(
+        [
+            (len(r["answers"][0]) > len(r["answers"][1])) == (r["label"]["winner"] == "A")
+            for r in rows
+        ]
+    )
+    assert 0.3 < longer_right < 0.7  # length alone is near chance
+    polished_wrong = np.mean([r["style"]["wrong_polished"] for r in rows])
+    assert polished_wrong > 0.6
+
+
+def test_the_fit_scores_each_decision_on_the_same_pairs():
+    found = {
+        "head": np.array([1.0, -1.0, -0.5, -0.5]),
+        "lead": np.array([0.1, 0.5, -1.0, -0.2]),
+        "criteria": np.array([0.0, 1.0, -1.0, 1.0]),
+        "longer": np.array([10.0, -10.0, 10.0, 10.0]),
+        "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
+    }
+    got = accuracies(found, weight=4.0)
+    assert got["verdict without it (the head)"] == 75.0  # the second pair wrong
+    assert got["verdict with the reference"] == 100.0  # -1 + 4 * 0.5 > 0
+    assert got["the reference's likelihood alone"] == 100.0
+    assert got["the longer answer"] == 25.0
+
+
+def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
+    from app.io.reader import InputRow
+    from app.records import JudgeItem, Label
+    from training.heads.reference_fit import features
+
+    item = JudgeItem(id="x", question="q", answers=("aa", "b"), label=Label(winner="B"))
+    judgment = Judgment(
+        id="x",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="A",
+        verdict_parts={
+            "states": 0.3,
+            "reference": 0.8,
+            "score": 1.1,
+            "reference_likelihood_difference": 0.2,
+        },
+    )
+    found = features([InputRow(line=1, item=item, error=None, raw=None)], [judgment])
+    assert found["head"][0] == pytest.approx(0.3)
+    assert found["lead"][0] == pytest.approx(0.2)
+    assert found["longer"][0] == 1.0 and found["a_wins"][0] == 0.0
+
+
+def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():
+    from app.deciding.state_head import StateHead
+    from app.judging.config import JudgeConfig, JudgeParts
+    from training.heads.reference_fit import with_reference_read
+
+    head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
+    config = with_reference_read(JudgeConfig(parts=JudgeParts(head=head)))
+    assert 0 < config.parts.head.reference_likelihood_weight < 1e-6
+    weighted = JudgeConfig(parts=JudgeParts(head=head.model_copy(
+        update={"reference_likelihood_weight": 3.0})))  # fmt: skip
+    assert with_reference_read(weighted) is weighted

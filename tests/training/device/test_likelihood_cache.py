@@ -1,0 +1,147 @@
+"""The likelihood reads' cache: resumable, each request-free read once per answer, and an
+evaluation served from it judging exactly as an uncached one (tiny real model); each
+signal's agreement alone from saved parts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from app.io.reader import InputRow
+from app.judging.config import JudgeParts
+from app.records import JudgeItem, Judgment, Label, Protocol, Status
+from models.judge_settings import JudgeSettings
+from training.device.reading_cache import CHUNK, CachedReads, ReadingCache
+from training.evaluation.signal_parts import signal_agreement
+
+
+def _fake_reads(log: list[str]):
+    def read_cond(question: str, answer: str) -> tuple[np.ndarray, np.ndarray]:
+        log.append(f"cond {question}|{answer}")
+        return np.full(len(answer), -1.0), np.ones(4, dtype=np.float32)
+
+    def read_uncond(answer: str) -> np.ndarray:
+        log.append(f"uncond {answer}")
+        return np.full(len(answer), -2.0)
+
+    return read_cond, read_uncond
+
+
+def test_the_cache_resumes_and_reads_each_answer_without_a_request_once(tmp_path):
+    texts = [(f"q{n // 2}", f"answer {n}") for n in range(CHUNK + 5)]
+    texts.append(("another request", "answer 0"))  # a borrowed answer: its free read is kept
+    log: list[str] = []
+    cache = ReadingCache(tmp_path)
+    cache.fill(texts[:CHUNK], *_fake_reads(log), "part0")
+    again = ReadingCache(tmp_path)  # a new process: only what is not on disk yet
+    again.fill(texts, *_fake_reads(log), "part0")
+    assert sorted(t for t in log if t.startswith("cond")) == sorted(
+        f"cond {q}|{a}" for q, a in texts
+    )
+    assert len([t for t in log if t.startswith("uncond")]) == len(texts) - 1
+    reading = ReadingCache(tmp_path).get("another request", "answer 0")
+    assert reading.features()["pmi_mean"] == pytest.approx(1.0)
+    assert reading.states.tolist() == [1.0] * 4
+    assert not list(tmp_path.glob("*.tmp.npz"))
+    with pytest.raises(KeyError, match="likelihood_head read"):
+        again.get("never read", "answer 0")
+
+
+def test_an_interrupted_fill_keeps_what_it_read(tmp_path):
+    texts = [(f"q{n}", f"answer {n}") for n in range(5)]  # fewer than a chunk
+    read_cond, read_uncond = _fake_reads([])
+    calls = []
+
+    def stopped_on_the_fourth(answer: str) -> np.ndarray:
+        calls.append(answer)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return read_uncond(answer)
+
+    with pytest.raises(KeyboardInterrupt):
+        ReadingCache(tmp_path).fill(texts, read_cond, stopped_on_the_fourth, "part0")
+    kept = ReadingCache(tmp_path)
+    assert [kept.has(q, a) for q, a in texts] == [True, True, True, False, False]
+
+
+def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gguf_model):
+    from app.deciding.state_head import StateHead
+    from app.judging.config import JudgeConfig
+    from app.judging.service import JudgeService
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
+    try:
+        head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
+        config = JudgeConfig(
+            protocol=Protocol.PAIRWISE,
+            judge=JudgeSettings(criterion_scores=False),
+            parts=JudgeParts(head=head),
+        )
+        item = JudgeItem(id="p", question="Name a colour.", answers=("Red.", "A fish swims."))
+        service = JudgeService(backend, "tiny")
+        plain = service.judge(item, config)
+        calls: list[int] = []
+        original = backend.read_answers
+
+        def counted(request, answers, unconditioned=True, criteria=None):  # type: ignore[no-untyped-def]
+            calls.append(len(answers))
+            return original(request, answers, unconditioned, criteria)
+
+        cached = CachedReads(counted, ReadingCache(tmp_path), "eval")
+        backend.read_answers = cached  # type: ignore[method-assign]
+        first = service.judge(item, config)
+        cached.close()
+        backend.read_answers = CachedReads(counted, ReadingCache(tmp_path), "eval")  # type: ignore[method-assign]
+        second = service.judge(item, config)
+        # criterion scores read with the verdict go on from a live read: those reads are
+        # made afresh
+        with_verdict = JudgeSettings(criteria_read="with_verdict")
+        scored = service.judge(item, replace(config, judge=with_verdict))
+    finally:
+        backend.close()
+    assert calls == [2, 2]  # read once, then served from disk by a new cache; then afresh
+    assert scored.criteria and scored.answers[0].criteria
+    for judged in (first, second):
+        assert judged.verdict_parts["score"] == pytest.approx(
+            plain.verdict_parts["score"], abs=1e-3
+        )
+        assert judged.leaning == plain.leaning
+
+
+def _row(line: int, winner: str, answers: tuple[str, str]) -> InputRow:
+    item = JudgeItem(id=str(line), question="q", answers=answers, label=Label(winner=winner))
+    return InputRow(line=line, item=item, error=None, raw=None)
+
+
+def _judged(line: int, leaning: str, parts: dict[str, float]) -> Judgment:
+    return Judgment(
+        id=str(line),
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        line=line,
+        leaning=leaning,
+        winner=leaning,
+        verdict_parts=parts,
+    )
+
+
+def test_each_signal_alone_from_the_saved_parts():
+    rows = [_row(1, "A", ("short", "much longer")), _row(2, "B", ("longer one", "short"))]
+    parts = {"states": 0.5, "fit": -0.2, "score": 0.3, "pmi_mean_difference": -1.0}
+    judgments = [
+        _judged(1, "A", parts),
+        _judged(2, "B", {**parts, "states": -0.5, "score": -0.7}),
+    ]
+    found = signal_agreement(rows, judgments)
+    assert found["rows"] == 2
+    agreement = found["agreement"]
+    assert agreement["reported verdict"] == 100.0
+    assert agreement["states alone"] == 100.0
+    assert agreement["fit alone"] == 50.0  # toward B on both rows
+    assert agreement["PMI per token"] == 50.0
+    assert agreement["the longer answer wins"] == 0.0
+    assert signal_agreement(rows, [_judged(1, "A", {})]) is None

@@ -1,0 +1,1 @@
+"""What judges are trained and fitted on: LoRA examples, fitting sets, generated pairs."""

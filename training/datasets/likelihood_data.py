@@ -1,0 +1,49 @@
+"""What a likelihood head is fitted on (training/heads/likelihood_head.py reads it, training/
+likelihood_fit.py fits on it): the fitting set's pairs and graded rows, cut as the head
+reads them, in the seeded order they are read, and the reading cache they go to."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
+from app.records import JudgeItem
+
+RUN_DIR = Path("training/runs/likelihood-head")
+ALPACAEVAL_PAIRS = 800
+PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.datasets.state_head_data)
+SEED = 0
+
+
+def cut(question: str, answer: str) -> tuple[str, str]:
+    return question[:QUESTION_CHARS], answer[:ANSWER_CHARS]
+
+
+def fitting_pairs(alpacaeval: int, per_request: int = PER_REQUEST) -> list[JudgeItem]:
+    from training.datasets.state_head_data import saved_fitting_pairs
+
+    return saved_fitting_pairs(alpacaeval, RUN_DIR, per_request)
+
+
+def grade_rows() -> list[JudgeItem]:
+    from training.heads.state_head import grade_rows as rows
+
+    return rows()
+
+
+def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[str, str]]:
+    """Every (question, answer) to read, cut, a pair's answers together, pairs shuffled."""
+    items = fitting_pairs(alpacaeval, per_request) + grade_rows()
+    random.Random(SEED).shuffle(items)
+    seen: dict[tuple[str, str], None] = {}
+    for item in items:
+        for answer in item.answers:
+            seen.setdefault(cut(item.question, answer), None)
+    return list(seen)
+
+
+def cache_for(gguf: Path, folder: Path | None = None):  # type: ignore[no-untyped-def]
+    from training.device.reading_cache import ReadingCache
+
+    return ReadingCache(folder or RUN_DIR / "cache" / gguf.stem)

@@ -1,0 +1,1 @@
+"""Meta-evaluation against labels, beside the length heuristic, and its reports."""

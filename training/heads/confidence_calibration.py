@@ -1,0 +1,205 @@
+"""Fit a judge's confidence calibration: an isotonic map from a confidence indicator
+to the share of right verdicts, stored with the judge (app/deciding/calibration.py).
+
+State-head judges, on their own training pairs:
+
+    python -m training.heads.confidence_calibration head --gguf models/store/X.gguf \
+        --head models/judges/NAME/state_head.json --out models/judges/NAME/calibration.json
+
+The head's verdicts on its own fitting pairs would be over-confident, so each
+pair gets its out-of-fold P(A) instead: the head's variant and L2 strength (from
+`fitted_on`) fitted again on the other folds, folds grouped by request, exactly
+as `training.heads.state_head fit` chose them. An isotonic regression then maps the
+confidence of each verdict (max(P(A), 1 - P(A))) to whether it matched the label
+(a tie label never does: the head does not say tie). Only the natural pairs count
+(Auto-J and AlpacaEval, not the nearest-request counterexamples, which relevance
+makes easy). The states come from the head's feature cache (`training.heads.state_head
+embed`); nothing is read from an evaluation file.
+
+LLM judges (read in score mode), from their saved judgments of labelled pairs they
+never trained on (`training.datasets.calibration_pairs`, judged by `training.evaluation.evaluate`):
+
+    python -m training.heads.confidence_calibration judge --labelled PAIRS.jsonl \
+        --judgments RUN/judgments.jsonl --indicator entropy \
+        --out models/judges/NAME/calibration.json
+
+`--indicator confidence` maps the judge's probability of its verdict; `entropy`
+its decision entropy (lower is surer). The fit's own error is reported out of fold
+(5 folds) beside the in-sample one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import get_args
+
+import numpy as np
+
+from app.deciding.calibration import ConfidenceCalibration, Indicator
+from app.deciding.state_head import load_state_head
+from app.io.judgments import read_judgments
+from app.records import Judgment, Status
+from training.datasets.labelled_files import load_labelled
+from training.datasets.state_head_data import saved_fitting_pairs
+from training.evaluation.meta_metrics import calibration_error
+from training.evaluation.rescore import attach_judgments
+from training.heads.state_head import (
+    ALPACAEVAL_PAIRS,
+    RUN_DIR,
+    VARIANTS,
+    cache_for,
+    design,
+    out_of_fold,
+    signals_of,
+    source_of,
+)
+
+
+def isotonic_points(
+    confidence: np.ndarray, right: np.ndarray, increasing: bool = True
+) -> tuple[list[float], list[float]]:
+    """The isotonic fit of `right` (0/1) on `confidence`, as its breakpoints."""
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(
+        y_min=0.0, y_max=1.0, increasing=increasing, out_of_bounds="clip"
+    ).fit(confidence, right)
+    xs, ys = model.X_thresholds_, model.y_thresholds_
+    return [round(float(x), 4) for x in xs], [round(float(y), 4) for y in ys]
+
+
+def fit_head(args: argparse.Namespace) -> ConfidenceCalibration:
+    head = load_state_head(args.head)
+    variant, c = str(head.fitted_on["variant"]), float(head.fitted_on["C"])
+    pairs = saved_fitting_pairs(ALPACAEVAL_PAIRS, RUN_DIR)
+    winners = [p.label.winner for p in pairs]
+    states, extra = signals_of(cache_for(args.gguf), pairs)
+    signals = VARIANTS[variant]
+    p_a = out_of_fold(design(states, extra, signals), winners, [p.question for p in pairs], c,
+                      len(signals))  # fmt: skip
+    natural = np.array(["counterexample" not in source_of(p) for p in pairs])
+    confidence = np.maximum(p_a, 1 - p_a)[natural]
+    verdicts = np.where(p_a > 0.5, "A", "B")[natural]
+    right = (verdicts == np.array(winners)[natural]).astype(float)
+    xs, ys = isotonic_points(confidence, right)
+    return ConfidenceCalibration(
+        indicator="confidence",
+        at=tuple(xs),
+        right=tuple(ys),
+        fitted_on={
+            "pairs": int(natural.sum()),
+            "variant": variant,
+            "C": c,
+            "out_of_fold_ece": calibration_error(confidence, right),
+            "in_sample_ece_after": calibration_error(np.interp(confidence, xs, ys), right),
+            "right": round(float(right.mean()), 4),
+        },
+    )
+
+
+def indicator_and_right(
+    judgments: list[Judgment], labels: list[str], indicator: Indicator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each ok judgment's indicator value and whether its leaning matched the label
+    (rows without the indicator are left out: they could not be mapped at judge time)."""
+    values, right = [], []
+    for judgment, label in zip(judgments, labels, strict=True):
+        value = judgment.confidence if indicator == "confidence" else judgment.entropy
+        if judgment.status is not Status.OK or value is None:
+            continue
+        values.append(value)
+        right.append(float((judgment.leaning or judgment.winner) == label))
+    return np.array(values, dtype=float), np.array(right, dtype=float)
+
+
+MIN_BIN_ROWS = 30  # rows per bin before the isotonic fit of an LLM judge's map
+
+
+def fit_indicator(
+    values: np.ndarray, right: np.ndarray, indicator: Indicator, min_rows: int = MIN_BIN_ROWS
+) -> tuple[list[float], list[float]]:
+    """The isotonic map's breakpoints: rising with confidence, falling with entropy.
+
+    A few hundred pairs are too few for a map fitted row by row: its ends rest on a
+    handful of rows and say 0 % or 100 %. The rows are first put in bins of at least
+    `min_rows` by the indicator (its quantiles), and the map is fitted on the bins'
+    mean indicator and share right, weighted by their size.
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    order = np.argsort(values, kind="stable")
+    bins = np.array_split(order, max(1, len(values) // min_rows))
+    xs = np.array([values[b].mean() for b in bins])
+    ys = np.array([right[b].mean() for b in bins])
+    weights = np.array([len(b) for b in bins], dtype=float)
+    model = IsotonicRegression(
+        y_min=0.0, y_max=1.0, increasing=indicator == "confidence", out_of_bounds="clip"
+    ).fit(xs, ys, sample_weight=weights)
+    fitted = model.predict(xs)
+    return [round(float(x), 4) for x in xs], [round(float(y), 4) for y in fitted]
+
+
+def out_of_fold_ece(
+    values: np.ndarray, right: np.ndarray, indicator: Indicator, folds: int = 5
+) -> float:
+    """The ECE of maps fitted on the other folds (rows dealt to folds in turn)."""
+    mapped = np.empty_like(values)
+    fold = np.arange(len(values)) % folds
+    for k in range(folds):
+        xs, ys = fit_indicator(values[fold != k], right[fold != k], indicator)
+        mapped[fold == k] = np.interp(values[fold == k], xs, ys)
+    return calibration_error(mapped, right)
+
+
+def fit_judge(args: argparse.Namespace) -> ConfidenceCalibration:
+    files = [load_labelled(args.labelled, args.labelled.name)]
+    attach_judgments(files, read_judgments(args.judgments))
+    (file,) = files
+    labels = [row.item.label.winner for row in file.rows]  # type: ignore[union-attr]
+    values, right = indicator_and_right(file.judgments, labels, args.indicator)
+    if len(values) < 20:
+        raise SystemExit(
+            f"only {len(values)} ok judgments with a {args.indicator} in {args.judgments}; "
+            "a calibration needs at least 20 (judge more labelled pairs in score mode)"
+        )
+    xs, ys = fit_indicator(values, right, args.indicator)
+    fitted_on: dict[str, float | int | str] = {
+        "pairs": len(values),
+        "file": args.labelled.name,
+        "model": str(file.judgments[0].model),
+        "out_of_fold_ece": out_of_fold_ece(values, right, args.indicator),
+        "in_sample_ece_after": calibration_error(np.interp(values, xs, ys), right),
+        "right": round(float(right.mean()), 4),
+    }
+    if args.indicator == "confidence":
+        fitted_on["ece_before"] = calibration_error(values, right)
+    return ConfidenceCalibration(
+        indicator=args.indicator, at=tuple(xs), right=tuple(ys), fitted_on=fitted_on
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.heads.confidence_calibration")
+    commands = parser.add_subparsers(dest="command", required=True)
+    head = commands.add_parser("head", help="a state-head judge, on its training pairs")
+    head.add_argument("--gguf", type=Path, required=True)
+    head.add_argument("--head", type=Path, required=True)
+    head.add_argument("--out", type=Path, required=True)
+    judge = commands.add_parser("judge", help="an LLM judge, from its saved judgments")
+    judge.add_argument("--labelled", type=Path, required=True, help="the labelled pairs judged")
+    judge.add_argument("--judgments", type=Path, required=True, help="its judgments.jsonl")
+    judge.add_argument("--indicator", choices=get_args(Indicator), default="entropy")
+    judge.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    calibration = fit_head(args) if args.command == "head" else fit_judge(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(calibration.model_dump_json(indent=2))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Training LoRA judges: the configs, the pipeline, the trainers (judge and reward model)."""
