@@ -48,6 +48,7 @@ from training.datasets.labelled_files import (
     file_names,
     load_labelled,
 )
+from training.device.caches import cached_reads, cached_scores, cached_states
 from training.evaluation.criteria_agreement import criteria_agreement
 from training.evaluation.eval_report import render_markdown
 from training.evaluation.meta_metrics import PairRow, cascade_curve, group_table, indicator_halves
@@ -177,45 +178,6 @@ def _judge_files(
         "resumed": len(done),
         "judgments": str(out),
     }
-
-
-def cached_reads(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
-    """With --reading-cache: the backend's answer reads (a likelihood head's) come from and go
-    to that folder, so another head on the same model judges the same rows without reading."""
-    if folder is None or not hasattr(backend, "read_answers"):
-        return None
-    from training.device.reading_cache import CachedReads, ReadingCache
-
-    cached = CachedReads(backend.read_answers, ReadingCache(folder), f"eval-{out.parent.name}")
-    backend.read_answers = cached
-    return cached
-
-
-def cached_scores(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
-    """With --score-cache: the backend's score-mode replies (a head's criterion reads) come
-    from and go to that folder (training.device.score_cache): replies read elsewhere, a GPU's
-    (training.device.gpu_levels), or in an earlier run, are not read again."""
-    if folder is None or not hasattr(backend, "prompt_tokens"):
-        return None
-    from training.device.score_cache import CachedScores, ScoreCache
-
-    cached = CachedScores(
-        backend.score, backend.prompt_tokens, ScoreCache(folder, f"eval-{out.parent.name}")
-    )
-    backend.score = cached
-    return cached
-
-
-def cached_states(backend: Any, folder: Path | None, out: Path):  # type: ignore[no-untyped-def]
-    """With --state-cache: the request states scenario detection reads (a judge with its own
-    classifier) come from and go to that folder (training.device.state_cache)."""
-    if folder is None or not hasattr(backend, "state_features"):
-        return None
-    from training.device.state_cache import CachedStates
-
-    cached = CachedStates(backend.state_features, folder, f"eval-{out.parent.name}")
-    backend.state_features = cached
-    return cached
 
 
 def _resumable(out: Path, model: str, config: JudgeConfig) -> set[tuple[Any, int | None]]:

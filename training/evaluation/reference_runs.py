@@ -48,7 +48,8 @@ def judge_both_ways(
     name; `kind` is "single" or "pairwise"."""
     from app.batches.progress_bar import ProgressBar
     from models.backends.base import BackendOptions
-    from training.evaluation.evaluate import cached_reads, cached_scores, open_evaluated
+    from training.device.caches import cached_reads, cached_scores
+    from training.evaluation.evaluate import open_evaluated
 
     options = BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads)
     judge = open_evaluated(args.model, options, kind=kind)  # type: ignore[arg-type]

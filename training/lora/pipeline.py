@@ -344,37 +344,12 @@ def headline_metrics(report: dict) -> dict[str, dict]:
     return rows
 
 
-def shipped_entry(config: TrainingConfig, tie_margin: float) -> dict:
-    """The registry entry the ship stage writes for the config's judge."""
-    from training.shipping.export import registry_entry
-
-    return registry_entry(
-        config.name,
-        base=config.base,
-        adapter=f"judges/{config.name}/adapter",
-        template=config.data.template,
-        pair_combine="calibrated",
-        tie_margin=tie_margin,
-        max_input_chars=config.data.max_input_chars,
-        criterion_scores=config.data.criteria,
-        uncertain_below=config.ship.uncertain_below,
-        relevance_join=(
-            config.ship.relevance_join.model_dump() if config.ship.relevance_join else None
-        ),
-        card=f"judges/{config.name}/MODEL_CARD.md",
-        description=(
-            f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "
-            f"pairwise judging, {config.merge.method}-merged, GGUF {config.export.gguf}. "
-            "See models/judges/" + config.name + "/MODEL_CARD.md for how it scores."
-        ),
-    )
-
-
 def stage_ship(config: TrainingConfig, run: Path, config_path: Path | None) -> dict:
     import shutil
 
     from models.registry import MODELS_DIR, STORE_DIR
     from training.shipping.export import add_registry_entry, git_commit, write_model_card
+    from training.shipping.registry_entry import shipped_entry
 
     if not config.ship.enabled:
         return {"skipped": "ship.enabled is false in the config"}

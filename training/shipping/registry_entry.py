@@ -12,7 +12,7 @@ from models.base_models import get_base
 from models.judge_settings import JUDGE_DEFAULTS
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry
 from models.run_settings import RUN_DEFAULTS
-from training.lora.config import DataConfig
+from training.lora.config import DataConfig, TrainingConfig
 
 TRAINED_TEMPLATE = DataConfig().template  # the template a LoRA judge is trained on
 
@@ -156,3 +156,27 @@ def _replace_validated(path: Path, old_text: str, new_text: str) -> None:
         partial.unlink(missing_ok=True)
         raise ConfigError(path, "", "the file changed while the entry was being added: retry")
     os.replace(partial, path)
+
+
+def shipped_entry(config: TrainingConfig, tie_margin: float) -> dict:
+    """The registry entry the ship stage writes for the config's judge."""
+    return registry_entry(
+        config.name,
+        base=config.base,
+        adapter=f"judges/{config.name}/adapter",
+        template=config.data.template,
+        pair_combine="calibrated",
+        tie_margin=tie_margin,
+        max_input_chars=config.data.max_input_chars,
+        criterion_scores=config.data.criteria,
+        uncertain_below=config.ship.uncertain_below,
+        relevance_join=(
+            config.ship.relevance_join.model_dump() if config.ship.relevance_join else None
+        ),
+        card=f"judges/{config.name}/MODEL_CARD.md",
+        description=(
+            f"PocketJudge's own judge: {config.base} with LoRA adapters for single and "
+            f"pairwise judging, {config.merge.method}-merged, GGUF {config.export.gguf}. "
+            "See models/judges/" + config.name + "/MODEL_CARD.md for how it scores."
+        ),
+    )

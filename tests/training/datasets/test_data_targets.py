@@ -13,10 +13,9 @@ from app.catalog.scenarios import load_catalog
 from app.formats.output_format import ReplyLayout, json_schema
 from app.records import JudgeItem, Protocol
 from tests.support.needs import SHARED_DATA, shared_file
-from training.datasets.examples import (
-    Example,
+from training.datasets.examples import Example, build_examples
+from training.datasets.replies import (
     Piece,
-    build_examples,
     json_pieces,
     pairwise_reply,
     restate_weights,

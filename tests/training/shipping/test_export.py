@@ -369,7 +369,7 @@ def test_the_decision_judges_entry_is_what_its_training_config_ships() -> None:
     qwen05-decision` would write for it; only its build is left out (its 35 MB adapter is
     over the repository's file limit, so a training run makes the file)."""
     from training.lora.config import load_config, resolve_config_path
-    from training.lora.pipeline import shipped_entry
+    from training.shipping.registry_entry import shipped_entry
 
     config = load_config(resolve_config_path("qwen05-decision"))
     entry = load_registry().get(config.name)
