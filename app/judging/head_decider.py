@@ -16,7 +16,6 @@ from app.foundation.errors import BackendError
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
 from app.judging.prompt_fitting import fitted_messages
-from app.judging.settings import with_changes
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 
@@ -73,9 +72,9 @@ class HeadDecider:
         from the head's verdict."""
         template = get_template(criterion_reads.TEMPLATE)
         one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
-        reading = with_changes(
-            replace(config, protocol=one, mode="score"), {"template": template.name}
-        )
+        # the criterion template's reads: no judge file changes, so nothing is resolved again
+        judge = config.judge.model_copy(update={"template": template.name})
+        reading = replace(config, judge=judge, protocol=one, mode="score")
         calls: list[Call] = []
         for answer in range(len(item.answers)):
             for rule in criterion_reads.criterion_rules(resolved.rule):
