@@ -366,7 +366,7 @@ class LlamaCppBackend:
         skeleton = JsonSkeleton(output.json_schema) if gate is not None and output else None
         rng = np.random.default_rng(params.seed)
         state = RuleState(rules=output.value_rules if output else None, rng=rng, params=params)
-        stream = TokenStream(self, gate, unread=self._reuse_prefix(tokens))
+        stream = TokenStream(self.llama, gate, unread=self._reuse_prefix(tokens))
         finish = "length"
         try:
             while len(stream.tokens) < params.max_tokens:

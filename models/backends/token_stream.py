@@ -7,16 +7,13 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from models.backends.base import SamplingParams, ValueDistribution, ValueRules
 from models.backends.grammar_gate import GrammarGate
 from models.backends.json_tracker import JsonTracker
-
-if TYPE_CHECKING:
-    from models.backends.llama_cpp_backend import LlamaCppBackend
 
 REPEAT_WINDOW = 64
 LOOP_TOKENS = 6
@@ -49,10 +46,8 @@ class TokenStream:
     the same probabilities from the same numbers.
     """
 
-    def __init__(
-        self, backend: LlamaCppBackend, gate: GrammarGate | None, unread: Sequence[int] = ()
-    ) -> None:
-        self._backend = backend
+    def __init__(self, llama: Any, gate: GrammarGate | None, unread: Sequence[int] = ()) -> None:
+        self._llama = llama  # the loaded llama_cpp.Llama
         self._gate = gate
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._unread = list(unread)  # written (or prompt) tokens not evaluated yet
@@ -62,7 +57,7 @@ class TokenStream:
 
     def write(self, tokens: list[int], grammar_accepted: bool = False) -> None:
         """Accept tokens into the grammar (unless done already) and feed the tracker."""
-        model = self._backend.llama._model
+        model = self._llama._model
         for token in tokens:
             if self._gate is not None and not grammar_accepted:
                 self._gate.accept(token)
@@ -75,12 +70,12 @@ class TokenStream:
     def read(self) -> None:
         """Evaluate what is written, so the logits of the next position are there."""
         if self._unread:
-            self._backend.llama.eval(self._unread)
+            self._llama.eval(self._unread)
             self._unread = []
 
     def force(self, text: str, max_tokens: int) -> bool:
         """Write schema-forced text; False when the grammar refuses its first token."""
-        llama = self._backend.llama
+        llama = self._llama
         candidates = llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
         room = max_tokens - len(self.tokens)
         accepted: list[int] = []

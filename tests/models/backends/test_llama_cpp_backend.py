@@ -437,7 +437,7 @@ def test_a_looping_string_is_closed_early(backend: LlamaCppBackend) -> None:
     """A string stuck on one repeated token is closed instead of running to its limit."""
     from models.backends import token_stream
 
-    stream = token_stream.TokenStream(backend, None)
+    stream = token_stream.TokenStream(backend.llama, None)
     stream.tracker.feed('{"feedback": "')
     stream.tokens = [7] * token_stream.LOOP_TOKENS
     assert token_stream.stuck_in_string(stream)
