@@ -24,7 +24,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from app.foundation.errors import InputError
 from app.io.judgments import read_judgments
 from app.io.reader import InputRow, read_rows
 from app.io.writer import write_jsonl
@@ -33,6 +32,7 @@ from app.judging.service import JudgeService
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Judgment
 from models.backends.base import Backend, BackendOptions, ScoreRequest
+from models.foundation.errors import InputError
 from models.loader import LoadedJudge, open_judge
 from models.registry import ModelEntry
 from models.run_settings import RUN_DEFAULTS

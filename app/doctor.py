@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from app.foundation.errors import EngineStopped, PocketJudgeError
 from models import engine_library, model_file
 from models.backends.base import BackendOptions
 from models.backends.engine_info import EngineBuild
 from models.backends.worker_backend import EngineProcess, WorkerBackend
 from models.base_models import BASES, base_gguf
+from models.foundation.errors import EngineStopped, PocketJudgeError
 from models.judge_settings import JUDGE_FILES
 from models.registry import MODELS_DIR, ModelEntry, load_registry
 

@@ -17,7 +17,7 @@ from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
 
-from app.foundation.errors import ConfigError
+from models.foundation.errors import ConfigError
 from models.registry import STORE_DIR
 
 HF_DIR = STORE_DIR / "hf"

@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.foundation.datafiles import validate
-from app.foundation.errors import ConfigError
+from models.foundation.datafiles import validate
+from models.foundation.errors import ConfigError
 from models.registry import MODELS_DIR, ModelEntry
 
 

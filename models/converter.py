@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-from app.foundation.errors import BackendError, BackendUnavailable
+from models.foundation.errors import BackendError, BackendUnavailable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VENDOR_DIR = REPO_ROOT / "vendor"

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.foundation.errors import BackendError
 from models.base_models import BASES, base_gguf, get_base
 from models.converter import convert_hf_to_gguf
+from models.foundation.errors import BackendError
 from models.gguf_vocab import added_tokens_decoder, read_gguf_vocab, write_sentencepiece_model
 
 # -- GGUF ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.foundation.errors import ConfigError
+from models.foundation.errors import ConfigError
 from models.verdict_settings import PairCombine, RelevanceJoin
 
 DEFAULT_TEMPLATE = "pocketjudge"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.foundation.errors import BackendUnavailable, ModelFileError
 from models import model_file
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions
+from models.foundation.errors import BackendUnavailable, ModelFileError
 from models.registry import ModelEntry, load_registry
 
 

@@ -12,7 +12,7 @@ import importlib
 import os
 from pathlib import Path
 
-from app.foundation.errors import MetricsUnavailable
+from models.foundation.errors import MetricsUnavailable
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",

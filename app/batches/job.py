@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.batches.run import write_batch
-from app.foundation.errors import EngineStopped
 from app.io.reader import InputRow
 from app.io.resumable import settings_key
 from app.io.writer import error_judgment
@@ -55,6 +54,7 @@ from app.judging.config import ItemJudge, JudgeConfig
 from app.records import JudgeItem, Judgment, Status
 from app.runs.recorder import RunRecorder, run_versions
 from app.runs.store import RunStart, RunStore
+from models.foundation.errors import EngineStopped
 
 APP_SOURCE = "app"
 

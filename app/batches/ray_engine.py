@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.foundation.errors import PocketJudgeError
 from app.io.reader import InputRow
 from app.judging.config import JudgeConfig
 from app.records import Judgment
 from models.backends.base import BackendOptions
+from models.foundation.errors import PocketJudgeError
 
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # rows and judgments are small
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": node addresses are 127.0.0.1

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.foundation.datafiles import FieldError
+from models.foundation.datafiles import FieldError
 
 LIBRARY_SCALE = (1, 10)
 Aggregate = Literal["weighted_mean", "sum"]

@@ -21,7 +21,7 @@ from app.catalog.criteria_types import (
     check_unique,
     default_weight,
 )
-from app.foundation.datafiles import FieldError, read_mapping, validate
+from models.foundation.datafiles import FieldError, read_mapping, validate
 
 RUBRICS_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "rubrics"
 _LEVEL_KEY = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")

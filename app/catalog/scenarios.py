@@ -30,8 +30,8 @@ from app.catalog.criteria_types import (
     check_unique,
     default_weight,
 )
-from app.foundation.datafiles import FieldError, read_mapping, validate
-from app.foundation.errors import ConfigError, UnknownNameError
+from models.foundation.datafiles import FieldError, read_mapping, validate
+from models.foundation.errors import ConfigError, UnknownNameError
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 SCENARIOS_FILE = "scenarios.yaml"

@@ -22,8 +22,8 @@ from app.cli.doctor_command import add_doctor_parser
 from app.cli.judge_command import run_judge
 from app.cli.judge_options import add_judge_arguments
 from app.cli.listings import add_listing_parsers
-from app.foundation.errors import BackendError, EngineStopped, PocketJudgeError
 from app.runs.commands import add_runs_parser
+from models.foundation.errors import BackendError, EngineStopped, PocketJudgeError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

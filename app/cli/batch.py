@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from app.batches.run import ExitCode, exit_code
 from app.cli.judge_options import backend_options
 from app.formats.prompts import get_template
-from app.foundation.errors import EngineStopped, PocketJudgeError
 from app.records import JudgeItem, Judgment, Status
+from models.foundation.errors import EngineStopped, PocketJudgeError
 
 if TYPE_CHECKING:
     from app.api import Judge

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.foundation.datafiles import validate
-from app.foundation.errors import ConfigError
+from models.foundation.datafiles import validate
+from models.foundation.errors import ConfigError
 
 if TYPE_CHECKING:
     from app.records import Judgment

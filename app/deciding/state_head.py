@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.foundation.datafiles import validate
+from models.foundation.datafiles import validate
 
 QUESTION_CHARS = 400  # what the head reads of the request
 ANSWER_CHARS = 800  # and of each answer
@@ -101,7 +101,7 @@ def load_state_head(path: Path) -> StateHead:
     """The head at `path`, validated; errors name the file and the field."""
     import json
 
-    from app.foundation.errors import ConfigError
+    from models.foundation.errors import ConfigError
 
     if not path.is_file():
         raise ConfigError(path, "state_head", "file not found")

@@ -27,10 +27,10 @@ from app.catalog.criteria_types import CriterionSpec
 from app.catalog.scenarios import Scenario
 from app.catalog.scoring import ScoringRule
 from app.formats.native_formats import JSON_FORMAT, ReplyFormat, native_format
-from app.foundation.datafiles import FieldError, read_mapping, validate
-from app.foundation.errors import ConfigError, UnknownNameError
 from app.records import Protocol
 from models.backends.base import Message
+from models.foundation.datafiles import FieldError, read_mapping, validate
+from models.foundation.errors import ConfigError, UnknownNameError
 
 TEMPLATES_DIR = Path(__file__).parent / "prompt_templates"
 DEFAULT_TEMPLATE = "pocketjudge"

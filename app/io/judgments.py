@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.foundation.errors import PocketJudgeError
 from app.records import Judgment
+from models.foundation.errors import PocketJudgeError
 
 
 class JudgmentFileError(PocketJudgeError):

@@ -25,9 +25,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from app.foundation.errors import InputError
 from app.io.layouts import ID_KEYS, to_item, type_name
 from app.records import JudgeItem
+from models.foundation.errors import InputError
 
 Source = str | os.PathLike[str] | bytes | bytearray | BinaryIO
 

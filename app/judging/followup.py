@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from app.formats.prompts import fence, nonce_of
 from app.formats.text_fitting import fit_texts
-from app.foundation.errors import BackendError
 from app.records import JudgeItem, Judgment, Status
 from models.backends.base import Backend, Message, SamplingParams, run_sampling
+from models.foundation.errors import BackendError
 
 ITEM_CHARS = 6000  # request, reference and answers together; cut from the middle beyond this
 HISTORY_TURNS = 6  # the last questions and replies kept in the prompt

@@ -12,12 +12,12 @@ from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
 from app.formats.prompts import get_template
-from app.foundation.errors import BackendError
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
 from app.judging.prompt_fitting import fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
+from models.foundation.errors import BackendError
 
 
 class HeadDecider:

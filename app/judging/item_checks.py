@@ -15,10 +15,10 @@ from app.catalog.scenario_detection import ScenarioGuess, detect_scenarios
 from app.catalog.scenarios import Catalog
 from app.formats.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
 from app.formats.text_fitting import fit_texts
-from app.foundation.errors import PocketJudgeError, UnknownNameError
 from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment, Protocol
 from models.backends.base import Backend
+from models.foundation.errors import PocketJudgeError, UnknownNameError
 
 PAIR_LABELS = ("A", "B")
 

@@ -20,7 +20,6 @@ from app.catalog.scenarios import Catalog, load_catalog
 from app.deciding.state_judging import decides
 from app.deciding.verdicts import mark_uncertain
 from app.formats.output_format import ReplyLayout
-from app.foundation.errors import BackendError, PocketJudgeError
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judging.config import JudgeConfig
@@ -36,6 +35,7 @@ from app.judging.plans import Plan
 from app.judging.reply_decider import ReplyDecider
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend, Generation, ScoreRequest
+from models.foundation.errors import BackendError, PocketJudgeError
 
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
 CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"

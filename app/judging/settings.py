@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.state_head import load_state_head
-from app.foundation.errors import ConfigError
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.backends.base import SamplingParams
+from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import MODELS_DIR, ModelEntry
 

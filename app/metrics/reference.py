@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.foundation.errors import MetricsUnavailable, UnknownNameError
+from models.foundation.errors import MetricsUnavailable, UnknownNameError
 from models.minilm import minilm_dir, set_offline
 
 if TYPE_CHECKING:

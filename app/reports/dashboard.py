@@ -19,8 +19,8 @@ from statistics import fmean
 from typing import NamedTuple
 
 from app.catalog.scenarios import Catalog, load_catalog
-from app.foundation.errors import UnknownNameError
 from app.records import JudgeItem, Judgment, Protocol, Status
+from models.foundation.errors import UnknownNameError
 
 OTHER_GROUP = "other"
 VERDICTS = ("A", "B", "tie", "uncertain")

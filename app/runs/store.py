@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from app.foundation.errors import PocketJudgeError
 from app.records import JudgeItem, Judgment, Status
 from app.reports.dashboard import status_counts
+from models.foundation.errors import PocketJudgeError
 
 DB_NAME = "runs.sqlite3"
 HOME_ENV = "POCKETJUDGE_HOME"  # the data folder; the database is DB_NAME inside it

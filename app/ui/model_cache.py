@@ -24,9 +24,9 @@ from typing import Protocol
 import streamlit as st
 
 from app.api import Judge, load_judge
-from app.foundation.errors import PocketJudgeError
 from app.ui.settings import Settings, is_model_file
 from models.backends.base import BackendOptions
+from models.foundation.errors import PocketJudgeError
 
 RUNNING_STATES = ("running", "stopping")
 

@@ -15,10 +15,10 @@ import streamlit as st
 import yaml
 
 from app.catalog.rubrics import Rubric, builtin_rubrics, load_rubric, rubric_to_dict, save_rubric
-from app.foundation.errors import PocketJudgeError
 from app.ui import state
 from app.ui.rubric_tables import blank_rubric, rubric_from_tables, rubric_tables
 from app.ui.settings import user_rubrics_dir
+from models.foundation.errors import PocketJudgeError
 
 DRAFT = "rubric.draft"
 FLASH = "rubric.flash"

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from app.catalog.rubrics import Rubric
-from app.foundation.datafiles import validate
+from models.foundation.datafiles import validate
 
 CRITERIA_COLUMNS = ("id", "name", "description", "min", "max", "weight")
 LEVEL_COLUMNS = ("criterion", "scores", "description")

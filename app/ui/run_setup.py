@@ -8,12 +8,12 @@ import streamlit as st
 
 from app import metrics
 from app.api import Judge
-from app.foundation.errors import PocketJudgeError
 from app.judging.cascade import Cascade
 from app.judging.config import JudgeConfig
 from app.judging.settings import SettingsLayer
 from app.ui.model_cache import SharedJudge, shared_judge, shared_second_judge
 from app.ui.settings import Settings, model_label
+from models.foundation.errors import PocketJudgeError
 
 
 def prepare_run(

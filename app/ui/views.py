@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 import streamlit as st
 
 from app.catalog.scenarios import load_catalog
-from app.foundation.errors import EngineStopped
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
+from models.foundation.errors import EngineStopped
 
 CONFIDENCE_HELP = (
     "The judge's own probability for the decision it reports: for a pair, the probability of "

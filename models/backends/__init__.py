@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
-from app.foundation.errors import UnknownNameError
 from models.backends.base import Backend, BackendOptions
+from models.foundation.errors import UnknownNameError
 
 Factory = Callable[[str, BackendOptions], Backend]
 

@@ -216,7 +216,7 @@ class StateSource(Protocol):
 
 def score_by_generation(backend: Backend, requests: Sequence[ScoreRequest]) -> list[Generation]:
     """score() for backends that can only generate: one generation per request."""
-    from app.foundation.errors import BackendError
+    from models.foundation.errors import BackendError
 
     results = []
     for request in requests:

@@ -26,10 +26,10 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
-from app.foundation.errors import BackendError, PocketJudgeError
 from models.backends import create_backend
 from models.backends.base import Backend
 from models.backends.engine_info import engine_build_info
+from models.foundation.errors import BackendError, PocketJudgeError
 
 # The backend methods a parent may call (what models.backends.worker_backend forwards: the
 # Backend and StateSource protocols, and llama.cpp's reply read).

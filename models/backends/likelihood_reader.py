@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from app.foundation.errors import BackendError
 from models.backends.read_batches import Entry, Job, ReadBatches, token_logprobs, view
 from models.backends.sequence_runner import shared_length
 from models.backends.state_reader import READ_CONTEXT, reading_context
 from models.backends.value_reader import Feed
 from models.backends.value_reader import Reading as ValueReading
+from models.foundation.errors import BackendError
 
 BRANCH_ROOM = 2048  # tokens of context after a read, for the turn and replies read after it
 BRANCHES = 16  # replies read side by side after a read (more go in groups)

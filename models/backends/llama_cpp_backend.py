@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from app.foundation.errors import BackendError, BackendUnavailable
 from models import model_file
 from models.backends.base import (
     BackendOptions,
@@ -59,6 +58,7 @@ from models.backends.token_stream import (
 )
 from models.backends.value_constraints import TokenTable, entropy_of
 from models.backends.value_reader import Feed, Reading, candidate_probs, pick_value
+from models.foundation.errors import BackendError, BackendUnavailable
 from models.readings import AnswerReading, ReplyCriteria, pooled
 
 

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
-from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import (
     BackendOptions,
     Capabilities,
@@ -44,6 +43,7 @@ from models.backends.base import (
     score_by_generation,
 )
 from models.backends.retry import RetryPolicy, parse_retry_after, retryable_status
+from models.foundation.errors import BackendError, BackendUnavailable
 
 SCHEMA_FORMS = ("json_schema", "json_object", "none")
 DETAIL_CHARS = 200  # of a server's error body, in a message

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from app.foundation.errors import BackendError
+from models.foundation.errors import BackendError
 
 
 @dataclass(frozen=True)

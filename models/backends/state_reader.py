@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from app.foundation.errors import BackendUnavailable
+from models.foundation.errors import BackendUnavailable
 from models.readings import pooled
 
 READ_CONTEXT = 1024  # tokens: a state text is a cut request and answer (about 400 tokens)

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.foundation.errors import BackendError, BackendUnavailable, ConfigError
 from models.backends.base import (
     BackendOptions,
     Capabilities,
@@ -29,6 +28,7 @@ from models.backends.base import (
     ScoreRequest,
     score_by_generation,
 )
+from models.foundation.errors import BackendError, BackendUnavailable, ConfigError
 
 if TYPE_CHECKING:
     import torch

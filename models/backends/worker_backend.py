@@ -32,7 +32,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
-from app.foundation.errors import EngineStopped
 from models.backends.base import (
     BackendOptions,
     Capabilities,
@@ -43,6 +42,7 @@ from models.backends.base import (
     ScoreRequest,
 )
 from models.backends.exit_reason import describe_exit
+from models.foundation.errors import EngineStopped
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER_MODULE = "models.backends.engine_worker"

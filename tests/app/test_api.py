@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.api import load_judge
-from app.foundation.errors import InputError
 from app.records import Status
+from models.foundation.errors import InputError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

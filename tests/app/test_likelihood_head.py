@@ -145,7 +145,7 @@ def test_the_cli_decider_judges_any_gguf_by_likelihood(tiny_gguf_model, tmp_path
 
 def test_a_head_file_checks_its_likelihood_features(tmp_path):
     from app.deciding.state_head import load_state_head
-    from app.foundation.errors import ConfigError
+    from models.foundation.errors import ConfigError
 
     path = tmp_path / "head.json"
     path.write_text(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import ConfigError
 from models.cards import card_facts, read_card
+from models.foundation.errors import ConfigError
 from models.registry import load_registry
 from training.lora.pipeline import coin_flip
 from training.shipping.model_card import _front_matter

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.foundation.errors import BackendUnavailable
 from models import loader
+from models.foundation.errors import BackendUnavailable
 from models.registry import ModelEntry, Registry
 
 

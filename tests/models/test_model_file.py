@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import BackendUnavailable, ModelFileError
 from models import loader, model_file
 from models.backends.base import BackendOptions
+from models.foundation.errors import BackendUnavailable, ModelFileError
 from models.registry import ModelEntry, Registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import ConfigError
+from models.foundation.errors import ConfigError
 from models.registry import load_registry
 
 ENTRY = """

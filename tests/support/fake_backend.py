@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.foundation.errors import BackendError
 from models.backends import register_backend
 from models.backends.base import (
     BackendOptions,
@@ -30,6 +29,7 @@ from models.backends.base import (
     ValueDistribution,
     score_by_generation,
 )
+from models.foundation.errors import BackendError
 
 Reply = str | Generation | BaseException | Callable[[Sequence[Message]], "Reply"]
 

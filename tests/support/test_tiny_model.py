@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import BackendError
 from models.converter import convert_hf_to_gguf, ensure_converter
+from models.foundation.errors import BackendError
 from tests.support.needs import need_module
 from tests.support.tiny_model import (
     CHAT_MARKERS,

@@ -17,8 +17,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.foundation.errors import PocketJudgeError
 from app.records import JudgeItem, Label
+from models.foundation.errors import PocketJudgeError
 
 PAIRS_FILE = "pairs.jsonl.gz"
 TIE_BAND = 0.1  # a mean preference this close to 1.5 is no decision

@@ -42,10 +42,10 @@ from typing import Any
 from app.catalog.criteria_resolution import CriteriaChoice, ResolvedCriteria, resolve
 from app.catalog.scenarios import Catalog, load_catalog
 from app.formats.prompts import get_template
-from app.foundation.errors import PocketJudgeError
 from app.io.reader import read_rows
 from app.judging.item_checks import prompt_input
 from app.records import JudgeItem, Protocol
+from models.foundation.errors import PocketJudgeError
 from training.datasets.replies import (
     Piece,
     json_pieces,

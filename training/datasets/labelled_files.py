@@ -9,9 +9,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Literal
 
-from app.foundation.errors import PocketJudgeError
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment
+from models.foundation.errors import PocketJudgeError
 
 FILE_KEY = "eval_file"  # judgment metadata: which input file the row came from
 

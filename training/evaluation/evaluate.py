@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from app.catalog.scenarios import load_catalog
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
-from app.foundation.errors import PocketJudgeError
 from app.io.judgments import read_judgments
 from app.io.writer import write_jsonl
 from app.judging.arguments import add_judging_arguments, add_run_arguments, judging_overrides
@@ -38,6 +37,7 @@ from app.judging.config import JudgeConfig
 from app.judging.settings import SettingsLayer, judge_config
 from app.records import Judgment, Protocol
 from models.backends.base import BackendOptions, run_sampling
+from models.foundation.errors import PocketJudgeError
 from models.registry import ModelEntry
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.labelled_files import (

@@ -37,8 +37,8 @@ from scipy import stats
 from sklearn.metrics import precision_recall_fscore_support
 
 from app.catalog.scenarios import Catalog
-from app.foundation.errors import UnknownNameError
 from app.records import Status, Winner
+from models.foundation.errors import UnknownNameError
 
 CLASSES: tuple[Winner, ...] = ("A", "B", "tie")
 CONFIDENCE_BUCKETS = 5  # equal-count buckets of rows, least confident first

@@ -8,9 +8,9 @@ from typing import Any
 
 from app.deciding import verdicts
 from app.formats.prompts import get_template
-from app.foundation.errors import PocketJudgeError
 from app.io.reader import InputRow
 from app.records import Judgment, Status, Winner
+from models.foundation.errors import PocketJudgeError
 from training.datasets.labelled_files import FILE_KEY, EvaluationError, LabelledFile
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.foundation.datafiles import read_mapping, validate
+from models.foundation.datafiles import read_mapping, validate
 from models.verdict_settings import RelevanceJoin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from app.foundation.errors import validation_message
+from models.foundation.errors import validation_message
 from training.lora.config import TrainingConfig, load_config, resolve_config_path
 
 STAGES = ("data", "train", "merge", "export", "calibrate", "eval", "ship")

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.foundation.errors import BackendError, BackendUnavailable, ConfigError
 from models.base_models import BASES
+from models.foundation.errors import BackendError, BackendUnavailable, ConfigError
 from models.gguf_export import export_gguf, quantize_q4_k_m, stage_for_converter
 from training.shipping.model_card import git_commit, write_model_card
 from training.shipping.registry_entry import add_registry_entry, registry_entry

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.foundation.errors import PocketJudgeError
+from models.foundation.errors import PocketJudgeError
 
 METHODS = ("linear", "ties", "dare_linear", "dare_ties", "magnitude_prune")
 MERGED = "merged"  # name of the merged adapter inside the PeftModel

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from app.foundation.datafiles import read_mapping
 from models.base_models import get_base
+from models.foundation.datafiles import read_mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT = (  # never in training data: the evaluation sets

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.foundation.errors import ConfigError
 from models.base_models import get_base
+from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_DEFAULTS
 from models.registry import REGISTRY_FILE, ModelEntry, load_registry
 from models.run_settings import RUN_DEFAULTS

@@ -23,7 +23,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.foundation.errors import InputError
 from app.io.layouts.fields import ANSWER_BODY, ID_KEYS, UNKNOWN, Fields, id_text, type_name
 from app.io.layouts.judge_sets import map_autoj_pairwise, map_autoj_single, map_judgelm, map_pandalm
 from app.io.layouts.ours import map_ours
@@ -31,6 +30,7 @@ from app.io.layouts.plain import map_alpaca, map_llmbar, map_pointwise
 from app.io.layouts.prometheus import map_prometheus, prometheus_id
 from app.io.prometheus import is_prompt
 from app.records import JudgeItem
+from models.foundation.errors import InputError
 
 # what importers take from here (tests also read _RULES)
 __all__ = [

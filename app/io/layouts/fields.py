@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.foundation.errors import InputError, validation_message
+from models.foundation.errors import InputError, validation_message
 
 UNKNOWN = "unknown"
 

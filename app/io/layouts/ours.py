@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.catalog.rubrics import Rubric
-from app.foundation.datafiles import first_problem
 from app.io.layouts.fields import Fields, type_name
 from app.records import MAX_ANSWERS, Label
+from models.foundation.datafiles import first_problem
 
 
 def map_ours(fields: Fields) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import streamlit as st
 
 from app.batches.job import BatchJob
 from app.catalog.scenarios import load_catalog
-from app.foundation.errors import InputError, PocketJudgeError
 from app.io.layouts import LAYOUTS
 from app.io.reader import InputRow, read_rows
 from app.judging.item_checks import row_problem
@@ -16,6 +15,7 @@ from app.ui.history import batch_history
 from app.ui.run_setup import prepare_run
 from app.ui.settings import PROTOCOL_LABELS, Settings, max_upload_bytes, model_label
 from app.ui.tables import preview_frame
+from models.foundation.errors import InputError, PocketJudgeError
 
 PARSED = "batch.parsed"
 

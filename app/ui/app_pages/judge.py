@@ -6,7 +6,6 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app.catalog.scenarios import load_catalog
-from app.foundation.errors import EngineStopped, PocketJudgeError, validation_message
 from app.judging.followup import ask
 from app.judging.head_decider import reference_note
 from app.records import JudgeItem, Judgment, Protocol
@@ -17,6 +16,7 @@ from app.ui.settings import PROTOCOL_LABELS, Settings, measured_rows, model_labe
 from app.ui.tables import criterion_names, overall_top, rubric_scale
 from app.ui.views import engine_stopped_message, show_judgment, show_measured, show_preview
 from models.backends.base import Message
+from models.foundation.errors import EngineStopped, PocketJudgeError, validation_message
 
 RESULT = "single.result"
 CHAT = "single.chat"  # the follow-up conversation about the shown judgment

@@ -17,12 +17,12 @@ from app.batches.job import BatchJob
 from app.batches.run import BACKEND_STREAK
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenarios import load_catalog
-from app.foundation.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.judging.config import JudgeConfig
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Status
 from models.backends.base import Message
+from models.foundation.errors import BackendError
 from tests.support.fake_backend import FakeBackend
 
 CATALOG = load_catalog()

@@ -63,9 +63,9 @@ def test_two_ray_workers_judge_like_a_local_run_and_resume_a_killed_one(
 
 def test_a_second_judge_is_refused_on_ray_with_what_to_do(tmp_path: Path) -> None:
     from app.batches.ray_engine import RayJudge, judge_rows_on_ray
-    from app.foundation.errors import PocketJudgeError
     from app.judging.config import JudgeConfig
     from models.backends.base import BackendOptions
+    from models.foundation.errors import PocketJudgeError
 
     config = JudgeConfig(cascade=object())  # type: ignore[arg-type]
     with pytest.raises(PocketJudgeError, match="does not run on the Ray engine"):

@@ -14,7 +14,7 @@ from app.catalog.rubrics import (
     save_rubric,
 )
 from app.catalog.scenarios import CATEGORIES, SCENARIOS_DIR, Catalog, load_catalog
-from app.foundation.errors import ConfigError, UnknownNameError
+from models.foundation.errors import ConfigError, UnknownNameError
 
 GROUP_SIZES = {
     "Summarization": 3,

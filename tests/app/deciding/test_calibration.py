@@ -11,10 +11,10 @@ import pytest
 from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
-from app.foundation.errors import ConfigError
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.service import JudgeService
 from app.records import Judgment, Protocol, Status
+from models.foundation.errors import ConfigError
 from tests.app.judging.test_service import item, pair_json
 from tests.support.fake_backend import FakeBackend
 from training.evaluation.meta_metrics import calibration_error

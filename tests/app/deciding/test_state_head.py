@@ -18,10 +18,10 @@ from app.deciding.state_head import (
     state_text,
     verdict_parts,
 )
-from app.foundation.errors import ConfigError
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
 from models.backends.base import BackendOptions, Capabilities
+from models.foundation.errors import ConfigError
 from models.readings import pooled
 from tests.support.fake_backend import FakeBackend
 from tests.support.head_configs import head_alone

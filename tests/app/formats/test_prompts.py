@@ -29,9 +29,9 @@ from app.formats.prompts import (
     load_template_file,
     template_names,
 )
-from app.foundation.errors import ConfigError, UnknownNameError
 from app.records import Protocol
 from models.backends.base import Message
+from models.foundation.errors import ConfigError, UnknownNameError
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from app.catalog.rubrics import Rubric, builtin_rubrics, load_rubric
-from app.foundation.datafiles import read_mapping
-from app.foundation.errors import InputError
 from app.io.layouts import LAYOUTS, UNKNOWN, detect_layout, row_id, to_item
 from app.records import JudgeItem, Label
+from models.foundation.datafiles import read_mapping
+from models.foundation.errors import InputError
 from tests.support.needs import SHARED_DATA, missing
 
 AUTOJ_PROMPT = (

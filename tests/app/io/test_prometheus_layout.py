@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.foundation.errors import InputError
 from app.io.layouts import detect_layout, row_id, to_item
 from app.io.reader import read_rows
 from app.records import JudgeItem, Label
+from models.foundation.errors import InputError
 from tests.support.needs import shared_file
 
 LEVELS = {str(n): f"Level {n} text." for n in range(1, 6)}

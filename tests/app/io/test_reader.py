@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.foundation.errors import InputError
 from app.io.reader import InputRow, count_rows, read_rows
+from models.foundation.errors import InputError
 
 
 def good(qid: str) -> bytes:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import InputError
 from app.io.reader import InputRow, read_rows
 from app.io.writer import (
     csv_columns,
@@ -19,6 +18,7 @@ from app.io.writer import (
     write_jsonl,
 )
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
+from models.foundation.errors import InputError
 
 
 def scores(overall: float, **criteria: int) -> AnswerScores:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import BackendError
 from app.judging.followup import HISTORY_TURNS, ask, followup_messages, judgment_summary
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Message
+from models.foundation.errors import BackendError
 from tests.support.fake_backend import FakeBackend
 
 ITEM = JudgeItem(

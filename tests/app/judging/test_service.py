@@ -16,7 +16,6 @@ from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import load_catalog
 from app.catalog.scoring import ScoringRule, ranking_from_overall, verdict_from_overall
-from app.foundation.errors import BackendError
 from app.io.reader import InputRow, read_rows
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.item_checks import infer_protocol
@@ -25,6 +24,7 @@ from app.judging.settings import config_of, with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
 from models.backends import create_backend
 from models.backends.base import Backend, BackendOptions, SamplingParams
+from models.foundation.errors import BackendError
 from tests.support.fake_backend import FakeBackend, reply
 
 CATALOG = load_catalog()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.formats.prompts import DEFAULT_TEMPLATE
-from app.foundation.errors import ConfigError
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.settings import SettingsLayer, judge_config, judge_settings, with_changes
+from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import ModelEntry, load_registry
 

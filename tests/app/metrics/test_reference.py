@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import PocketJudgeError
 from app.metrics import METRIC_NAMES, MODULES_DIR, MetricsUnavailable, reference_metrics
 from app.metrics import reference as reference_module
+from models.foundation.errors import PocketJudgeError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REFERENCE = "The cat sat on the mat."

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from app.catalog.rubrics import RUBRICS_DIR, builtin_rubrics, load_rubric
-from app.foundation.errors import ConfigError
 from app.io.reader import read_rows
 from app.records import AnswerScores, Judgment, Protocol, Status
 from app.ui.rubric_tables import blank_rubric, rubric_from_tables, rubric_tables
@@ -26,6 +25,7 @@ from app.ui.tables import (
     rubric_scale,
     verdict_text,
 )
+from models.foundation.errors import ConfigError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 OK = Judgment(

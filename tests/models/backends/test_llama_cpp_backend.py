@@ -20,7 +20,6 @@ from app.catalog.scoring import ScoringRule, verdict_from_overall
 from app.formats.output_format import answer_keys, output_spec
 from app.formats.parsing import parse_output
 from app.formats.prompts import AnswerSlot, PromptInput, get_template
-from app.foundation.errors import BackendError, BackendUnavailable, UnknownNameError
 from app.records import Protocol
 from models.backends import backend_names, create_backend
 from models.backends.base import (
@@ -31,6 +30,7 @@ from models.backends.base import (
     OutputSpec,
     SamplingParams,
 )
+from models.foundation.errors import BackendError, BackendUnavailable, UnknownNameError
 from models.loader import open_judge
 from tests.support.needs import need_module
 

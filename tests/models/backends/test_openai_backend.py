@@ -29,12 +29,12 @@ need_module(
 
 from app.catalog.criteria_resolution import CriteriaChoice, resolve  # noqa: E402 - after the check above
 from app.catalog.scenarios import load_catalog  # noqa: E402 - after the check above
-from app.foundation.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
 from app.judging.config import JudgeConfig  # noqa: E402 - after the check above
 from app.judging.service import JudgeService  # noqa: E402 - after the check above
 from app.records import JudgeItem, Protocol, Status  # noqa: E402 - after the check above
 from models.backends.base import BackendOptions, Message, OutputSpec, SamplingParams  # noqa: E402 - after the check above
 from models.backends.openai_backend import OpenAIBackend  # noqa: E402 - after the check above
+from models.foundation.errors import BackendError, BackendUnavailable  # noqa: E402 - after the check above
 from models.loader import open_judge  # noqa: E402 - after the check above
 
 API_KEY = "test-key-7f3a"

@@ -20,10 +20,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import openai
 import pytest
 
-from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import BackendOptions, Message, SamplingParams
 from models.backends.openai_backend import OpenAIBackend
 from models.backends.retry import RetryPolicy, parse_retry_after, retryable_status
+from models.foundation.errors import BackendError, BackendUnavailable
 
 MESSAGES = (Message("user", "Say something."),)
 PARAMS = SamplingParams(max_tokens=4)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.foundation.errors import BackendError
 from models.backends.likelihood_reader import BRANCHES
 from models.backends.reply_criteria import continuation, turn_text
 from models.backends.value_reader import Feed, candidate_probs
+from models.foundation.errors import BackendError
 from models.readings import ReplyCriteria
 
 QUESTION = "Which planet is closest to the sun?"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from app.foundation.errors import BackendError, BackendUnavailable
 from models.backends.base import Backend, BackendOptions, Message, OutputSpec, SamplingParams
 from models.backends.transformers_backend import (
     INSTALL_HINT,
@@ -20,6 +19,7 @@ from models.backends.transformers_backend import (
     merge_system_into_user,
     plain_transcript,
 )
+from models.foundation.errors import BackendError, BackendUnavailable
 from tests.support.needs import need_module
 from tests.support.tiny_model import tiny_hf_dir
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.foundation.errors import EngineStopped, ModelFileError
 from models.backends.base import BackendOptions, Message, SamplingParams
 from models.backends.exit_reason import describe_exit
 from models.backends.worker_backend import WorkerBackend
+from models.foundation.errors import EngineStopped, ModelFileError
 from models.loader import open_judge
 from tests.support.needs import need_module
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.foundation.errors import ConfigError
 from models.build import build_entry
+from models.foundation.errors import ConfigError
 from models.registry import load_registry
 from tests.support.needs import need_module
 from tests.support.tiny_model import tiny_gguf_path

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from app.foundation.errors import ConfigError, validation_message
+from models.foundation.errors import ConfigError, validation_message
 
 M = TypeVar("M", bound=BaseModel)
 DISPLAY_NAMES = {"scale_min": "scale.min", "scale_max": "scale.max"}

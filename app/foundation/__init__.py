@@ -1,1 +1,0 @@
-"""The bottom layer: errors and data-file loading, which models/ and the core both use."""
