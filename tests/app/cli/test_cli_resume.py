@@ -67,12 +67,21 @@ class Stopped:
     stderr: str
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """The CLI takes Ctrl-C as a terminal gives it, even where this test run ignores SIGINT
+    (a shell starts a background job with SIGINT ignored, and a child inherits that: its
+    Python would then never raise KeyboardInterrupt, and the run would finish instead)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kill_after(
     args: list[str], out: Path, rows: int, sig: signal.Signals = signal.SIGKILL
 ) -> Stopped:
     """Start the CLI and send `sig` once its partial file holds `rows` whole rows."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(args, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        args, cwd=ROOT, env=env, stderr=subprocess.PIPE, preexec_fn=_ctrl_c_as_in_a_terminal
+    )
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
