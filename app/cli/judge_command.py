@@ -16,8 +16,8 @@ from app.catalog.scenarios import load_catalog
 from app.cli.batch import run_batch
 from app.cli.judge_options import backend_options
 from app.judging.arguments import judging_overrides
-from app.judging.settings import sampling_of
 from app.records import Protocol
+from models.backends.base import sampling_of
 from models.run_settings import RUN_DEFAULTS
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -21,7 +21,6 @@ from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.state_head import load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
-from models.backends.base import SamplingParams
 from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
 from models.registry import MODELS_DIR, ModelEntry
@@ -136,24 +135,3 @@ def with_changes(config: JudgeConfig, changes: Mapping[str, Any]) -> JudgeConfig
 def config_of(**fields: Any) -> JudgeConfig:
     """A JudgeConfig from keyword arguments, each a run's field or a judging setting."""
     return with_changes(JudgeConfig(), fields)
-
-
-class SamplingSource(Protocol):
-    """Anything that names the sampling settings: parsed arguments, the app's settings."""
-
-    temperature: float
-    top_p: float
-    max_tokens: int
-    seed: int
-    repeat_penalty: float
-
-
-def sampling_of(source: SamplingSource) -> SamplingParams:
-    """The sampling settings a front end holds, as the engine takes them."""
-    return SamplingParams(
-        temperature=source.temperature,
-        top_p=source.top_p,
-        max_tokens=source.max_tokens,
-        seed=source.seed,
-        repeat_penalty=source.repeat_penalty,
-    )

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from app.catalog.criteria_resolution import AUTO, CriteriaChoice
 from app.catalog.rubrics import Rubric
 from app.judging.config import JudgeConfig
-from app.judging.settings import SettingsLayer, judge_config, judge_settings, sampling_of
+from app.judging.settings import SettingsLayer, judge_config, judge_settings
 from app.records import Protocol
-from models.backends.base import BackendOptions
+from models.backends.base import BackendOptions, sampling_of
 from models.judge_settings import JudgeSettings
 from models.registry import ModelEntry, load_registry
 from models.run_settings import declared

@@ -42,14 +42,19 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
 
 
-def run_sampling(**changes: Any) -> SamplingParams:
-    """The sampling a run starts from: the declared settings (models/run_settings.py), with
-    `changes` over them."""
-    declared = {name: getattr(RUN_DEFAULTS, name) for name in SAMPLING_SETTINGS}
-    return SamplingParams(**{**declared, **changes})
-
-
 SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens", "seed", "repeat_penalty")
+
+
+def sampling_of(source: Any, **changes: Any) -> SamplingParams:
+    """The sampling settings `source` names (parsed arguments, the app's settings, the
+    declared run settings), as the engine takes them, with `changes` over them."""
+    named = {name: getattr(source, name) for name in SAMPLING_SETTINGS}
+    return SamplingParams(**{**named, **changes})
+
+
+def run_sampling(**changes: Any) -> SamplingParams:
+    """The sampling a run starts from: the declared settings (models/run_settings.py)."""
+    return sampling_of(RUN_DEFAULTS, **changes)
 
 
 @dataclass(frozen=True)
