@@ -5,56 +5,82 @@ reads, and the reference's part of a pair's verdict."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
-from app.formats.prompts import get_template
+from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
-from app.judging.prompt_fitting import fitted_messages
+from app.judging.prompt_fitting import PromptFit, fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 from models.foundation.errors import BackendError
 
 
+@dataclass(frozen=True)
+class HeadSettings:
+    """What deciding by a state head reads of a run."""
+
+    head: StateHead
+    use_reference: bool
+    with_criteria: bool  # criterion scores beside the head's verdict
+    criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
+    tie_within: float  # |expected A - B| up to this is a tie
+    criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
+    fit: PromptFit  # the criterion reads' prompts, always scored
+
+    @classmethod
+    def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
+        return cls(
+            head=head,
+            use_reference=config.use_reference,
+            with_criteria=config.judge.criterion_scores,
+            criteria_apart=config.judge.criteria_read == "apart",
+            tie_within=config.judge.tie_margin,
+            criterion_template=get_template(criterion_reads.TEMPLATE),
+            fit=replace(PromptFit.of(config), generate_tokens=None),
+        )
+
+
 class HeadDecider:
     """Plans and decides the items a state head decides, through `backend`."""
 
-    def __init__(self, backend: Backend, model_name: str) -> None:
+    def __init__(self, backend: Backend, model_name: str, settings: HeadSettings) -> None:
         self.backend = backend
         self.model_name = model_name
+        self.settings = settings
 
     def plan(
-        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, base: Judgment
+        self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria, base: Judgment
     ) -> Plan:
         """A plan the state head decides. With criteria asked for, it also holds one call per
         answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
         verdict, or (`criteria_read: with_verdict`) a turn read on from the head's reads; a
         reference is read on from them either way (`turn`)."""
-        truncated = cut_by_head(item, config.parts.head)
-        head = config.parts.head
-        assert head is not None
-        reference = item.reference if config.use_reference else None
+        settings = self.settings
+        head = settings.head
+        truncated = cut_by_head(item, head)
+        reference = item.reference if settings.use_reference else None
         on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
         # the reference's likelihood is read where a weight uses it (or criteria come with it)
         wanted = reference if head.reference_likelihood_weight else None
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
-        if not (config.judge.criterion_scores and resolved.rule.specs and self.reads_for(head)):
+        if not (settings.with_criteria and resolved.rule.specs and self.reads_for(head)):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             turn = self.reference_turn(resolved, wanted) if on_reads else None
-            return Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
-        if on_reads and config.judge.criteria_read == "with_verdict":
+            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
+        if on_reads and not settings.criteria_apart:
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
             base = base.model_copy(update={"truncated": truncated})
-            return Plan(item, config, resolved, base, calls=[], by_head=True, turn=turn)
-        calls, truncated = self.criterion_calls(item, config, resolved, truncated)
+            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
+        calls, truncated = self.criterion_calls(item, protocol, resolved, truncated)
         base = base.model_copy(update={"truncated": truncated})
         turn = self.reference_turn(resolved, wanted) if on_reads else None
-        return Plan(item, config, resolved, base, calls=calls, by_head=True, turn=turn)
+        return Plan(item, protocol, resolved, base, calls=calls, by_head=True, turn=turn)
 
     @staticmethod
     def reference_turn(resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
@@ -66,22 +92,19 @@ class HeadDecider:
         )
 
     def criterion_calls(
-        self, item: JudgeItem, config: JudgeConfig, resolved: ResolvedCriteria, truncated: bool
+        self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria, truncated: bool
     ) -> tuple[list[Call], bool]:
         """One call per answer and criterion (app/deciding/criterion_reads.py), read apart
         from the head's verdict."""
-        template = get_template(criterion_reads.TEMPLATE)
-        one = Protocol.ANCHORED if config.protocol is Protocol.ANCHORED else Protocol.SINGLE
-        # the criterion template's reads: no judge file changes, so nothing is resolved again
-        judge = config.judge.model_copy(update={"template": template.name})
-        reading = replace(config, judge=judge, protocol=one, mode="score")
+        template, fit = self.settings.criterion_template, self.settings.fit
+        one = Protocol.ANCHORED if protocol is Protocol.ANCHORED else Protocol.SINGLE
         calls: list[Call] = []
         for answer in range(len(item.answers)):
             for rule in criterion_reads.criterion_rules(resolved.rule):
                 alone = replace(resolved, rule=rule)
                 output = criterion_reads.criterion_output(rule)
                 messages, cut = fitted_messages(
-                    self.backend, item, reading, alone, template, (answer,), output
+                    self.backend, item, one, fit, alone, template, (answer,), output
                 )
                 truncated = truncated or cut
                 call = Call((answer,), messages, output, criterion_reads.LAYOUT, rule.keys[0])
@@ -105,8 +128,7 @@ class HeadDecider:
 
     def verdict(self, plan: Plan) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
-        head = plan.config.parts.head
-        assert head is not None
+        head = self.settings.head
         if not self.reads_for(head):
             what = "likelihoods" if head.reads == "reply" else "hidden states"
             error = (
@@ -117,7 +139,7 @@ class HeadDecider:
         started = time.perf_counter()
         try:
             judgment = head_judgment(
-                plan.base, plan.item, head, self.backend, plan.config.judge.tie_margin, plan.turn
+                plan.base, plan.item, head, self.backend, self.settings.tie_within, plan.turn
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
@@ -139,8 +161,8 @@ class HeadDecider:
     def with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
         """A pairwise head verdict with the reference's part, read through the criterion
         scores (state_judging.with_reference_reading), where the item has a reference."""
-        head = plan.config.parts.head
-        if head is None or not (plan.item.reference and plan.config.use_reference):
+        head = self.settings.head
+        if not (plan.item.reference and self.settings.use_reference):
             return judgment
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
@@ -148,14 +170,13 @@ class HeadDecider:
             judgment,
             head.reference_weight,
             plan.resolved.rule.overall_range(),
-            plan.config.judge.tie_margin,
+            self.settings.tie_within,
             head.reference_likelihood_weight,
         )
 
 
-def cut_by_head(item: JudgeItem, head: StateHead | None) -> bool:
+def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
     """True when the head reads less than the whole request or an answer."""
-    assert head is not None
     return len(item.question) > head.question_chars or any(
         len(a) > head.answer_chars for a in item.answers
     )

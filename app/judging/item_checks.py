@@ -7,20 +7,50 @@ preview flags rows against the settings that will be used.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from app.catalog.criteria_resolution import AUTO, ResolvedCriteria, resolve
-from app.catalog.scenario_detection import ScenarioGuess, detect_scenarios
+from app.catalog.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
+from app.catalog.scenario_detection import ScenarioClassifier, ScenarioGuess, detect_scenarios
 from app.catalog.scenarios import Catalog
-from app.formats.prompts import AnswerSlot, PromptInput, PromptTemplate, get_template
-from app.formats.text_fitting import fit_texts
+from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
-from app.records import JudgeItem, Judgment, Protocol
+from app.records import JudgeItem, Protocol
 from models.backends.base import Backend
 from models.foundation.errors import PocketJudgeError, UnknownNameError
 
-PAIR_LABELS = ("A", "B")
+
+@dataclass(frozen=True)
+class ItemRules:
+    """What the checks and the scenario's choice read of a run, settled once for its items:
+    the template looked up (or why it cannot be), the criteria chosen, the reference, and
+    who picks a scenario the row leaves open."""
+
+    protocol: Protocol | None  # None: by each row's answer count
+    template_name: str
+    prompt_template: PromptTemplate | None  # None: unknown, every row's error says so
+    choice: CriteriaChoice
+    use_reference: bool
+    detect_scenario: bool
+    classifier: ScenarioClassifier | None
+
+    @classmethod
+    def of(cls, config: JudgeConfig) -> ItemRules:
+        try:
+            template = get_template(config.judge.template)
+        except UnknownNameError:
+            template = None
+        return cls(
+            protocol=config.protocol,
+            template_name=config.judge.template,
+            prompt_template=template,
+            choice=config.choice,
+            use_reference=config.use_reference,
+            detect_scenario=config.detect_scenario,
+            classifier=config.parts.classifier,
+        )
+
+    def protocol_of(self, item: JudgeItem) -> Protocol:
+        return self.protocol if self.protocol is not None else infer_protocol(item)
 
 
 def infer_protocol(item: JudgeItem) -> Protocol:
@@ -34,29 +64,26 @@ def row_problem(item: JudgeItem, config: JudgeConfig, catalog: Catalog) -> str |
     The same checks as judging makes (answer count for the protocol, template,
     criteria), so a batch preview can flag rows against the settings that will be used.
     """
-    if config.protocol is None:
-        config = replace(config, protocol=infer_protocol(item))
+    rules = ItemRules.of(config)
     try:
-        checked(item, config, catalog)
+        checked(item, rules.protocol_of(item), rules, catalog)
     except (PocketJudgeError, ValueError) as exc:
         return str(exc)
     return None
 
 
 def checked(
-    item: JudgeItem, config: JudgeConfig, catalog: Catalog
+    item: JudgeItem, protocol: Protocol, rules: ItemRules, catalog: Catalog
 ) -> tuple[PromptTemplate, ResolvedCriteria]:
     """The template and criteria for `item`; raises when the item cannot be judged so."""
-    check_answers(item, config)
-    template = get_template(config.judge.template)
-    assert config.protocol is not None
-    template.check_protocol(config.protocol)  # native templates have only some protocols
-    return template, resolve(config.choice, item, catalog)
+    check_answers(item, protocol, rules.use_reference)
+    template = rules.prompt_template or get_template(rules.template_name)  # unknown: raises
+    template.check_protocol(protocol)  # native templates have only some protocols
+    return template, resolve(rules.choice, item, catalog)
 
 
-def check_answers(item: JudgeItem, config: JudgeConfig) -> None:
+def check_answers(item: JudgeItem, protocol: Protocol, use_reference: bool) -> None:
     """Raises ValueError when the protocol cannot judge this row's answers."""
-    protocol = config.protocol
     count = len(item.answers)
     if protocol is Protocol.PAIRWISE and count != 2:
         raise ValueError(f"pairwise judging needs exactly 2 answers; this row has {count}")
@@ -64,7 +91,7 @@ def check_answers(item: JudgeItem, config: JudgeConfig) -> None:
         raise ValueError(f"multi-answer ranking needs 2 to 6 answers; this row has {count}")
     if protocol is Protocol.ANCHORED and not item.reference:
         raise ValueError("reference-anchored grading needs a 'reference' field in this row")
-    if protocol is Protocol.ANCHORED and not config.use_reference:
+    if protocol is Protocol.ANCHORED and not use_reference:
         raise ValueError("reference-anchored grading needs the reference: turn references on")
 
 
@@ -82,41 +109,12 @@ def native_generate(config: JudgeConfig) -> JudgeConfig:
     return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))
 
 
-def prompt_input(
-    protocol: Protocol,
-    question: str,
-    answers: Sequence[str],
-    reference: str | None,
-    resolved: ResolvedCriteria,
-    max_input_chars: int | None,
-) -> PromptInput:
-    """What the template renders for answers in this order, texts cut to fit.
-
-    Training renders its examples through this too (training/datasets/examples.py), so a
-    trained judge sees exactly the prompts it meets at inference.
-    """
-    texts = fit_texts([question, reference or "", *answers], max_input_chars)
-    labels = PAIR_LABELS if protocol is Protocol.PAIRWISE else _numbers(len(answers))
-    return PromptInput(
-        protocol=protocol,
-        question=texts[0],
-        answers=tuple(AnswerSlot(label, text) for label, text in zip(labels, texts[2:])),
-        rule=resolved.rule,
-        reference=texts[1] or None,
-        scenario=resolved.scenario,
-    )
-
-
-def _numbers(count: int) -> tuple[str, ...]:
-    return tuple(str(i) for i in range(1, count + 1))
-
-
 def scenario_guesses(
-    backend: Backend, catalog: Catalog, item: JudgeItem, config: JudgeConfig
+    backend: Backend, catalog: Catalog, item: JudgeItem, rules: ItemRules
 ) -> list[ScenarioGuess]:
     """The classifier's guesses when the scenario is left to it, else none."""
-    choice = config.choice
-    if not config.detect_scenario or choice.rubric or item.rubric or item.scenario:
+    choice = rules.choice
+    if not rules.detect_scenario or choice.rubric or item.rubric or item.scenario:
         return []
     if choice.scenario not in (None, AUTO):
         return []
@@ -125,18 +123,7 @@ def scenario_guesses(
     found = detect_scenarios(
         [item.question],
         list(catalog.scenarios),
-        classifier=config.parts.classifier,
+        classifier=rules.classifier,
         read_states=reads,
     )
     return found[0] if found else []
-
-
-def decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
-    """The decision a critique must explain (a pair's leaning even when uncertain)."""
-    if judgment.protocol is Protocol.PAIRWISE:
-        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
-    if judgment.protocol is Protocol.MULTI:
-        return judgment.ranking
-    if judgment.answers and len(judgment.answers) == 1:
-        return str(round(judgment.answers[0].overall))
-    return None

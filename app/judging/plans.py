@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding.state_judging import TurnAsk
 from app.formats.output_format import ReplyLayout
-from app.judging.config import JudgeConfig
-from app.records import JudgeItem, Judgment
+from app.records import JudgeItem, Judgment, Protocol
 from models.backends.base import Generation, Message, OutputSpec
 
 
@@ -28,18 +27,10 @@ class Plan:
     """Everything needed to judge one item, before any model call."""
 
     item: JudgeItem
-    config: JudgeConfig
+    protocol: Protocol
     resolved: ResolvedCriteria
     base: Judgment
     calls: list[Call]
     generations: list[Generation] = field(default_factory=list)
     by_head: bool = False  # decided by the state head: no model call
     turn: TurnAsk | None = None  # criterion scores read on from the head's reads
-
-    @property
-    def wants_critique(self) -> bool:
-        """A critique is written after the decision: score mode when asked, and always for
-        a decision the state head made (generate mode asks for the whole reply)."""
-        if self.by_head:
-            return self.config.feedback or self.config.mode == "generate"
-        return self.config.mode == "score" and self.config.feedback

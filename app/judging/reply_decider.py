@@ -3,44 +3,90 @@ generated (in one order or both), or a native judge's free-text format."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding.judgment_builder import Attempt, build_judgment, combine_swapped
 from app.deciding.native_judgment import NativeAttempt, native_judgment
 from app.formats.native_formats import parse_native
 from app.formats.output_format import ReplyLayout, output_spec
 from app.formats.parsing import ParseFailure, parse_output
-from app.formats.prompts import PromptTemplate, get_template
+from app.formats.prompts import PromptTemplate
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
-from app.judging.prompt_fitting import fitted_messages
+from app.judging.prompt_fitting import PromptFit, fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol
 from models.backends.base import Backend, Generation, OutputSpec
+from models.verdict_settings import PairCombine
+
+
+@dataclass(frozen=True)
+class ReplySettings:
+    """What deciding from the model's reply reads of a run."""
+
+    prompt_template: PromptTemplate
+    layout: ReplyLayout  # what the reply holds: decision first, criterion scores, feedback
+    fit: PromptFit
+    swap: bool  # pairwise: both orders
+    combine: PairCombine  # how the two orders' replies make one verdict
+    tie_within: float  # |expected A - B| up to this is a tie
+    max_tokens: int  # named when a reply stops before it is complete
+
+    @classmethod
+    def of(cls, config: JudgeConfig, template: PromptTemplate) -> ReplySettings:
+        layout = ReplyLayout(
+            decision_first=template.decision_first,
+            criteria=config.judge.criterion_scores,
+            feedback=config.mode == "generate",
+        )
+        return cls(
+            prompt_template=template,
+            layout=layout,
+            fit=PromptFit.of(config),
+            swap=config.swap,
+            combine=config.judge.pair_combine,
+            tie_within=config.judge.tie_margin,
+            max_tokens=config.sampling.max_tokens,
+        )
 
 
 class ReplyDecider:
     """Plans the calls of an item the model's reply decides, and reads their replies."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, settings: ReplySettings) -> None:
         self.backend = backend
+        self.settings = settings
+
+    def plan(
+        self,
+        item: JudgeItem,
+        protocol: Protocol,
+        resolved: ResolvedCriteria,
+        base: Judgment,
+        decision: str | tuple[int, ...] | None = None,
+    ) -> Plan:
+        """A plan of one call per answer order the protocol reads; `decision` fixed in a
+        decision-first reply (a critique explaining a decision already made)."""
+        calls, truncated = self.calls(item, protocol, resolved, decision)
+        base = base.model_copy(update={"truncated": truncated})
+        return Plan(item, protocol, resolved, base, calls)
 
     def calls(
         self,
         item: JudgeItem,
-        config: JudgeConfig,
+        protocol: Protocol,
         resolved: ResolvedCriteria,
-        template: PromptTemplate,
-        layout: ReplyLayout,
         decision: str | tuple[int, ...] | None,
     ) -> tuple[list[Call], bool]:
         """One call per answer order the protocol reads; True when a text was cut."""
-        protocol = config.protocol
-        assert protocol is not None
+        settings = self.settings
         if protocol in (Protocol.SINGLE, Protocol.ANCHORED):
             orders = [(index,) for index in range(len(item.answers))]
-        elif protocol is Protocol.PAIRWISE and config.swap:
+        elif protocol is Protocol.PAIRWISE and settings.swap:
             orders = [(0, 1), (1, 0)]
         else:
             orders = [tuple(range(len(item.answers)))]
+        layout, template = settings.layout, settings.prompt_template
         calls, truncated = [], False
         for order in orders:
             forced = decision if layout.decision_first else None
@@ -52,60 +98,71 @@ class ReplyDecider:
                 else output_spec(protocol, resolved.rule, len(order), layout, forced)
             )
             messages, cut = fitted_messages(
-                self.backend, item, config, resolved, template, order, output
+                self.backend, item, protocol, settings.fit, resolved, template, order, output
             )
             truncated = truncated or cut
             calls.append(Call(order, messages, output, layout))
         return calls, truncated
 
-    def build(self, plan: Plan) -> Judgment:
+    def decide(self, plan: Plan) -> Judgment:
+        """The judgment its plan's replies give."""
         failed = next((g.error for g in plan.generations if g.error), None)
         if failed is not None:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{failed}"})
-        template = get_template(plan.config.judge.template)
-        if template.native:
+        settings = self.settings
+        if settings.prompt_template.native:
             native = [
                 NativeAttempt(call.order, generation, *self.parse(plan, call, generation))
                 for call, generation in zip(plan.calls, plan.generations)
             ]
-            return native_judgment(plan.base, native, template.reply_format, plan.resolved.rule)
+            reply_format = settings.prompt_template.reply_format
+            return native_judgment(plan.base, native, reply_format, plan.resolved.rule)
         attempts = []
         for call, generation in zip(plan.calls, plan.generations):
             parsed, failure = self.parse(plan, call, generation)
-            protocol = plan.config.protocol
-            assert protocol is not None
-            attempts.append(Attempt(call.order, generation, parsed, failure, call.layout, protocol))
+            attempts.append(
+                Attempt(call.order, generation, parsed, failure, call.layout, plan.protocol)
+            )
         rule = plan.resolved.rule
-        config = plan.config
-        if config.protocol is Protocol.PAIRWISE and config.swap:
+        if plan.protocol is Protocol.PAIRWISE and settings.swap:
             return combine_swapped(
                 plan.base,
                 attempts[0],
                 attempts[1],
                 rule,
-                config.judge.pair_combine,
-                config.judge.tie_margin,
+                settings.combine,
+                settings.tie_within,
             )
         return build_judgment(plan.base, attempts, rule)
 
     def parse(self, plan: Plan, call: Call, generation: Generation):
-        protocol = plan.config.protocol
-        assert protocol is not None
+        protocol = plan.protocol
         try:
-            rule = plan.resolved.rule
-            template = get_template(plan.config.judge.template)
+            template = self.settings.prompt_template
             if template.native:
                 reply = parse_native(
                     template.reply_format, generation.text, protocol, len(call.order)
                 )
                 return reply, None
+            rule = plan.resolved.rule
             parsed = parse_output(generation.text, protocol, rule, len(call.order), call.layout)
             return parsed, None
         except ParseFailure as exc:
             failure = str(exc)
             if generation.finish_reason == "length":
                 failure = (
-                    f"the output stopped at max_tokens={plan.config.sampling.max_tokens} before "
+                    f"the output stopped at max_tokens={self.settings.max_tokens} before "
                     f"the judgment was complete; raise max_tokens ({exc})"
                 )
             return None, failure
+
+
+def decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
+    """The decision a critique must explain (a pair's leaning even when uncertain)."""
+    if judgment.protocol is Protocol.PAIRWISE:
+        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
+    if judgment.protocol is Protocol.MULTI:
+        return judgment.ranking
+    if judgment.answers and len(judgment.answers) == 1:
+        return str(round(judgment.answers[0].overall))
+    return None

@@ -94,7 +94,7 @@ def test_a_generated_reply_is_the_scored_reply_value_for_value(setting) -> None:
     service, generating, _ = _judge(entry, config, row)
     scoring = open_judge(entry.name, BackendOptions(n_ctx=config.parts.context_tokens, n_threads=1))
     try:
-        plan = service._plan(row.item, config, row.line)
+        plan = service._plan(row.item, service._settle(config), row.line)
         for call in plan.calls:
             generated = generating.backend.generate(
                 call.messages, SamplingParams(max_tokens=768), call.output
@@ -124,7 +124,7 @@ def test_every_dev_pair_fits_the_default_judges_context(setting) -> None:
         service = JudgeService(judge.backend, entry.name)
         over = []
         for row in read_rows(DEV):
-            plan = service._plan(row.item, config, row.line)
+            plan = service._plan(row.item, service._settle(config), row.line)
             for call in plan.calls:
                 reply = judge.backend.score_reply_tokens(call.output)  # what score() checks
                 if judge.backend.count_tokens(call.messages) + reply > 4096:

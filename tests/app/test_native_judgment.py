@@ -20,7 +20,8 @@ from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
 from app.formats.native_parsers import judgelm_pairwise, pandalm_pairwise
 from app.formats.prompts import get_template
-from app.judging.item_checks import prompt_input, row_problem
+from app.judging.item_checks import row_problem
+from app.judging.prompt_fitting import prompt_input
 from app.judging.service import JudgeService
 from app.judging.settings import config_of
 from app.records import JudgeItem, Judgment, Protocol, Status

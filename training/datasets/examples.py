@@ -43,7 +43,7 @@ from app.catalog.criteria_resolution import CriteriaChoice, ResolvedCriteria, re
 from app.catalog.scenarios import Catalog, load_catalog
 from app.formats.prompts import get_template
 from app.io.reader import read_rows
-from app.judging.item_checks import prompt_input
+from app.judging.prompt_fitting import prompt_input
 from app.records import JudgeItem, Protocol
 from models.foundation.errors import PocketJudgeError
 from training.datasets.replies import (

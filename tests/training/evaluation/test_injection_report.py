@@ -20,7 +20,7 @@ from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.scenarios import load_catalog
 from app.formats.prompts import get_template
 from app.judging.config import JudgeConfig, JudgeParts
-from app.judging.item_checks import prompt_input
+from app.judging.prompt_fitting import prompt_input
 from app.judging.service import JudgeService
 from app.judging.settings import judge_config, with_changes
 from app.records import Protocol, Status
