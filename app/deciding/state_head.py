@@ -66,6 +66,10 @@ class StateHead(BaseModel):
     # times A's lead in how likely the reference is after each answer (mean log-probability
     # of its tokens; app/deciding/criterion_reads.py)
     reference_likelihood_weight: float = Field(default=0.0, ge=0.0)
+    # pairwise with a reference: the score adds this times A's lead in the share of the
+    # reference's own words (those the request does not hold) each answer states
+    # (app/deciding/reference_words.py; read from the text, no model read)
+    reference_words_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -198,8 +202,41 @@ PART_WORDS = {  # what each part of a head's score means, for a user
     "states": "the model's reading of the answers",
     "relevance": "request relevance",
     "length": "answer length",
-    "reference": "agrees with the reference answer (the criterion scores read with it)",
+    "reference": "agrees with the reference answer",
 }
+
+
+# what each signal of the reference's share reads of it, for a user
+REFERENCE_SHARES = {
+    "reference_criteria": "the criterion scores read with it",
+    "reference_likelihood": "how likely it is after each answer",
+    "reference_words": "how much of what it states each answer states",
+}
+
+
+def reference_signals(parts: dict[str, float]) -> list[str]:
+    """The signals (REFERENCE_SHARES' names) through which the reference moved a pair's
+    verdict; for a judgment recorded before its share was split by signal, the likelihood
+    where it was read, else the criterion scores."""
+    if not parts.get("reference"):
+        return []
+    found = [name for name in REFERENCE_SHARES if parts.get(name)]
+    if found:
+        return found
+    legacy = "reference_likelihood_difference" in parts
+    return ["reference_likelihood" if legacy else "reference_criteria"]
+
+
+def reference_decided(parts: dict[str, float]) -> str | None:
+    """The answer the head leaned to without the reference, where the reference's part
+    turned a pair's verdict to the other answer; None where it did not."""
+    share = parts.get("reference")
+    if not share or "score" not in parts:
+        return None
+    with_it, without = parts["score"], parts["score"] - share
+    if with_it * without < 0:
+        return "A" if without > 0 else "B"
+    return None
 
 
 def part_phrases(parts: dict[str, float]) -> list[str]:

@@ -191,29 +191,45 @@ def with_reference_reading(
     overall_range: tuple[int, int],
     tie_margin: float,
     likelihood_weight: float = 0.0,
+    words_weight: float = 0.0,
+    words_lead: float | None = None,
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
     mean, on 0-1 of its range), plus `likelihood_weight` times A's lead in how likely the
     reference is after each answer (`reference_likelihood_difference`, where the criteria
-    were read on from the head's reads). The head reads no reference; these do, so this is
-    how a reference naming the right answer moves the verdict. The share is the verdict's
-    part "reference". Unchanged without what a nonzero weight reads."""
+    were read on from the head's reads), plus `words_weight` times A's lead in the share of
+    the reference's own words it states (`words_lead`, app/deciding/reference_words.py,
+    recorded as `reference_words_difference`). The head reads no reference; these do, so
+    this is how a reference naming the right answer moves the verdict. The share is the
+    verdict's part "reference". Unchanged without what a nonzero weight reads."""
     parts = judgment.verdict_parts
     if parts is None:
         return judgment
-    share = 0.0
+    if words_lead is not None:
+        parts = {**parts, "reference_words_difference": round(words_lead, 4)}
+    shares = {}  # each signal's part of the reference's share, by REFERENCE_SHARES' names
     overall = [a.expected_overall for a in judgment.answers]
     if weight and len(overall) == 2 and None not in overall:
         low, high = overall_range
-        share += weight * (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
+        lead = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
+        shares["reference_criteria"] = weight * lead
     lead = parts.get("reference_likelihood_difference")
     if likelihood_weight and lead is not None:
-        share += likelihood_weight * lead
-    if not share:
-        return judgment
-    share = round(share, 4)
-    parts = {**parts, "reference": share, "score": round(parts["score"] + share, 4)}
+        shares["reference_likelihood"] = likelihood_weight * lead
+    if words_weight and words_lead is not None:
+        shares["reference_words"] = words_weight * words_lead
+    share = round(sum(shares.values()), 4)
+    if not share:  # the verdict stands; a words lead read is kept beside it
+        return (
+            judgment if words_lead is None else judgment.model_copy(update={"verdict_parts": parts})
+        )
+    parts = {
+        **parts,
+        **{name: round(value, 4) for name, value in shares.items()},
+        "reference": share,
+        "score": round(parts["score"] + share, 4),
+    }
     return judgment.model_copy(update=_verdict_fields(parts, tie_margin))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
+from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
 from app.formats.prompts import PromptTemplate, get_template
@@ -158,20 +159,28 @@ class HeadDecider:
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
         return self.with_reference(plan, judgment)
 
-    def with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
-        """A pairwise head verdict with the reference's part, read through the criterion
-        scores (state_judging.with_reference_reading), where the item has a reference."""
+    def with_reference(self, plan: Plan, judgment: Judgment, criteria: bool = True) -> Judgment:
+        """A pairwise head verdict with the reference's part (state_judging.
+        with_reference_reading), where the item has a reference: the criterion scores read
+        with it (`criteria`: they are read), its likelihood after each answer, and the
+        share of its own words each answer states."""
         head = self.settings.head
-        if not (plan.item.reference and self.settings.use_reference):
+        item = plan.item
+        if not (item.reference and self.settings.use_reference):
             return judgment
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
+        words = None
+        if head.reference_words_weight:
+            words = reference_words_lead(item.answers, item.reference, item.question)
         return with_reference_reading(
             judgment,
-            head.reference_weight,
+            head.reference_weight if criteria else 0.0,
             plan.resolved.rule.overall_range(),
             self.settings.tie_within,
             head.reference_likelihood_weight,
+            head.reference_words_weight,
+            words,
         )
 
 
@@ -189,16 +198,17 @@ def reference_note(config: JudgeConfig) -> str | None:
         return None
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
     head = config.parts.head
+    reads = []
+    if head.reference_words_weight and pairs:
+        reads.append("how much of what the reference states each answer states")
     if head.reference_likelihood_weight and head.reads == "reply" and pairs:
-        return (
-            "reads a reference answer after each answer: the verdict adds how much likelier "
-            "the reference is after one answer than after the other to the head's reading "
-            "(which reads none)"
-        )
+        reads.append("how much likelier the reference is after one answer than the other")
     if config.judge.criterion_scores and head.reference_weight and pairs:
+        reads.append("the lead of the criterion scores read with it")
+    if reads:
         return (
-            "reads a reference answer through the criterion scores: they are read with it, "
-            "and the verdict adds their lead to the head's reading (which reads none)"
+            f"reads a reference answer beside the head (which reads none): a pair's verdict "
+            f"adds {'; '.join(reads)}, and says so where the reference turned it"
         )
     if config.judge.criterion_scores:
         return (

@@ -90,7 +90,9 @@ class JudgeService:
             return
         decided = run.heads.verdict(plan)
         if decided.status is not Status.ERROR:
-            verdict = decided.model_copy(update={"criteria": ()})
+            # the reference's parts its reads already hold (not yet the criterion scores')
+            verdict = run.heads.with_reference(plan, decided, criteria=False)
+            verdict = verdict.model_copy(update={"criteria": ()})
             yield run.finishing.finished(plan, verdict, metrics=False)
             self._run([plan], "score", run.sampling)  # a head's criterion reads
             decided = run.heads.with_criteria(plan, decided)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import streamlit as st
 
 from app.catalog.scenarios import load_catalog
+from app.deciding.state_head import REFERENCE_SHARES, reference_signals
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
 from app.ui.tables import plain_feedback
@@ -197,6 +198,15 @@ DISAGREEMENT = (
 )
 
 
+# what the verdict adds of a reference beside the criterion scores' lead, by signal
+REFERENCE_ADDS = {
+    "reference_likelihood": "how much likelier the reference is after one answer than after "
+    "the other",
+    "reference_words": "how much more of what the reference states one answer states than "
+    "the other",
+}
+
+
 def criteria_agreement_note(judgment: Judgment) -> str | None:
     """What the criterion scores read beside a head's decision say of it: they agree, they
     disagree (shown, never hidden), or they could not be read."""
@@ -207,17 +217,15 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
         "head: the same model's probabilities with the criteria (and the reference, when "
         "there is one)"
     )
-    parts = judgment.verdict_parts or {}
-    if "reference" in parts and "reference_likelihood_difference" in parts:
-        read = (
-            f"{read}; the verdict adds how much likelier the reference is after one answer "
-            "than after the other"
-        )
-    elif "reference" in parts:
+    signals = reference_signals(judgment.verdict_parts or {})
+    if "reference_criteria" in signals:
         read = (
             "The criterion scores below are read from the same model's probabilities with "
             "the criteria and the reference, and the verdict adds their lead to the head's"
         )
+    adds = [REFERENCE_ADDS[name] for name in signals if name in REFERENCE_ADDS]
+    if adds:
+        read = f"{read}; the verdict adds {' and '.join(adds)}"
     if judgment.criteria_ranking is not None and judgment.ranking is not None:
         if judgment.criteria_ranking[0] == judgment.ranking[0]:
             return f"{read}; they put the same answer first."
@@ -239,21 +247,25 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
 
 def head_note(parts: dict[str, float]) -> str:
     """How much each signal of a head moved a pairwise verdict (logit units), in words."""
-    from app.deciding.state_head import part_phrases
+    from app.deciding.state_head import part_phrases, reference_decided
 
     rewards = ["relevance rewards the request's topic"] if parts.get("relevance") else []
     rewards += ["length rewards more text"] if parts.get("length") else []
     caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
+    through = [REFERENCE_SHARES[name] for name in reference_signals(parts)]
     sees = (
-        "a reference reaches it through the criterion scores"
-        if "reference" in parts
+        f"a reference reaches it through {' and '.join(through)}"
+        if through
         else "it reads neither the criteria nor a reference"
     )
-    return (
+    note = (
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
         f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
     )
+    if (leaned := reference_decided(parts)) is not None:
+        note += f" **The reference decided this verdict**: without it the head leaned to {leaned}."
+    return note
 
 
 def _headline(judgment: Judgment, top: float | None) -> None:

@@ -180,7 +180,12 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
         ),
     )
     moved = with_reference_reading(judged, 2.0, (1, 5), tie_margin=0.0)
-    assert moved.verdict_parts == {"states": -0.4, "reference": 1.0, "score": 0.6}
+    assert moved.verdict_parts == {
+        "states": -0.4,
+        "reference_criteria": 1.0,
+        "reference": 1.0,
+        "score": 0.6,
+    }
     assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
     assert with_reference_reading(judged, 0.0, (1, 5), tie_margin=0.0) is judged
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
@@ -250,9 +255,11 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
     weighted = head.model_copy(update={"reference_weight": 6.0})
     said = reference_note(_config(weighted, Protocol.PAIRWISE))
-    assert "the verdict adds their lead" in said
+    assert "the lead of the criterion scores read with it" in said
     by_count = reference_note(_config(weighted, None))  # protocol auto: a pair reads it too
-    assert "the verdict adds their lead" in by_count
+    assert "the lead of the criterion scores read with it" in by_count
+    worded = head.model_copy(update={"reference_words_weight": 2.0})
+    assert "what the reference states" in reference_note(_config(worded, Protocol.PAIRWISE))
     assert "only the criterion scores" in reference_note(_config(weighted, Protocol.SINGLE))
     off = reference_note(_config(head, Protocol.PAIRWISE, criterion_scores=False))
     assert off.startswith("reads no reference")
@@ -350,3 +357,34 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
     off = service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False))
     assert "reference" not in off.verdict_parts
     assert "reference_likelihood_difference" not in off.verdict_parts
+
+
+def test_the_reference_words_each_answer_states_move_the_verdict(tiny, head):
+    """A head's `reference_words_weight` adds the weight times A's lead in the share of the
+    reference's own words each answer states, read from the text; the verdict's first step
+    (before the criterion scores) holds it already, and the page says where it turned the
+    verdict."""
+    from app.deciding.state_head import reference_decided
+    from app.ui.views import head_note
+
+    service, _ = tiny
+    item = PAIR.model_copy(
+        update={
+            "answers": ("Venus.", "Mercury."),
+            "reference": "Mercury is the closest planet to the sun.",
+        }
+    )
+    worded = head.model_copy(update={"reference_words_weight": 50.0})
+    plain = service.judge(item, _config(head, Protocol.PAIRWISE, criterion_scores=False))
+    given = service.judge(item, _config(worded, Protocol.PAIRWISE, criterion_scores=False))
+    parts = given.verdict_parts
+    assert parts["reference_words_difference"] == -1.0  # "mercury": B states it, A does not
+    assert parts["reference_words"] == -50.0 == parts["reference"]
+    assert parts["score"] == pytest.approx(plain.verdict_parts["score"] - 50.0, abs=1e-3)
+    assert given.leaning == "B"
+    leaned = plain.leaning if plain.leaning == "A" else None
+    assert reference_decided(parts) == leaned
+    assert ("The reference decided this verdict" in head_note(parts)) is (leaned is not None)
+    first, whole = service.judge_in_steps(item, _config(worded, Protocol.PAIRWISE))
+    assert first.verdict_parts["reference_words"] == -50.0 and first.criteria == ()
+    assert whole.verdict_parts["reference_words"] == -50.0 and whole.criteria != ()

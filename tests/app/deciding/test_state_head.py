@@ -198,7 +198,11 @@ def test_the_app_says_what_moved_a_head_verdict():
     assert "reads neither the criteria nor a reference" in note
     anchored = head_note({"states": 0.8, "reference": 0.5, "score": 1.3})
     assert "a reference reaches it through the criterion scores" in anchored
-    assert "agrees with the reference answer (the criterion scores read with it): 0.50" in anchored
+    assert "agrees with the reference answer: 0.50" in anchored
+    assert "reference decided" not in anchored  # the head leaned to A without it too
+    turned = head_note({"states": -0.3, "reference": 0.5, "reference_words": 0.5, "score": 0.2})
+    assert "a reference reaches it through how much of what it states each answer" in turned
+    assert "**The reference decided this verdict**: without it the head leaned to B." in turned
 
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):

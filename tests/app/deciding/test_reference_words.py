@@ -1,0 +1,72 @@
+"""What a reference states beyond its request, and how much of it an answer states
+(app/deciding/reference_words.py), and its part of a pair's verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.deciding.reference_words import (
+    reference_words,
+    reference_words_lead,
+    stated_share,
+    words,
+)
+from app.deciding.state_judging import with_reference_reading
+from app.records import Judgment, Protocol, Status
+
+QUESTION = "What is 15% of 80?"
+
+
+def test_the_reference_states_what_the_request_does_not():
+    assert reference_words("15% of 80 is 12.", QUESTION) == {"12"}
+    assert words("The Answer is: Canberra!") == {"canberra"}  # function words left out
+    assert reference_words("Bonjour, la France.", "Say good morning in French.") == {
+        "bonjour",
+        "la",
+        "france",
+    }
+    assert reference_words("80 is 80.", "What is 80?") == frozenset()  # nothing beyond it
+
+
+def test_an_answer_stating_the_reference_leads_one_that_does_not():
+    stated = reference_words("15% of 80 is 12.", QUESTION)
+    assert stated_share("It is 12.", stated) == 1.0
+    polished = "Certainly! To find a percentage, multiply and divide by 100. **Answer: 10.5**"
+    assert stated_share(polished, stated) == 0.0  # "10" and "5" are not "12"
+    assert reference_words_lead(["12", polished], "15% of 80 is 12.", QUESTION) == 1.0
+    assert reference_words_lead([polished, "12"], "15% of 80 is 12.", QUESTION) == -1.0
+    assert reference_words_lead(["12"], "15% of 80 is 12.", QUESTION) is None  # not a pair
+    assert reference_words_lead(["a", "b"], "80 is 80.", "What is 80?") is None
+
+
+def test_the_issues_coding_pair_leans_to_the_right_function():
+    """The right answer keeps the distinct values and guards a short list, as the reference
+    does; the polished one sorts the caller's list in place."""
+    from training.heads.reference_fit import CODING_PAIR
+
+    item = CODING_PAIR
+    lead = reference_words_lead(item.answers, item.reference or "", item.question)
+    assert lead is not None and lead > 0.25
+
+
+def test_the_words_share_joins_the_verdict_and_is_kept_by_signal():
+    judged = Judgment(
+        id="p",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="B",
+        leaning="B",
+        verdict_parts={"states": -0.4, "reference_likelihood_difference": 0.1, "score": -0.4},
+    )
+    moved = with_reference_reading(
+        judged, 0.0, (1, 10), 0.0, likelihood_weight=2.0, words_weight=3.0, words_lead=0.5
+    )
+    parts = moved.verdict_parts
+    assert parts["reference_words"] == pytest.approx(1.5)
+    assert parts["reference_likelihood"] == pytest.approx(0.2)
+    assert parts["reference"] == pytest.approx(1.7) and parts["score"] == pytest.approx(1.3)
+    assert parts["reference_words_difference"] == 0.5
+    assert moved.winner == "A"  # the reference turned it
+    unweighted = with_reference_reading(judged, 0.0, (1, 10), 0.0, words_lead=0.5)
+    assert "reference" not in unweighted.verdict_parts  # no weight: the head's verdict
+    assert unweighted.verdict_parts["reference_words_difference"] == 0.5  # the lead is kept
