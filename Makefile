@@ -92,7 +92,8 @@ EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
 # (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
-# decides them (training/heads/reference_fit.py: its held-out split)
+# decides them (training/heads/reference_fit.py: its held-out split), then those held-out pairs
+# judged as the page judges them (training/evaluation/reference_page.py)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -110,6 +111,7 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
 # the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);

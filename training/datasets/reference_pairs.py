@@ -85,38 +85,70 @@ def criteria_lead(judgment: Judgment, span: float) -> float:
     return (first - second) / span
 
 
-def fit_weight(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> float:
-    """The w >= 0 that maximises the likelihood of sigmoid(offset + w * lead)."""
-    from scipy.optimize import minimize_scalar
-
+def fit_weights(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> np.ndarray:
+    """The weights >= 0 that maximise the likelihood of sigmoid(offset + leads . w), one
+    weight per column of `leads` (one column: a vector of leads)."""
+    leads = np.asarray(leads, dtype=float).reshape(len(offsets), -1)
     signs = 2.0 * a_wins - 1.0
 
-    def loss(w: float) -> float:
-        return float(np.logaddexp(0.0, -signs * (offsets + w * leads)).sum())
+    def loss(w: np.ndarray) -> float:
+        return float(np.logaddexp(0.0, -signs * (offsets + leads @ w)).sum())
 
-    return float(minimize_scalar(loss, bounds=(0.0, 100.0), method="bounded").x)
+    if leads.shape[1] == 1:
+        from scipy.optimize import minimize_scalar
+
+        found = minimize_scalar(
+            lambda w: loss(np.array([w])), bounds=(0.0, 100.0), method="bounded"
+        )
+        return np.array([float(found.x)])
+    from scipy.optimize import minimize
+
+    start = np.zeros(leads.shape[1])
+    bounds = [(0.0, 100.0)] * leads.shape[1]
+    return minimize(loss, start, bounds=bounds, method="L-BFGS-B").x
+
+
+def fit_weight(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> float:
+    """The w >= 0 that maximises the likelihood of sigmoid(offset + w * lead)."""
+    return float(fit_weights(offsets, leads, a_wins)[0])
+
+
+def cross_validated_weights(
+    offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
+) -> dict[str, Any]:
+    """Request-grouped folds: each fold's weights judged on the requests it did not see
+    (fewer folds where there are fewer requests; none under two). `leads`: one column a
+    signal, as `fit_weights` takes them."""
+    from sklearn.model_selection import GroupKFold
+
+    leads = np.asarray(leads, dtype=float).reshape(len(offsets), -1)
+    folds = min(FOLDS, len(set(groups)))
+    if folds < 2:
+        return {"accuracy": None, "fold_weights": [], "weights_on_all_pairs": None}
+    right = np.zeros(len(a_wins), dtype=bool)
+    weights = []
+    for train, test in GroupKFold(folds).split(offsets, a_wins, groups):
+        w = fit_weights(offsets[train], leads[train], a_wins[train])
+        weights.append([round(float(v), 3) for v in w])
+        right[test] = ((offsets[test] + leads[test] @ w) > 0) == (a_wins[test] == 1)
+    on_all = fit_weights(offsets, leads, a_wins)
+    return {
+        "accuracy": float(right.mean()),
+        "fold_weights": weights,
+        "weights_on_all_pairs": [round(float(v), 3) for v in on_all],
+    }
 
 
 def cross_validated_weight(
     offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
 ) -> dict[str, Any]:
-    """Request-grouped folds: each fold's weight judged on the requests it did not see
-    (fewer folds where there are fewer requests; none under two)."""
-    from sklearn.model_selection import GroupKFold
-
-    folds = min(FOLDS, len(set(groups)))
-    if folds < 2:
-        return {"accuracy": None, "fold_weights": [], "weight_on_all_pairs": None}
-    right = np.zeros(len(a_wins), dtype=bool)
-    weights = []
-    for train, test in GroupKFold(folds).split(offsets, a_wins, groups):
-        w = fit_weight(offsets[train], leads[train], a_wins[train])
-        weights.append(round(w, 3))
-        right[test] = ((offsets[test] + w * leads[test]) > 0) == (a_wins[test] == 1)
+    """`cross_validated_weights` of one signal, its weights as numbers."""
+    found = cross_validated_weights(offsets, leads, a_wins, groups)
+    on_all = found.pop("weights_on_all_pairs")
     return {
-        "accuracy": float(right.mean()),
-        "fold_weights": weights,
-        "weight_on_all_pairs": round(fit_weight(offsets, leads, a_wins), 3),
+        **found,
+        "fold_weights": [w[0] for w in found["fold_weights"]],
+        "weight_on_all_pairs": on_all[0] if on_all else None,
     }
 
 

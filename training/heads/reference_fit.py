@@ -9,13 +9,17 @@ A's lead in the reference's likelihood after each answer
 (`reference_likelihood_difference`) and the criterion scores read with the reference.
 Judgments are saved row by row, so a stopped run goes on.
 
-The weight of the likelihood lead is the maximum-likelihood w >= 0 with the head's logit
-as a fixed offset (training/reference_pairs.fit_weight), chosen on `train.jsonl` alone:
-its request-grouped cross-validation is the figure for the choice. `test.jsonl` is read
-after, with the weight fitted on all training pairs: the verdict with the reference
-against the head alone (the verdict without it), the likelihood lead alone and the longer
-answer, overall and per family. The issue's coding pair (a
-right answer against a polished one that sorts the caller's list in place) is judged too.
+Two signals of the reference are candidates: the likelihood lead, and A's lead in the
+share of the reference's own words each answer states (app/deciding/reference_words.py,
+read from the text, at no cost). Each candidate (either alone, or both) gets the
+maximum-likelihood weights >= 0 with the head's logit as a fixed offset
+(training/datasets/reference_pairs.fit_weights), and the one with the best
+request-grouped cross-validation on `train.jsonl` alone is chosen (the cheaper on a tie).
+`test.jsonl` is read after, with the weights fitted on all training pairs: the verdict
+with the reference against the head alone (the verdict without it), each signal alone,
+and the longer and the shorter answer, overall and per family. The issue's coding pair
+(a right answer against a polished one that sorts the caller's list in place) is judged
+too. `--write-head` puts the chosen weights into a judge's state_head.json.
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ from typing import Any
 
 import numpy as np
 
+from app.deciding.reference_words import reference_words_lead
 from app.io.reader import InputRow, read_rows
-from app.records import JudgeItem, Judgment
+from app.records import JudgeItem, Judgment, Label
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
-from training.datasets.reference_pairs import cross_validated_weight, fit_weight, head_score
+from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
 
 OUT = Path(__file__).resolve().parents[1] / "runs" / "reference-fit"
+# the candidates, cheapest first (a tie goes to the earlier): feature names of `features`
+CANDIDATES = {
+    "the reference's words": ("words",),
+    "the reference's likelihood": ("lead",),
+    "both": ("words", "lead"),
+}
+# where each chosen signal's weight goes in a state head (app/deciding/state_head.py)
+HEAD_FIELDS = {"words": "reference_words_weight", "lead": "reference_likelihood_weight"}
 CODING_PAIR = JudgeItem(
     id="coding-pair",
     question="Write a Python function that returns the second largest distinct value of a "
@@ -49,6 +62,7 @@ CODING_PAIR = JudgeItem(
     ),
     reference="def second_largest(xs):\n    distinct = sorted(set(xs))\n    return "
     "distinct[-2] if len(distinct) > 1 else None",
+    label=Label(winner="A"),  # the right answer
 )
 
 
@@ -81,14 +95,16 @@ def with_reference_read(config: Any) -> Any:
 
 
 def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[str, np.ndarray]:
-    """Per pair: the head's logit, the likelihood lead, the criteria's lead (where they were
-    read), A's length lead, and whether A is right."""
-    heads, leads, criteria, longer, a_wins = [], [], [], [], []
+    """Per pair: the head's logit, the likelihood lead, the reference's words' lead, the
+    criteria's lead (where they were read), A's length lead, and whether A is right."""
+    heads, leads, words, criteria, longer, a_wins = [], [], [], [], [], []
     for row, judgment in zip(rows, judgments, strict=True):
         assert row.item is not None and row.item.label is not None
         parts = judgment.verdict_parts or {}
         heads.append(head_score(judgment))
         leads.append(parts.get("reference_likelihood_difference", 0.0))
+        item = row.item
+        words.append(reference_words_lead(item.answers, item.reference or "", item.question))
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
         criteria.append(overall[0] - overall[1])
         longer.append(len(row.item.answers[0]) - len(row.item.answers[1]))
@@ -96,13 +112,19 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
     return {
         "head": np.array(heads),
         "lead": np.array(leads),
+        "words": np.array([w or 0.0 for w in words]),
         "criteria": np.array(criteria),
         "longer": np.array(longer, dtype=float),
         "a_wins": np.array(a_wins, dtype=float),
     }
 
 
-def accuracies(found: dict[str, np.ndarray], weight: float) -> dict[str, float]:
+def with_weights(found: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+    """The verdict's score with the reference: the head's logit plus each weighted signal."""
+    return found["head"] + sum(w * found[name] for name, w in weights.items())
+
+
+def accuracies(found: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero score counts as wrong)."""
     a_wins = found["a_wins"] == 1
 
@@ -110,55 +132,88 @@ def accuracies(found: dict[str, np.ndarray], weight: float) -> dict[str, float]:
         return round(100 * float(((score > 0) == a_wins)[score != 0].sum()) / len(a_wins), 1)
 
     return {
-        "verdict with the reference": right(found["head"] + weight * found["lead"]),
+        "verdict with the reference": right(with_weights(found, weights)),
         "verdict without it (the head)": right(found["head"]),
         "the reference's likelihood alone": right(found["lead"]),
+        "the reference's words alone": right(found["words"]),
         "the longer answer": right(found["longer"]),
+        "the shorter answer": right(-found["longer"]),
+    }
+
+
+def chosen_signals(fit: dict[str, np.ndarray], groups: list[str]) -> dict[str, Any]:
+    """Each candidate's request-grouped cross-validation on the training pairs, and the
+    one chosen (the best accuracy; the cheaper on a tie) with its weights on all of them."""
+    found = {
+        name: cross_validated_weights(
+            fit["head"], np.column_stack([fit[n] for n in signals]), fit["a_wins"], groups
+        )
+        for name, signals in CANDIDATES.items()
+    }
+    best = max(CANDIDATES, key=lambda name: found[name]["accuracy"] or 0.0)  # first on ties
+    signals = CANDIDATES[best]
+    weights = fit_weights(fit["head"], np.column_stack([fit[n] for n in signals]), fit["a_wins"])
+    return {
+        "candidates": found,
+        "chosen": best,
+        "weights": {n: round(float(w), 3) for n, w in zip(signals, weights)},
     }
 
 
 def report(
     train: tuple[Sequence[InputRow], Sequence[Judgment]],
     test: tuple[Sequence[InputRow], Sequence[Judgment]],
-    coding: Judgment,
+    coding: tuple[JudgeItem, Judgment],
 ) -> dict[str, Any]:
     fit = features(*train)
     groups = [row.item.question for row in train[0] if row.item is not None]
-    cv = cross_validated_weight(fit["head"], fit["lead"], fit["a_wins"], groups)
-    weight = fit_weight(fit["head"], fit["lead"], fit["a_wins"])
+    choice = chosen_signals(fit, groups)
+    weights = choice["weights"]
     held = features(*test)
     families = [(row.raw or {}).get("family", "?") for row in test[0]]
     by_family = {}
     for family in sorted(set(families)):
         keep = [n for n, f in enumerate(families) if f == family]
         part = {name: values[keep] for name, values in held.items()}
-        by_family[family] = {"pairs": len(keep), **accuracies(part, weight)}
-    parts = coding.verdict_parts or {}
+        by_family[family] = {"pairs": len(keep), **accuracies(part, weights)}
+    item, judged = coding
+    one = features([InputRow(line=0, item=item, error=None, raw=None)], [judged])
     return {
         "train_pairs": len(train[0]),
         "test_pairs": len(test[0]),
-        "weight": round(weight, 3),
-        "train_cross_validated": cv,
-        "train": accuracies(fit, weight),
-        "test": accuracies(held, weight),
+        **choice,
+        "train": accuracies(fit, weights),
+        "test": accuracies(held, weights),
         "test_by_family": by_family,
         "coding_pair": {
             "right_answer": "A",
-            "head": "A" if head_score(coding) > 0 else "B",
-            "with_the_reference": "A"
-            if head_score(coding) + weight * parts.get("reference_likelihood_difference", 0) > 0
-            else "B",
-            "reference_likelihood_difference": parts.get("reference_likelihood_difference"),
+            "head": "A" if one["head"][0] > 0 else "B",
+            "with_the_reference": "A" if with_weights(one, weights)[0] > 0 else "B",
+            "reference_likelihood_difference": round(float(one["lead"][0]), 4),
+            "reference_words_difference": round(float(one["words"][0]), 4),
         },
     }
 
 
 def render(result: dict[str, Any]) -> str:
+    weights = ", ".join(f"{name} {w}" for name, w in result["weights"].items())
     lines = [
-        f"Reference-decided pairs: weight {result['weight']} fitted on "
-        f"{result['train_pairs']} training pairs (request-grouped CV accuracy "
-        f"{100 * (result['train_cross_validated']['accuracy'] or 0):.1f} %), "
-        f"judged on {result['test_pairs']} held-out pairs:",
+        f"Reference-decided pairs: {result['train_pairs']} training pairs, "
+        f"{result['test_pairs']} held out. The signals chosen by request-grouped "
+        f"cross-validation on the training pairs:",
+        "",
+        "| candidate | CV accuracy % | weights on all training pairs |",
+        "|---|---:|---|",
+    ]
+    for name, found in result["candidates"].items():
+        mark = " (chosen)" if name == result["chosen"] else ""
+        lines.append(
+            f"| {name}{mark} | {100 * (found['accuracy'] or 0):.1f} | "
+            f"{found['weights_on_all_pairs']} |"
+        )
+    lines += [
+        "",
+        f"With {result['chosen']} (weights: {weights}):",
         "",
         "| decision | train | test |",
         "|---|---:|---:|",
@@ -167,22 +222,37 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | {result['train'][name]} | {value} |")
     lines += [
         "",
-        "| family | pairs | with the reference | without | longer |",
+        "| family | pairs | with the reference | without | the shorter answer |",
         "|---|---:|---:|---:|---:|",
     ]
     for family, row in result["test_by_family"].items():
         lines.append(
             f"| {family} | {row['pairs']} | {row['verdict with the reference']} | "
-            f"{row['verdict without it (the head)']} | {row['the longer answer']} |"
+            f"{row['verdict without it (the head)']} | {row['the shorter answer']} |"
         )
     coding = result["coding_pair"]
     lines += [
         "",
         f"The coding pair (right answer A): the head says {coding['head']}, with the "
         f"reference {coding['with_the_reference']} (likelihood lead "
-        f"{coding['reference_likelihood_difference']}).",
+        f"{coding['reference_likelihood_difference']}, words lead "
+        f"{coding['reference_words_difference']}).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def write_head(path: Path, result: dict[str, Any]) -> None:
+    """The chosen weights written into the state head at `path` (the other signal's weight
+    set to 0), with where they were fitted."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for signal, field in HEAD_FIELDS.items():
+        data[field] = result["weights"].get(signal, 0.0)
+    cv = result["candidates"][result["chosen"]]["accuracy"]
+    data.setdefault("fitted_on", {})["reference_signals"] = (
+        f"{result['chosen']}: {result['train_pairs']} reference-decided training pairs "
+        f"(training.heads.reference_fit), request-grouped CV {100 * (cv or 0):.1f} %"
+    )
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--write-head", type=Path, help="a state_head.json to write the chosen weights into"
+    )
     args = parser.parse_args(argv)
     if not (args.data / "train.jsonl").is_file():
         from training.datasets.reference_decided import main as build
@@ -217,10 +290,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("train", "test"):
             rows = [r for r in read_rows(args.data / f"{name}.jsonl") if r.item is not None]
             sets[name] = (rows, judged(judge, rows, args.out / f"{name}.jsonl", args.quiet))
-        coding = judge.judge(CODING_PAIR, judge.config)
+        coding = (CODING_PAIR, judge.judge(CODING_PAIR, judge.config))
     finally:
         judge.close()
     result = report(sets["train"], sets["test"], coding)
+    if args.write_head is not None:
+        write_head(args.write_head, result)
     (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     text = render(result)
     (args.out / "report.md").write_text(text, encoding="utf-8")

@@ -89,15 +89,51 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
     found = {
         "head": np.array([1.0, -1.0, -0.5, -0.5]),
         "lead": np.array([0.1, 0.5, -1.0, -0.2]),
+        "words": np.array([0.0, -0.5, 0.5, -1.0]),
         "criteria": np.array([0.0, 1.0, -1.0, 1.0]),
         "longer": np.array([10.0, -10.0, 10.0, 10.0]),
         "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
     }
-    got = accuracies(found, weight=4.0)
+    got = accuracies(found, {"lead": 4.0})
     assert got["verdict without it (the head)"] == 75.0  # the second pair wrong
     assert got["verdict with the reference"] == 100.0  # -1 + 4 * 0.5 > 0
     assert got["the reference's likelihood alone"] == 100.0
-    assert got["the longer answer"] == 25.0
+    assert got["the reference's words alone"] == 25.0  # the first pair's zero counts as wrong
+    assert got["the longer answer"] == 25.0 and got["the shorter answer"] == 75.0
+    both = accuracies(found, {"lead": 4.0, "words": 2.0})
+    assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
+
+
+def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_path):
+    """The candidate whose request-grouped folds judge best is chosen, and its weights go
+    into a head's file; a signal that only adds noise is not chosen."""
+    from training.heads.reference_fit import chosen_signals, write_head
+
+    rng = np.random.default_rng(0)
+    n = 400
+    a_wins = rng.random(n) < 0.5
+    signs = np.where(a_wins, 1.0, -1.0)
+    found = {
+        "head": rng.normal(0, 0.5, n),
+        "words": signs * rng.uniform(0.2, 1.0, n) * (rng.random(n) < 0.9),  # mostly right
+        "lead": rng.normal(0, 1.0, n),  # noise
+        "a_wins": a_wins.astype(float),
+    }
+    groups = [f"q{i // 2}" for i in range(n)]
+    choice = chosen_signals(found, groups)
+    assert choice["chosen"] == "the reference's words"
+    assert choice["weights"]["words"] > 1.0 and set(choice["weights"]) == {"words"}
+    words_cv = choice["candidates"]["the reference's words"]["accuracy"]
+    assert words_cv > 0.85 > choice["candidates"]["the reference's likelihood"]["accuracy"]
+    head = tmp_path / "state_head.json"
+    head.write_text('{"base_file": "x.gguf", "weights": [0.5, -0.5]}', encoding="utf-8")
+    write_head(head, {**choice, "train_pairs": n})
+    from app.deciding.state_head import load_state_head
+
+    written = load_state_head(head)
+    assert written.reference_words_weight == choice["weights"]["words"]
+    assert written.reference_likelihood_weight == 0.0
+    assert "the reference's words" in str(written.fitted_on["reference_signals"])
 
 
 def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
@@ -121,6 +157,7 @@ def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
     found = features([InputRow(line=1, item=item, error=None, raw=None)], [judgment])
     assert found["head"][0] == pytest.approx(0.3)
     assert found["lead"][0] == pytest.approx(0.2)
+    assert found["words"][0] == 0.0  # no reference: no words lead
     assert found["longer"][0] == 1.0 and found["a_wins"][0] == 0.0
 
 

@@ -1,0 +1,143 @@
+"""The held-out pairs whose reference decides them, judged as the result page judges them.
+
+    python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
+
+`training.heads.reference_fit` chooses and fits the reference's signals on the training
+pairs with the criterion scores off. The page reads them too (apart from the verdict,
+with the reference), and a head's `reference_weight` adds their lead; this reads the
+held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict
+in, and reports the page's verdict beside the head alone (from reference_fit's judgments
+of the same pairs), the criteria's own decision, and the longer and the shorter answer,
+overall and per family. Judgments are saved row by row, so a stopped run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.io.reader import InputRow, read_rows
+from app.records import Judgment
+from models.run_settings import RUN_DEFAULTS
+from training.datasets.reference_decided import OUT as DATA
+from training.heads.reference_fit import OUT as FIT_OUT
+from training.heads.reference_fit import features, judged
+
+OUT = FIT_OUT.parent / "reference-page"
+
+
+def decisions(
+    rows: Sequence[InputRow], page: Sequence[Judgment], alone: Sequence[Judgment]
+) -> dict[str, np.ndarray]:
+    """Per pair, a score for A under each decision (positive: A), and whether A is right."""
+    found = features(rows, alone)
+    criteria = {"A": 1.0, "B": -1.0}
+    return {
+        "the page's verdict": np.array([(j.verdict_parts or {}).get("score", 0.0) for j in page]),
+        "the head alone": found["head"],
+        "the criteria's own decision": np.array(
+            [criteria.get(j.criteria_verdict or "", 0.0) for j in page]
+        ),
+        "the longer answer": found["longer"],
+        "the shorter answer": -found["longer"],
+        "a_wins": found["a_wins"],
+    }
+
+
+def accuracies(found: dict[str, np.ndarray]) -> dict[str, float]:
+    """The share of pairs each decision gets right (a zero counts as wrong)."""
+    a_wins = found["a_wins"] == 1
+    return {
+        name: round(100 * float(((score > 0) == a_wins)[score != 0].sum()) / len(a_wins), 1)
+        for name, score in found.items()
+        if name != "a_wins"
+    }
+
+
+def report(
+    rows: Sequence[InputRow], page: Sequence[Judgment], alone: Sequence[Judgment]
+) -> dict[str, Any]:
+    found = decisions(rows, page, alone)
+    families = [(row.raw or {}).get("family", "?") for row in rows]
+    by_family = {}
+    for family in sorted(set(families)):
+        keep = [n for n, f in enumerate(families) if f == family]
+        part = {name: values[keep] for name, values in found.items()}
+        by_family[family] = {"pairs": len(keep), **accuracies(part)}
+    turned = sum(
+        1
+        for judgment in page
+        if (parts := judgment.verdict_parts or {}).get("reference")
+        and parts["score"] * (parts["score"] - parts["reference"]) < 0
+    )
+    return {
+        "pairs": len(rows),
+        "accuracy": accuracies(found),
+        "by_family": by_family,
+        "verdicts_the_reference_turned": turned,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    names = list(result["accuracy"])
+    lines = [
+        f"Reference-decided pairs held out ({result['pairs']}), judged as the page judges "
+        f"them; the reference turned {result['verdicts_the_reference_turned']} verdicts.",
+        "",
+        "| decision | % right |",
+        "|---|---:|",
+        *(f"| {name} | {value} |" for name, value in result["accuracy"].items()),
+        "",
+        "| family | pairs | " + " | ".join(names) + " |",
+        "|---|---:|" + "---:|" * len(names),
+    ]
+    for family, row in result["by_family"].items():
+        cells = " | ".join(str(row[name]) for name in names)
+        lines.append(f"| {family} | {row['pairs']} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.evaluation.reference_page", description=__doc__
+    )
+    parser.add_argument("--model", help="a registry name (default: the default judge)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--fit", type=Path, default=FIT_OUT, help="reference_fit's output")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    alone_file = args.fit / "test.jsonl"
+    if not alone_file.is_file():
+        print(f"{alone_file} is missing: run `python -m training.heads.reference_fit` first")
+        return 2
+    alone = [Judgment.model_validate_json(line) for line in alone_file.open(encoding="utf-8")]
+    rows = [r for r in read_rows(args.data / "test.jsonl") if r.item is not None]
+    from models.backends.base import BackendOptions
+    from training.evaluation.evaluate import open_evaluated
+
+    judge = open_evaluated(
+        args.model, BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads)
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        page = judged(judge, rows, args.out / "test.jsonl", args.quiet)
+    finally:
+        judge.close()
+    result = report(rows, page, alone)
+    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    text = render(result)
+    (args.out / "report.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
