@@ -245,6 +245,11 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     )
 
 
+def _listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
 def head_note(parts: dict[str, float]) -> str:
     """How much each signal of a head moved a pairwise verdict (logit units), in words."""
     from app.deciding.state_head import part_phrases, reference_decided
@@ -255,7 +260,7 @@ def head_note(parts: dict[str, float]) -> str:
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
     through = [REFERENCE_SHARES[name] for name in reference_signals(parts)]
     sees = (
-        f"a reference reaches it through {' and '.join(through)}"
+        f"a reference reaches it through {_listed(through)}"
         if through
         else "it reads neither the criteria nor a reference"
     )
