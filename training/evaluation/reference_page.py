@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from app.deciding.state_head import reference_decided
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
 from training.heads.reference_fit import OUT as FIT_OUT
-from training.heads.reference_fit import features, judged
+from training.heads.reference_fit import features, judged, percent_right
 
 OUT = FIT_OUT.parent / "reference-page"
 
@@ -52,9 +53,8 @@ def decisions(
 
 def accuracies(found: dict[str, np.ndarray]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero counts as wrong)."""
-    a_wins = found["a_wins"] == 1
     return {
-        name: round(100 * float(((score > 0) == a_wins)[score != 0].sum()) / len(a_wins), 1)
+        name: percent_right(score, found["a_wins"])
         for name, score in found.items()
         if name != "a_wins"
     }
@@ -70,12 +70,7 @@ def report(
         keep = [n for n, f in enumerate(families) if f == family]
         part = {name: values[keep] for name, values in found.items()}
         by_family[family] = {"pairs": len(keep), **accuracies(part)}
-    turned = sum(
-        1
-        for judgment in page
-        if (parts := judgment.verdict_parts or {}).get("reference")
-        and parts["score"] * (parts["score"] - parts["reference"]) < 0
-    )
+    turned = sum(reference_decided(j.verdict_parts or {}) is not None for j in page)
     return {
         "pairs": len(rows),
         "accuracy": accuracies(found),

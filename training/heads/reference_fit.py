@@ -124,12 +124,17 @@ def with_weights(found: dict[str, np.ndarray], weights: dict[str, float]) -> np.
     return found["head"] + sum(w * found[name] for name, w in weights.items())
 
 
+def percent_right(score: np.ndarray, a_wins: np.ndarray) -> float:
+    """The share of pairs a score for A (positive: A) gets right; a zero counts as wrong."""
+    won = a_wins == 1
+    return round(100 * float(((score > 0) == won)[score != 0].sum()) / len(won), 1)
+
+
 def accuracies(found: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero score counts as wrong)."""
-    a_wins = found["a_wins"] == 1
 
     def right(score: np.ndarray) -> float:
-        return round(100 * float(((score > 0) == a_wins)[score != 0].sum()) / len(a_wins), 1)
+        return percent_right(score, found["a_wins"])
 
     return {
         "verdict with the reference": right(with_weights(found, weights)),
