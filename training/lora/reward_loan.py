@@ -54,6 +54,7 @@ from training.lora.reward_model import (
 
 JOBS = ("pairs", "grades")
 MERGED = "merged"
+WRITTEN = "pairs-written.npz"  # the pairs with the written negatives, back for a later loan
 PAIRS_SHARE = 0.8  # of the training time left when the pairs begin
 
 
@@ -157,7 +158,7 @@ def train_job(job: str, base, data: Data, seconds: float, args, device: str):  #
     return model, state
 
 
-def merged_model(base, runs: Path, args):  # type: ignore[no-untyped-def]
+def merged_model(base, runs: Path, args, grades_weight: float = 1.0):  # type: ignore[no-untyped-def]
     """A fresh copy of the base with both adapters loaded and merged (DARE-TIES), active."""
     from peft import PeftModel
 
@@ -167,8 +168,28 @@ def merged_model(base, runs: Path, args):  # type: ignore[no-untyped-def]
         copy.deepcopy(base), str(runs / "pairs" / "adapter"), adapter_name="pairs"
     )
     model.load_adapter(str(runs / "grades" / "adapter"), adapter_name="grades")
-    combine_adapters(model, {"pairs": 1.0, "grades": 1.0}, args.method, args.density, seed=0)
+    weights = {"pairs": 1.0, "grades": grades_weight}
+    combine_adapters(model, weights, args.method, args.density, seed=0)
     return model.eval()
+
+
+def written_pairs(base, pairs: RewardPairs, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """`pairs` with the hard negatives the base writes for `--orders` within `--write-seconds`
+    (training.datasets.written_negatives), kept in the runs for the return; and a record."""
+    from training.datasets.written_negatives import WritingOrders, with_written
+    from training.lora.base_writes import write_replies
+
+    began = time.time()
+    orders = WritingOrders.load(args.orders)
+    replies = write_replies(base, orders, began + args.write_seconds)
+    more = with_written(pairs, orders, replies)
+    args.runs.mkdir(parents=True, exist_ok=True)
+    more.save(args.runs / WRITTEN)
+    written = [len(r) for r in replies if r is not None]
+    return more, {"orders": len(orders.own), "prompts": len(replies), "written": len(written),
+                  "mean_tokens": round(float(np.mean(written)), 1) if written else 0.0,
+                  "pairs_added": size(more) - size(pairs),
+                  "seconds": round(time.time() - began, 1)}  # fmt: skip
 
 
 def run_loan(args: argparse.Namespace) -> int:
@@ -184,6 +205,9 @@ def run_loan(args: argparse.Namespace) -> int:
                     "torch": torch.__version__, "jobs": {}}  # fmt: skip
     print(f"base loaded in {record['load_seconds']} s on {record['gpu'] or device}", flush=True)
     data = {"pairs": load_data(args.pairs), "grades": load_data(args.grades)}
+    if args.orders:
+        data["pairs"], record["written"] = written_pairs(base, data["pairs"], args)
+        print(f"written: {record['written']}", flush=True)
     sets = {p.stem: (t, np.arange(len(t.lengths))) for p in sorted(args.evals.glob("*.npz"))
             for t in [load_data(p)]}  # fmt: skip
     folds = TrainSettings(folds=args.folds, fold=args.fold)
@@ -207,6 +231,13 @@ def run_loan(args: argparse.Namespace) -> int:
 
     to_bfloat16(save_merged_adapter(merged, args.runs / MERGED / "adapter"))
     record["merge"] = {"method": args.method, "density": args.density, "seed": 0}
+    pack_back(args.runs, args.back, record, rewards)
+    del merged
+    for weight in args.grades_weights:  # other merges, read only: rebuilt here from the two
+        if time.time() < deadline:
+            other = merged_model(base, args.runs, args, weight)
+            read_all(rewards, f"{MERGED}-grades{weight:g}", other, heads, sets, device)
+            del other
     record["seconds"] = round(time.time() - began, 1)
     pack_back(args.runs, args.back, record, rewards)
     print(f"loan done in {record['seconds']} s", flush=True)
@@ -235,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--method", default="dare_ties")
     parser.add_argument("--density", type=float, default=0.7)
+    parser.add_argument("--grades-weights", type=float, nargs="*", default=[],
+                        help="other merges' grade-adapter weights, read only")  # fmt: skip
+    parser.add_argument("--orders", type=Path, help="written_negatives' orders: the base writes")
+    parser.add_argument("--write-seconds", type=float, default=90.0)
     return run_loan(parser.parse_args(argv))
 
 

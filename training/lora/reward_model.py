@@ -5,6 +5,7 @@ Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
     python -m training.lora.reward_model pairs --gguf G.gguf --alpacaeval N --out P.npz   # here
     python -m training.lora.reward_model grades --gguf G.gguf --out R.npz                # here
     python -m training.lora.reward_model evals --gguf G.gguf --out DIR                   # here
+    python -m training.lora.reward_model orders --gguf G.gguf --pairs P.npz --out O.npz  # here
     python -m training.lora.reward_model train --gguf G.gguf --data P.npz --out DIR \\
         [--steps N] [--seconds S]                                                   # a GPU
     python -m training.lora.reward_model state-head --pairs-run DIR [--grades-run DIR] \\
@@ -454,6 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     evals = commands.add_parser("evals", help="the evaluation files as token ids (here)")
     evals.add_argument("--gguf", type=Path, required=True)
     evals.add_argument("--out", type=Path, required=True, help="a folder, one file each")
+    orders = commands.add_parser("orders", help="hard negatives for the base to write (here)")
+    orders.add_argument("--gguf", type=Path, required=True)
+    orders.add_argument("--pairs", type=Path, required=True, help="the pairs file they join")
+    orders.add_argument("--alpacaeval", type=int, default=3600)
+    orders.add_argument("--per-request", type=int, default=16)
+    orders.add_argument("--out", type=Path, required=True)
     training = commands.add_parser("train", help="LoRA + value head on pairs or grades (a GPU)")
     training.add_argument("--gguf", type=Path, required=True)
     training.add_argument("--out", type=Path, required=True)
@@ -472,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         return write_grades(args.gguf, args.out)
     if args.command == "evals":
         return write_evals(args.gguf, args.out)
+    if args.command == "orders":
+        from training.datasets.written_negatives import write_orders
+
+        return write_orders(args.gguf, args.pairs, args.alpacaeval, args.per_request, args.out)
     return run_training(args)
 
 

@@ -210,9 +210,10 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     at most 8 files, adapters in bfloat16 and no optimizer; a later loan goes on from them."""
     from safetensors.torch import load_file
 
-    from training.datasets.reward_data import grade_tokens
+    from training.datasets.reward_data import RewardPairs, grade_tokens
+    from training.datasets.written_negatives import make_orders, request_winners
     from training.device.device_transfer import receive, split, unpack
-    from training.lora.reward_loan import main
+    from training.lora.reward_loan import WRITTEN, main
     from training.lora.reward_model import OPTIMIZER
 
     split(tiny_gguf_model, tmp_path / "parts", part_mb=0.05)
@@ -225,8 +226,12 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
               "--grades", str(tmp_path / "grades.npz"), "--evals", str(tmp_path / "evals"),
               "--batch-pairs", "3", "--rank", "4", "--alpha", "8", "--learning-rate", "3e-3",
               "--folds", "3", "--seconds", "600", "--reserve", "0"]  # fmt: skip
+    winners = request_winners(items(), pairs)
+    neighbours = [("Name a fruit.", 0.6)] * len(winners)
+    make_orders(backend, winners, neighbours, max_new_tokens=4).save(tmp_path / "orders.npz")
     first = ["--runs", str(tmp_path / "device" / "runs"), "--back", str(tmp_path / "out1" / "back"),
-             "--pairs-epochs", "2", "--grades-epochs", "2"]  # fmt: skip
+             "--pairs-epochs", "2", "--grades-epochs", "2", "--grades-weights", "0.5",
+             "--orders", str(tmp_path / "orders.npz")]  # fmt: skip
     assert main([*common, *first]) == 0
     back = tmp_path / "out1" / "back"
     assert len(list(back.iterdir())) <= 8
@@ -234,6 +239,8 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     record = json.loads((runs / "loan.json").read_text())
     assert record["jobs"]["pairs"]["held_out"]["pairs"] > 0
     assert record["jobs"]["grades"]["held_out"]["rows"] > 0
+    written = RewardPairs.load(runs / WRITTEN)  # the base's negatives come back with the runs
+    assert record["written"]["pairs_added"] == len(written.first) - len(pairs.first) > 0
     for adapter in ("pairs/checkpoint/adapter", "grades/checkpoint/adapter", "merged/adapter"):
         weights = load_file(runs / adapter / "adapter_model.safetensors")
         assert {str(w.dtype) for w in weights.values()} == {"torch.bfloat16"}, adapter
@@ -241,7 +248,8 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     assert not (runs / "pairs" / "adapter").exists()  # one copy: the checkpoint's
     rewards = np.load(runs / "rewards.npz")
     for key in ("pairs/pairs/some_file", "grades/grades/some_file", "merged/pairs/some_file",
-                "merged/grades/some_file", "merged/pairs/train-pairs"):  # fmt: skip
+                "merged/grades/some_file", "merged/pairs/train-pairs",
+                "merged-grades0.5/pairs/some_file"):  # fmt: skip
         assert key in rewards.files, key
     assert np.isfinite(rewards["pairs/pairs/some_file"]).all()
     held = rewards["merged/pairs/train-pairs"]
@@ -250,7 +258,8 @@ def test_the_gpu_part_runs_in_one_command_and_a_later_loan_goes_on(
     margins = (trained[pairs.first] - trained[pairs.second])[pairs.target != 0.5]
     assert ((margins > 0) == (pairs.target[pairs.target != 0.5] > 0.5)).mean() >= 0.8
     later = ["--runs", str(tmp_path / "fresh-machine"), "--back", str(tmp_path / "out2" / "back"),
-             "--resume", str(runs), "--pairs-epochs", "3", "--grades-epochs", "3"]  # fmt: skip
+             "--resume", str(runs), "--pairs-epochs", "3", "--grades-epochs", "3",
+             "--pairs", str(runs / WRITTEN)]  # fmt: skip
     assert main([*common, *later]) == 0
     again = json.loads(
         (unpack(tmp_path / "out2" / "back", tmp_path / "here2") / "loan.json").read_text()
