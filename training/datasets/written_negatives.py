@@ -29,7 +29,7 @@ import numpy as np
 from training.datasets.reward_data import TARGETS, RewardPairs
 from training.device.gpu_reads import ArrayTable
 
-NEAREST_BAND = (0.5, 0.85)  # cosine of the request and its neighbour
+NEAREST_BAND = (0.45, 0.85)  # cosine of the request and its neighbour
 MAX_NEW_TOKENS = 200  # about the 800 characters of an answer the head reads
 POOL_FILE = "scenario_classifier_train.jsonl"
 
