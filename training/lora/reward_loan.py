@@ -1,19 +1,21 @@
 """The whole GPU part of issue 41 in one command, for a lent machine's few minutes.
 
     python -m training.lora.reward_loan --store S --runs R --back $OUT/back \\
-        --pairs P.npz --grades G.npz --evals DIR --seconds N [--resume DIR]
+        --pairs P.npz --grades G.npz --evals DIR --seconds N [--resume DIR] [--orders O.npz]
 
 On the device machine, after earlier calls left the base's parts in `--store`
 (training.device.device_transfer), it:
 
 1. joins the base GGUF and loads it once (transformers dequantizes it);
+   with `--orders`, the base first writes the hard negatives (training.datasets.written_negatives)
+   within `--write-seconds`, and their pairs join `--pairs` (kept in the runs for a later loan);
 2. trains the preference adapter on `--pairs` and then the grade adapter on `--grades`
    (training.lora.reward_model), each from a fresh copy of the base, within what is left of
    `--seconds` (four fifths of it to the pairs), at most `--pairs-epochs` and
    `--grades-epochs`; with `--folds` one fold of requests is held out and measured, the
    recipe's cross-validation on the training split;
 3. merges the two adapters with DARE-TIES (training.shipping.merge.combine_adapters, as the pipeline
-   merges pj-smollm2-135m's);
+   merges pj-smollm2-135m's); each of `--grades-weights` is another merge, read but not kept;
 4. reads every file of `--evals` (token ids: training.lora.reward_model evals) and the held-out
    fold with each of the three models, each of its heads applied: `rewards.npz`, keyed
    `model/head/set`, one value per read (NaN where not read);
