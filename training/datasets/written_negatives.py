@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from training.datasets.reward_data import TARGETS, RewardPairs
-from training.device.gpu_reads import ArrayTable
+from training.device.gpu_reads import ArrayTable, sequence_starts
 
 NEAREST_BAND = (0.45, 0.85)  # cosine of the request and its neighbour
 MAX_NEW_TOKENS = 200  # about the 800 characters of an answer the head reads
@@ -39,8 +39,9 @@ class WritingOrders(ArrayTable):
     """The prompts to write answers to (`flat`/`lengths`, back to back, the engine's reply
     prompt of each request) and one order per request: `own[i]` the request's prompt,
     `neighbour[i]` its neighbour's, `winner[i]` the read of its dataset answer that won (in
-    the pairs table), `group[i]` its request's group there. `settings`: the end-of-turn
-    token, the token ids that stop a reply, and the most tokens a reply may have."""
+    the pairs table), `group[i]` its request's group there, `similarity[i]` the two requests'
+    cosine. Then, one value each: the end-of-turn token, the token ids that stop a reply,
+    and the most tokens a reply may have."""
 
     flat: np.ndarray
     lengths: np.ndarray
@@ -91,14 +92,14 @@ def nearest_in_band(requests: list[str], pool: list[str], band=NEAREST_BAND):  #
     """For each request, (the pool's most similar other text within `band`, its cosine), or
     None: the nearest text above the band is skipped (the same request in other words)."""
     from models.sentence_encoder import embed
+    from training.datasets.likelihood_data import cut
 
-    cut = [text[:400] for text in requests]
-    vectors, pool_vectors = embed(cut), embed([text[:400] for text in pool])
-    similarity = vectors @ pool_vectors.T
+    asked, others = ([cut(text, "")[0] for text in texts] for texts in (requests, pool))
+    similarity = embed(asked) @ embed(others).T
     found = []
     for i, row in enumerate(similarity):
         inside = [j for j in np.argsort(-row, kind="stable") if band[0] <= row[j] <= band[1]]
-        inside = [j for j in inside if pool[j][:400] != cut[i]]
+        inside = [j for j in inside if others[j] != asked[i]]
         found.append((pool[inside[0]], float(row[inside[0]])) if inside else None)
     return found
 
@@ -168,21 +169,17 @@ def with_written(
     `replies[k]`: the answer written to prompt k (its tokens, no stop token), or None where
     time ran out. A written read is the request's prompt, the reply and the end-of-turn token,
     as the engine reads an answer."""
-    starts = np.concatenate([[0], np.cumsum(orders.lengths)[:-1]])
-    keys, flat, lengths, answers = [list(pairs.keys)], [pairs.flat], [pairs.lengths], []
+    starts = sequence_starts(orders.lengths)
+    keys, sequences, answers = list(pairs.keys), [], []
     first, second, group = [], [], []
-    reads = len(pairs.keys)
 
     def read_of(request: int, reply: np.ndarray, tag: str) -> int:
-        nonlocal reads
         prompt = orders.flat[starts[request] : starts[request] + orders.lengths[request]]
-        answer = np.concatenate([reply, orders.end_of_turn]).astype(np.int32)
-        keys.append([f"w{tag}"])
-        flat.append(np.concatenate([prompt, answer]).astype(np.int32))
-        lengths.append(np.array([len(prompt) + len(answer)]))
+        answer = np.concatenate([reply, orders.end_of_turn])
+        keys.append(f"w{tag}")
+        sequences.append(np.concatenate([prompt, answer]).astype(np.int32))
         answers.append(len(answer))
-        reads += 1
-        return reads - 1
+        return len(keys) - 1
 
     for k in range(len(orders.own)):
         own, other = replies[orders.own[k]], replies[orders.neighbour[k]]
@@ -194,9 +191,9 @@ def with_written(
         second += [wrong, wrong]
         group += [orders.group[k]] * 2
     return RewardPairs(
-        keys=np.array([k for part in keys for k in part]),
-        flat=np.concatenate(flat),
-        lengths=np.concatenate(lengths),
+        keys=np.array(keys),
+        flat=np.concatenate([pairs.flat, *sequences]),
+        lengths=np.concatenate([pairs.lengths, np.array([len(s) for s in sequences], dtype=int)]),
         answer_lengths=np.concatenate([pairs.answer_lengths, np.array(answers, dtype=int)]),
         first=np.concatenate([pairs.first, np.array(first, dtype=np.int32)]),
         second=np.concatenate([pairs.second, np.array(second, dtype=np.int32)]),

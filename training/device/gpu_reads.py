@@ -52,6 +52,12 @@ class ArrayTable:
             return cls(**{name: table[name] for name in table.files})
 
 
+def sequence_starts(lengths: np.ndarray) -> np.ndarray:
+    """Where each of the sequences `lengths` long begins in the array that holds them back to
+    back."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
 def padded_ids(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, chosen: np.ndarray):  # type: ignore[no-untyped-def]
     """The sequences `chosen` of those `flat` holds back to back (at `starts`, `lengths`
     long), right-padded with 0 into one LongTensor: under causal attention padding after a
@@ -69,7 +75,7 @@ def padded_batches(flat: np.ndarray, lengths: np.ndarray, deadline: float = floa
     """(indices, right-padded token ids) of the sequences `flat` holds back to back, longest
     first in batches of about BATCH_TOKENS tokens, until `deadline` (time.time())."""
 
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = sequence_starts(lengths)
     order = np.argsort(-lengths, kind="stable")
     begin = 0
     while begin < len(order) and time.time() < deadline:
@@ -170,7 +176,7 @@ def read_sequences(
     import torch
 
     device = next(model.parameters()).device
-    starts = np.concatenate([[0], np.cumsum(table.lengths)[:-1]])
+    starts = sequence_starts(table.lengths)
     found_keys: list[str] = []
     logprobs: list[np.ndarray] = []
     states: list[np.ndarray] = []

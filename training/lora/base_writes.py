@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from training.datasets.written_negatives import WritingOrders
+from training.device.gpu_reads import sequence_starts
 
 TEMPERATURE = 0.7
 TOP_P = 0.9
@@ -31,7 +32,7 @@ def write_replies(  # type: ignore[no-untyped-def]
     import torch
 
     device = next(model.parameters()).device
-    starts = np.concatenate([[0], np.cumsum(orders.lengths)[:-1]])
+    starts = sequence_starts(orders.lengths)
     stops = {int(s) for s in orders.stops}
     replies: list[np.ndarray | None] = [None] * len(orders.lengths)
     order = np.argsort(-orders.lengths, kind="stable")

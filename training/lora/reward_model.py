@@ -54,7 +54,7 @@ from training.datasets.reward_data import (
     write_grades,
     write_pairs,
 )
-from training.device.gpu_reads import load_model, padded_ids, torch_device
+from training.device.gpu_reads import load_model, padded_ids, sequence_starts, torch_device
 
 MID_RATING, HALF_RANGE = 5.5, 4.5  # a 1-10 rating to -1..1
 CHECKPOINT = "checkpoint"
@@ -126,7 +126,7 @@ def batch_tensors(pairs: Data, reads: np.ndarray, device: str):  # type: ignore[
     lengths."""
     import torch
 
-    starts = np.concatenate([[0], np.cumsum(pairs.lengths)[:-1]])
+    starts = sequence_starts(pairs.lengths)
     ids = padded_ids(pairs.flat, starts, pairs.lengths, reads)
     lengths = torch.from_numpy(pairs.lengths[reads].astype(np.int64))
     return ids.to(device), lengths.to(device)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.models.backends.conftest import backend  # noqa: F401 - a fixture
 from tests.training.lora.test_reward_model import fresh_base, items
+from training.device.gpu_reads import sequence_starts
 
 torch = pytest.importorskip("torch")
 
@@ -39,7 +39,7 @@ def test_orders_hold_each_decided_request_with_its_neighbour_as_the_engine_promp
     pairs, winners, orders = built
     assert len(winners) == 6  # the tie's request has no winner
     assert len(orders.own) == 5  # one request was given no neighbour
-    starts = np.concatenate([[0], np.cumsum(orders.lengths)[:-1]])
+    starts = sequence_starts(orders.lengths)
     for k, question in enumerate(q for n, q in enumerate(winners) if n != 1):
         own = orders.flat[starts[orders.own[k]] :][: orders.lengths[orders.own[k]]]
         assert own.tolist() == backend.reply_tokens(cut(question, "")[0], "")[0]
@@ -65,7 +65,7 @@ def test_the_base_writes_each_reply_and_the_pairs_join_in_their_requests_group(
     added = len(more.first) - len(pairs.first)
     assert added == 2 * len(written) > 0
     assert (more.target[len(pairs.first) :] == 1).all()
-    starts = np.concatenate([[0], np.cumsum(more.lengths)[:-1]])
+    starts = sequence_starts(more.lengths)
     for n, k in enumerate(written):
         at = len(pairs.first) + 2 * n
         assert more.first[at] == orders.winner[k]
