@@ -19,6 +19,7 @@ import pytest
 from app.catalog.rubrics import RUBRICS_DIR, load_rubric
 from app.catalog.scenarios import Scenario, load_catalog
 from app.catalog.scoring import ScoringRule
+from app.deciding import criterion_reads
 from app.formats.prompts import (
     DEFAULT_TEMPLATE,
     AnswerSlot,
@@ -405,6 +406,35 @@ def test_both_orders_of_a_pair_share_the_nonce_and_the_request() -> None:
     assert nonces(first) == nonces(second)
     shared = first[: first.index("[[ANSWER A")]
     assert second.startswith(shared) and QUESTION in shared
+
+
+def criterion_prompts(rule: ScoringRule, scenario: Scenario | None) -> list[str]:
+    """The user message of each of one answer's criterion reads (criterion_reads.py)."""
+    template = get_template(criterion_reads.TEMPLATE)
+    return [
+        template.render(prompt_input(Protocol.SINGLE, rule=one, scenario=scenario))[1].content
+        for one in criterion_reads.criterion_rules(rule)
+    ]
+
+
+def test_one_answers_library_criteria_share_the_instructions() -> None:
+    """So each library criterion costs its name and description alone: the item and the
+    instructions are read once per answer, and the criterion is the prompt's end."""
+    rule, scenario = default_rule()
+    prompts = criterion_prompts(rule, scenario)
+    shared = prompts[0][: prompts[0].index("Criterion: ")]
+    assert "Reply with JSON" in shared and ANSWERS[0] in shared
+    for prompt, spec in zip(prompts, rule.specs):
+        assert prompt == f"{shared}Criterion: {spec.name}. {spec.description}"
+
+
+def test_a_rubric_criterion_keeps_the_instructions_after_its_levels() -> None:
+    """A criterion with level texts is read as its rubric grades were measured."""
+    prompts = criterion_prompts(vqa_rule(), None)
+    for prompt in prompts:
+        levels = prompt.index("Score ")
+        assert prompt.index("Criterion: ") < levels < prompt.index("Grade the answer")
+        assert prompt.endswith('Reply with JSON: {"overall": your score}.')
 
 
 # --------------------------------------------------------------------------- native templates
