@@ -424,7 +424,7 @@ def test_one_answers_library_criteria_share_the_instructions() -> None:
     prompts = criterion_prompts(rule, scenario)
     shared = prompts[0][: prompts[0].index("Criterion: ")]
     assert "Reply with JSON" in shared and ANSWERS[0] in shared
-    for prompt, spec in zip(prompts, rule.specs):
+    for prompt, spec in zip(prompts, rule.specs, strict=True):
         assert prompt == f"{shared}Criterion: {spec.name}. {spec.description}"
 
 
