@@ -162,6 +162,9 @@ class Judgment(_Frozen):
     criteria_verdict: Verdict | None = None
     criteria_ranking: tuple[int, ...] | None = None
     criteria_note: str | None = None
+    # the criterion scores are the judge's criterion head's (app/deciding/criterion_head.py:
+    # from the verdict's read of each answer), not a read of their own; None: read, or none
+    criteria_by_head: bool | None = None
     # a cascaded run (app/judging/cascade.py): which judge decided, and what the first one said
     cascade: dict[str, Any] | None = None
     # the answers' overall grades are on this scale (lowest, highest) when the template grades

@@ -24,7 +24,8 @@ from models.verdict_settings import PairCombine, RelevanceJoin
 
 DEFAULT_TEMPLATE = "pocketjudge"
 _MODELS_DIR = Path(__file__).resolve().parent
-JUDGE_FILES = ("state_head", "calibration", "scenario_classifier")  # files under models/
+# files under models/
+JUDGE_FILES = ("state_head", "calibration", "scenario_classifier", "criterion_head")
 
 
 class JudgeSettings(BaseModel):
@@ -46,9 +47,11 @@ class JudgeSettings(BaseModel):
     # are not read from it (they would be untrained guesses)
     criterion_scores: bool = True
     # Where a head reads each answer as the model's reply: "apart" (each criterion its own
-    # read, the measured default) or "with_verdict" (read on from the verdict's read of each
-    # answer: about a third of the time, weaker; app/deciding/criterion_reads.py)
-    criteria_read: Literal["apart", "with_verdict"] = "apart"
+    # read), "with_verdict" (read on from the verdict's read of each answer: about a third of
+    # the time, weaker; app/deciding/criterion_reads.py) or "head" (no read: the judge's
+    # criterion head maps the verdict's read to the levels the reads apart give; items with a
+    # reference, and criteria with level texts, are still read apart)
+    criteria_read: Literal["apart", "with_verdict", "head"] = "apart"
     # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
     # pairs by training.heads.relevance_join); None: the judge's own verdict.
     relevance_join: RelevanceJoin | None = None
@@ -63,6 +66,9 @@ class JudgeSettings(BaseModel):
     # file under models/ (app/catalog/scenario_detection.py, fitted by
     # training.heads.scenario_classifier --states); None: the shipped MiniLM classifier.
     scenario_classifier: str | None = None
+    # `criteria_read: head`: the criterion head, an .npz file under models/
+    # (app/deciding/criterion_head.py, fitted by training.heads.criterion_head)
+    criterion_head: str | None = None
 
     @model_validator(mode="after")
     def _judge_files_exist(self) -> JudgeSettings:

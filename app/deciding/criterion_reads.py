@@ -118,7 +118,7 @@ def with_turn_criteria(
                 f"(p {levels[likeliest] / sum(levels.values()):.2f}), "
                 f"expected {expected[answer][spec.key]:.2f}"
             )
-    return _with_expected(judgment, expected, rule, "\n".join(lines))
+    return with_levels(judgment, expected, rule, "\n".join(lines))
 
 
 def with_criteria(
@@ -136,14 +136,14 @@ def with_criteria(
                 judgment, reads, "the backend gave no probabilities for the levels (raw reply kept)"
             )
         expected.setdefault(read.answer, {})[read.key] = expected_level(probs)
-    return _with_expected(judgment, expected, rule, _raw(reads))
+    return with_levels(judgment, expected, rule, _raw(reads))
 
 
-def _with_expected(
+def with_levels(
     judgment: Judgment, expected: dict[int, dict[str, float]], rule: ScoringRule, raw: str
 ) -> Judgment:
-    """`judgment` with each answer's expected criterion levels, and the decision of their
-    weighted means beside the head's."""
+    """`judgment` with each answer's expected criterion levels (read apart, read on, or
+    given by a criterion head), and the decision of their weighted means beside the head's."""
     count = max(expected) + 1 if expected else 0
     answers = tuple(_answer_scores(expected[i], rule) for i in range(count))
     if judgment.answers:  # the head's grades stand; the criteria are read beside them

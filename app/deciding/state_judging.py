@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from app.catalog.scoring import ScoringRule
-from app.deciding.criterion_reads import with_turn_criteria
+from app.deciding.criterion_head import CriterionHead, head_levels
+from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.state_head import (
     StateHead,
     answer_parts,
@@ -50,11 +51,13 @@ def head_judgment(
     source: Any,
     tie_margin: float,
     criteria: TurnAsk | None = None,
+    levels: LevelAsk | None = None,
 ) -> Judgment:
     """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
     backend: its `state_features` (a head that reads text) or `read_answers` (one that
     reads each answer as the model's reply). With `criteria` (a head that reads replies),
-    the criterion scores are read on from the same reads (criterion_reads.turn_criteria)."""
+    the criterion scores are read on from the same reads (criterion_reads.turn_criteria);
+    with `levels`, a criterion head gives them from the same reads (no read of their own)."""
     ask = criteria.ask if criteria is not None else None
     features, likelihoods, found, references = read_features(item, head, source, ask)
     if base.protocol is Protocol.SINGLE:
@@ -65,6 +68,8 @@ def head_judgment(
     else:
         similarities = _similarities(item, head)
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
+    if levels is not None:
+        judgment = _with_head_levels(judgment, item, levels, features, likelihoods)
     if criteria is None:
         return judgment
     if criteria.ask.keys:
@@ -92,6 +97,35 @@ class TurnAsk:
 
     ask: ReplyCriteria
     rule: ScoringRule
+
+
+@dataclass(frozen=True)
+class LevelAsk:
+    """Criterion scores a criterion head gives from the verdict's reads."""
+
+    head: CriterionHead
+    rule: ScoringRule
+
+
+def _with_head_levels(
+    judgment: Judgment,
+    item: JudgeItem,
+    ask: LevelAsk,
+    features: Sequence[np.ndarray | None],
+    likelihoods: Likelihoods,
+) -> Judgment:
+    found = head_levels(ask.head, ask.rule.specs, features, likelihoods, item.answers)
+    if found is None:
+        why = "the verdict's read holds no states or likelihoods for the criterion head"
+        note = f"the criterion scores could not be given ({why})"
+        return judgment.model_copy(update={"criteria": (), "criteria_note": note})
+    raw = "\n".join(
+        f"answer {n + 1} {key}: criterion head {value:.2f}"
+        for n, values in found.items()
+        for key, value in values.items()
+    )
+    judged = with_levels(judgment, found, ask.rule, raw)
+    return judged.model_copy(update={"criteria_by_head": True})
 
 
 def read_features(

@@ -34,7 +34,7 @@ HEAD_COLUMNS = (
     "uncertain",
     "ranking",
 )
-CRITERIA_COLUMNS = ("criteria_verdict", "criteria_ranking", "criteria_note")
+CRITERIA_COLUMNS = ("criteria_verdict", "criteria_ranking", "criteria_note", "criteria_by_head")
 TAIL_COLUMNS = (
     "confidence",
     "consistent",

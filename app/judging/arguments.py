@@ -115,6 +115,14 @@ def _add_criteria_arguments(parser: argparse.ArgumentParser) -> None:
         help="a head judge that reads replies: read the criterion scores on from the "
         "verdict's read of each answer (about a third of their time, weaker) instead of apart",
     )
+    parser.add_argument(
+        "--criteria-apart",
+        dest="criteria_read",
+        action="store_const",
+        const="apart",
+        help="read each criterion of each answer in a grading prompt of its own (the slow, "
+        "measured reads), not from the judge's criterion head",
+    )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *names: str) -> None:

@@ -16,6 +16,7 @@ from typing import Protocol as TypingProtocol
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenario_detection import ScenarioClassifier
 from app.deciding.calibration import ConfidenceCalibration
+from app.deciding.criterion_head import CriterionHead
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
 from models.backends.base import SamplingParams, run_sampling
@@ -53,6 +54,8 @@ class JudgeParts:
     calibrator: ConfidenceCalibration | None = None
     # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's
     classifier: ScenarioClassifier | None = None
+    # criterion levels from the verdict's read (app/deciding/criterion_head.py)
+    criterion_levels: CriterionHead | None = None
 
 
 @dataclass(frozen=True)

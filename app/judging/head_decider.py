@@ -9,9 +9,15 @@ from dataclasses import dataclass, replace
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
+from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
-from app.deciding.state_judging import TurnAsk, head_judgment, with_reference_reading
+from app.deciding.state_judging import (
+    LevelAsk,
+    TurnAsk,
+    head_judgment,
+    with_reference_reading,
+)
 from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
@@ -29,6 +35,8 @@ class HeadSettings:
     use_reference: bool
     with_criteria: bool  # criterion scores beside the head's verdict
     criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
+    # criteria_read "head": the criterion head gives them from the verdict's reads, where it can
+    level_head: CriterionHead | None
     tie_within: float  # |expected A - B| up to this is a tie
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
     fit: PromptFit  # the criterion reads' prompts, always scored
@@ -39,7 +47,10 @@ class HeadSettings:
             head=head,
             use_reference=config.use_reference,
             with_criteria=config.judge.criterion_scores,
-            criteria_apart=config.judge.criteria_read == "apart",
+            criteria_apart=config.judge.criteria_read != "with_verdict",
+            level_head=(
+                config.parts.criterion_levels if config.judge.criteria_read == "head" else None
+            ),
             tie_within=config.judge.tie_margin,
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
@@ -74,6 +85,9 @@ class HeadDecider:
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             turn = self.reference_turn(resolved, wanted) if on_reads else None
             return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
+        if self.level_ask(item, resolved) is not None:  # no reads: the criterion head's levels
+            base = base.model_copy(update={"truncated": truncated})
+            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=None)
         if on_reads and not settings.criteria_apart:
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
             base = base.model_copy(update={"truncated": truncated})
@@ -112,6 +126,19 @@ class HeadDecider:
                 calls.append(call)
         return calls, truncated
 
+    def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
+        """What the criterion head gives (criteria_read: head), where it can: a head that
+        reads replies, no reference in use (the verdict's read holds none: the reads apart
+        read it), criteria on the scale it was fitted on, without level texts."""
+        settings = self.settings
+        if settings.level_head is None or not settings.with_criteria:
+            return None
+        if settings.head.reads != "reply" or (item.reference and settings.use_reference):
+            return None
+        if not reads_by_head(resolved.rule.specs):
+            return None
+        return LevelAsk(settings.level_head, resolved.rule)
+
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
         capable = self.backend.capabilities
@@ -140,7 +167,13 @@ class HeadDecider:
         started = time.perf_counter()
         try:
             judgment = head_judgment(
-                plan.base, plan.item, head, self.backend, self.settings.tie_within, plan.turn
+                plan.base,
+                plan.item,
+                head,
+                self.backend,
+                self.settings.tie_within,
+                plan.turn,
+                self.level_ask(plan.item, plan.resolved),
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
+from app.deciding.criterion_head import load_criterion_head
 from app.deciding.state_head import load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
@@ -87,6 +88,13 @@ def judge_settings(
 
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
     """The files `settings` name, loaded and validated (errors name the file and field)."""
+    if settings.criteria_read == "head" and not settings.criterion_head:
+        raise ConfigError(
+            "judging settings",
+            "criteria_read",
+            "'head' needs the judge's criterion_head file and this judge has none; "
+            "read the criteria 'apart' (--criteria-apart)",
+        )
     return JudgeParts(
         context_tokens=context_tokens,
         head=load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None,
@@ -96,6 +104,11 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
         classifier=(
             load_classifier(MODELS_DIR / settings.scenario_classifier)
             if settings.scenario_classifier
+            else None
+        ),
+        criterion_levels=(
+            load_criterion_head(MODELS_DIR / settings.criterion_head)
+            if settings.criterion_head
             else None
         ),
     )

@@ -217,6 +217,12 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
         "head: the same model's probabilities with the criteria (and the reference, when "
         "there is one)"
     )
+    if judgment.criteria_by_head:
+        read = (
+            "The criterion scores below are the judge's criterion head's estimate from the "
+            "same read of each answer as the verdict (fitted to each criterion read apart on "
+            "training pairs), not a reading of their own"
+        )
     signals = reference_signals(judgment.verdict_parts or {})
     if "reference_criteria" in signals:
         read = (

@@ -1,0 +1,165 @@
+"""Criterion scores from the verdict's own read of each answer: a criterion head.
+
+Read apart, every criterion of every answer is a grading prompt of its own (criterion_reads.py),
+2.5-3.8x the cost of the verdict (bench/heads.md). The verdict's head already reads each
+answer once as the model's reply to its request (state_judging.py): its pooled states,
+its likelihoods and its length. A criterion head maps that read to the level the reads
+apart would give, for any criterion, named by the MiniLM embedding of its text:
+
+    z           = standardized (PCA of the states, likelihood features, log length)
+    level(a, c) = mean(c) + w . z(a) + z(a)[:k]^T M e(c)[:m]
+
+`mean(c)` is a criterion's mean level on the training rows (shrunk toward the overall mean;
+a criterion never seen gets the overall mean), `w` what moves every criterion, `M` how the
+criteria differ in what they see. Fitted by `python -m training.heads.criterion_head` on
+Auto-J training pairs read apart; it reads no reference (the verdict's read holds none).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.catalog.criteria_types import CriterionSpec
+from models.readings import FEATURES
+
+SCALE = (1.0, 10.0)  # the levels it was fitted on: a library criterion's scale
+
+
+@dataclass(frozen=True)
+class CriterionHead:
+    """The fitted head's arrays (models/judges/<name>/criterion_head.npz)."""
+
+    state_mean: np.ndarray  # (hidden,) pooled states' mean on the fitting answers
+    state_basis: np.ndarray  # (k, hidden) their leading principal directions
+    z_mean: np.ndarray  # (k + len(FEATURES) + 1,)
+    z_scale: np.ndarray
+    weights: np.ndarray  # w, on z
+    criteria: tuple[str, ...]  # criteria with a fitted mean
+    means: np.ndarray  # their means
+    overall: float  # the mean of every level fitted
+    cross: np.ndarray  # M flattened (cross_components x m); empty: no crossing
+    cross_components: int
+    e_mean: np.ndarray  # (384,) mean criterion embedding
+    e_basis: np.ndarray  # (m, 384)
+
+    def features(
+        self, states: np.ndarray, likelihood: dict[str, float], characters: int
+    ) -> np.ndarray:
+        """z of one answer from the verdict's read of it."""
+        projected = (np.asarray(states, dtype=np.float64) - self.state_mean) @ self.state_basis.T
+        extra = [likelihood[name] for name in FEATURES] + [np.log(max(characters, 1))]
+        return (np.concatenate([projected, extra]) - self.z_mean) / self.z_scale
+
+    def levels(self, z: np.ndarray, names: Sequence[str], vectors: np.ndarray | None) -> np.ndarray:
+        """The level of each criterion `names[i]` for answers `z[i]` (rows), on SCALE.
+        `vectors[i]`: the criterion's text embedding (needed only where the head crosses)."""
+        z = np.atleast_2d(z)
+        known = dict(zip(self.criteria, self.means))
+        level = np.array([known.get(name, self.overall) for name in names]) + z @ self.weights
+        if self.cross.size:
+            assert vectors is not None, "a crossed head needs each criterion's embedding"
+            e = (np.atleast_2d(vectors) - self.e_mean) @ self.e_basis.T
+            crossed = (z[:, : self.cross_components, None] * e[:, None, :]).reshape(len(z), -1)
+            level = level + crossed @ self.cross
+        return np.clip(level, *SCALE)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {name: np.asarray(getattr(self, name), dtype=np.float32) for name in ARRAYS}
+        np.savez_compressed(
+            path,
+            criteria=np.array(self.criteria),
+            overall=np.float64(self.overall),
+            cross_components=np.int64(self.cross_components),
+            **arrays,
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> CriterionHead:
+        from models.foundation.errors import ConfigError
+
+        if not path.is_file():
+            raise ConfigError(path, "criterion_head", "file not found")
+        with np.load(path, allow_pickle=False) as data:
+            missing = sorted((set(ARRAYS) | {"criteria", "overall"}) - set(data.files))
+            if missing:
+                raise ConfigError(path, "criterion_head", f"missing arrays {missing}")
+            arrays = {name: data[name].astype(np.float64) for name in ARRAYS}
+            head = cls(
+                criteria=tuple(str(c) for c in data["criteria"]),
+                overall=float(data["overall"]),
+                cross_components=int(data["cross_components"]),
+                **arrays,
+            )
+        width = head.state_basis.shape[0] + len(FEATURES) + 1
+        if head.weights.shape != (width,) or len(head.means) != len(head.criteria):
+            raise ConfigError(path, "criterion_head", "arrays of mismatched shapes")
+        return head
+
+
+ARRAYS = (
+    "state_mean",
+    "state_basis",
+    "z_mean",
+    "z_scale",
+    "weights",
+    "means",
+    "cross",
+    "e_mean",
+    "e_basis",
+)
+
+
+@functools.cache
+def load_criterion_head(path: Path) -> CriterionHead:
+    """A judge's criterion head (read once per process); errors name the file."""
+    return CriterionHead.load(path)
+
+
+def criterion_text(name: str, description: str) -> str:
+    """What the head embeds of a criterion (as it was fitted: the library's name and
+    description)."""
+    return f"{name}: {description}"
+
+
+@functools.lru_cache(maxsize=512)
+def _vector(text: str) -> np.ndarray:
+    from models.sentence_encoder import embed
+
+    return embed([text])[0].astype(np.float64)
+
+
+def reads_by_head(specs: Sequence[CriterionSpec]) -> bool:
+    """Whether a criterion head can give these criteria: library-style criteria on the scale
+    it was fitted on (a rubric's level texts are read apart, where the model reads them)."""
+    return bool(specs) and all(
+        not spec.levels and (spec.scale_min, spec.scale_max) == SCALE for spec in specs
+    )
+
+
+def head_levels(
+    head: CriterionHead,
+    specs: Sequence[CriterionSpec],
+    states: Sequence[np.ndarray | None],
+    likelihoods: Sequence[dict[str, float] | None],
+    answers: Sequence[str],
+) -> dict[int, dict[str, float]] | None:
+    """Each answer's level on each criterion of `specs`, from the verdict's read of it;
+    None where the read lacks the states or likelihoods the head needs."""
+    if any(s is None for s in states) or any(x is None for x in likelihoods):
+        return None
+    texts = [criterion_text(spec.name, spec.description) for spec in specs]
+    vectors = np.array([_vector(t) for t in texts]) if head.cross.size else None
+    keys = [spec.key for spec in specs]
+    levels: dict[int, dict[str, float]] = {}
+    for n, (state, likelihood, answer) in enumerate(zip(states, likelihoods, answers)):
+        z = head.features(state, likelihood, len(answer))  # type: ignore[arg-type]
+        rows = np.repeat(z[None, :], len(specs), axis=0)
+        found = head.levels(rows, keys, vectors)
+        levels[n] = {key: float(value) for key, value in zip(keys, found)}
+    return levels

@@ -1,0 +1,168 @@
+"""Criterion scores from a criterion head on the tiny real model: no read of their own, the
+levels the head gives from the verdict's read of each answer; read apart where it cannot
+(a reference in use, a rubric's level texts)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.rubrics import load_rubric
+from app.deciding.criterion_head import CriterionHead, head_levels, load_criterion_head
+from app.deciding.state_head import StateHead
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
+from app.judging.settings import SettingsLayer, judge_config, with_changes
+from app.records import JudgeItem, Protocol, Status
+from app.ui.views import criteria_agreement_note
+from models.backends.base import BackendOptions
+from models.foundation.errors import ConfigError
+from models.judge_settings import JudgeSettings
+from models.readings import FEATURES
+
+PAIR = JudgeItem(
+    id="p",
+    question="Which planet is closest to the sun?",
+    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+)
+CONTEXT = 4096
+RUBRIC = Path(__file__).parents[2] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_gguf_model: Path):
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=CONTEXT, n_threads=1))
+    yield JudgeService(backend, "tiny-criterion-head"), backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def heads(tiny) -> tuple[StateHead, CriterionHead]:
+    _, backend = tiny
+    size = backend.read_answers("q", ["a"])[0].states.shape[0]
+    rng = np.random.default_rng(4)
+    verdict = StateHead(
+        base_file="tiny.gguf",
+        reads="reply",
+        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
+        likelihood={"pmi_mean": 1.0},
+    )
+    # standardized on reads of the tiny model, so its levels stay inside the scale
+    readings = backend.read_answers("q", ["a", "b c", "Mercury is closest."])
+    states = np.array([r.states for r in readings])
+    basis = rng.normal(size=(3, size)) / np.sqrt(size)
+    raw = np.column_stack(
+        [
+            (states - states.mean(axis=0)) @ basis.T,
+            [[r.features()[f] for f in FEATURES] for r in readings],
+            np.log([1, 3, 19]),
+        ]
+    )
+    width = raw.shape[1]
+    criteria = CriterionHead(
+        state_mean=states.mean(axis=0),
+        state_basis=basis,
+        z_mean=raw.mean(axis=0),
+        z_scale=raw.std(axis=0) + 1.0,
+        weights=0.3 * rng.normal(size=width),
+        criteria=("accuracy",),
+        means=np.array([8.0]),
+        overall=6.5,
+        cross=rng.normal(size=2 * 2),
+        cross_components=2,
+        e_mean=np.zeros(384),
+        e_basis=rng.normal(size=(2, 384)),
+    )
+    return verdict, criteria
+
+
+def _config(heads, protocol: Protocol = Protocol.PAIRWISE, **more) -> JudgeConfig:
+    verdict, criteria = heads
+    base = JudgeConfig(
+        protocol=protocol,
+        judge=JudgeSettings(template="pocketjudge-decision", criteria_read="head"),
+        parts=JudgeParts(head=verdict, criterion_levels=criteria, context_tokens=CONTEXT),
+    )
+    return with_changes(base, more)
+
+
+def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
+    service, backend = tiny
+    alone = service.judge(PAIR, _config(heads, criterion_scores=False))
+    judged = service.judge(PAIR, _config(heads))
+    assert judged.status is Status.OK
+    assert judged.verdict_probs == alone.verdict_probs  # the verdict is the head's alone
+    keys = judged.criteria
+    assert keys and all(tuple(a.criteria) == keys for a in judged.answers)
+    assert '{"overall": ' not in judged.raw_output  # no criterion was read apart
+    assert judged.raw_output.count("criterion head") == 2 * len(keys)
+    assert judged.criteria_by_head is True and alone.criteria_by_head is None
+    assert "criterion head's estimate" in criteria_agreement_note(judged)  # the page says so
+    # the levels are the criterion head's on the very read the verdict made
+    _, criteria = heads
+    rule = resolve(CriteriaChoice(scenario=judged.scenario), PAIR, service.catalog).rule
+    readings = backend.read_answers(PAIR.question, list(PAIR.answers), True)
+    expected = head_levels(
+        criteria,
+        rule.specs,
+        [r.states for r in readings],
+        [r.features() for r in readings],
+        PAIR.answers,
+    )
+    for number, answer in enumerate(judged.answers):
+        for key in keys:
+            assert answer.expected_criteria[key] == pytest.approx(expected[number][key], abs=1e-6)
+            assert 1.0 <= answer.criteria[key] <= 10.0
+    overall = [a.expected_overall for a in judged.answers]
+    assert judged.criteria_verdict == ("A" if overall[0] > overall[1] else "B")
+
+
+def test_different_criteria_get_different_levels(tiny, heads):
+    service, _ = tiny
+    judged = service.judge(PAIR, _config(heads))
+    levels = judged.answers[0].expected_criteria
+    assert len(set(round(v, 6) for v in levels.values())) > 1  # the crossing sees each text
+
+
+def test_a_reference_in_use_is_read_apart(tiny, heads):
+    service, _ = tiny
+    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
+    given = service.judge(item, _config(heads))
+    assert given.raw_output.count('{"overall": ') == 2 * len(given.criteria)
+    assert given.criteria_by_head is None
+    unused = service.judge(item, _config(heads, use_reference=False))
+    assert "criterion head" in unused.raw_output
+
+
+def test_a_rubric_is_read_apart(tiny, heads):
+    service, _ = tiny
+    rubric = load_rubric(RUBRIC)
+    config = _config(heads, Protocol.SINGLE, choice=CriteriaChoice(rubric=rubric))
+    graded = StateHead(**{**heads[0].model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
+    config = replace(config, parts=replace(config.parts, head=graded))
+    judged = service.judge(JudgeItem(id="s", question=PAIR.question, answers=("Mercury.",)), config)
+    assert judged.raw_output.count('{"overall": ') == len(rubric.criteria) == len(judged.criteria)
+
+
+def test_head_criteria_need_a_head_file():
+    with pytest.raises(ConfigError) as caught:
+        judge_config(None, SettingsLayer(criteria_read="head"))
+    assert caught.value.field == "criteria_read" and "--criteria-apart" in str(caught.value)
+
+
+def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
+    _, criteria = heads
+    path = tmp_path / "criterion_head.npz"
+    criteria.save(path)
+    again = load_criterion_head(path)
+    assert again.criteria == criteria.criteria and np.allclose(again.weights, criteria.weights)
+    np.savez(tmp_path / "bad.npz", weights=np.zeros(2))
+    with pytest.raises(ConfigError) as caught:
+        CriterionHead.load(tmp_path / "bad.npz")
+    assert "bad.npz" in str(caught.value) and "missing arrays" in str(caught.value)

@@ -1,0 +1,84 @@
+"""A criterion head: levels read apart, learnt from the verdict's read of each answer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from training.datasets.criterion_head_data import AnswerTable
+from training.heads.criterion_head import Settings, agreement, fit_head, out_of_fold, table_z
+
+CRITERIA = ("accuracy", "clarity", "depth")
+
+
+def _table(pairs: int = 60, seed: int = 0) -> AnswerTable:
+    """Answers whose levels are a criterion's mean plus what their first state says
+    (depth sees it twice as much), as if read apart."""
+    rng = np.random.default_rng(seed)
+    states = rng.normal(size=(2 * pairs, 12))
+    states[:, 0] *= 3  # the state that matters is among the leading components
+    table = AnswerTable(
+        states=states,
+        likelihood=rng.normal(size=(2 * pairs, 3)),
+        characters=rng.integers(50, 500, size=2 * pairs).astype(float),
+        pair=np.repeat(np.arange(pairs), 2),
+    )
+    means = {"accuracy": 7.0, "clarity": 8.0, "depth": 6.0}
+    for answer in range(2 * pairs):
+        for name in CRITERIA:
+            gain = 2.0 if name == "depth" else 1.0
+            table.answer.append(answer)
+            table.criterion.append(name)
+            table.target.append(means[name] + gain * states[answer, 0] / 3 + rng.normal(0, 0.3))
+    for pair in range(pairs):
+        lead = states[2 * pair, 0] - states[2 * pair + 1, 0]
+        table.label.append("A" if lead > 0 else "B")
+        table.verdict.append("A" if lead > 0 else "B")
+        table.scenario.append("s")
+    return table
+
+
+def _vectors(seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {name: rng.normal(size=16) for name in CRITERIA}
+
+
+def test_out_of_fold_levels_follow_the_reads_apart():
+    table = _table()
+    levels = out_of_fold(table, Settings(components=4, alpha=1.0), _vectors())
+    scores = agreement(table, levels)
+    assert scores["values r"] > 0.9
+    assert scores["decision as the reads apart %"] > 90
+    assert scores["pairs"] == 60
+
+
+def test_the_criterion_means_alone_decide_nothing_about_a_pair():
+    table = _table()
+    levels = out_of_fold(table, Settings(components=0, alpha=1e9), _vectors())
+    scores = agreement(table, levels)
+    assert scores["pair lead r"] < 0.5  # both answers get about the same means
+    assert abs(np.mean(levels) - np.mean(table.targets)) < 0.2
+
+
+def test_crossing_with_the_criterion_learns_how_criteria_differ():
+    table = _table(pairs=120)
+    shared = Settings(components=4, alpha=1.0)
+    crossed = Settings(
+        components=4, alpha=1.0, cross_components=2, criterion_components=2, cross_alpha=1.0
+    )
+    plain = agreement(table, out_of_fold(table, shared, _vectors()))
+    rich = agreement(table, out_of_fold(table, crossed, _vectors()))
+    # depth moves twice as much as the others: only the crossed head can see it
+    assert (
+        rich["criterion profile r (within an answer)"]
+        > plain["criterion profile r (within an answer)"]
+    )
+
+
+def test_a_criterion_never_seen_gets_the_overall_mean():
+    table = _table()
+    vectors = _vectors()
+    head = fit_head(table, np.arange(len(table.target)), Settings(components=4, alpha=1.0), vectors)
+    z = table_z(head, table, np.array([0, 0]))
+    seen, unseen = head.levels(z, ["depth", "tone"], None)
+    depth = head.means[head.criteria.index("depth")]
+    assert abs((unseen - seen) - (head.overall - depth)) < 1e-9

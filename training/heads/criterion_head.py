@@ -1,0 +1,318 @@
+"""Criterion heads: every criterion's level read off the verdict's own read of an answer.
+
+    python -m training.heads.criterion_head cv [--run training/runs/criterion-head]
+
+The page's criterion scores are read apart today: each answer is read again in a grading
+prompt per criterion, 2.5-3.8x the verdict's cost (bench/heads.md). The verdict's head
+already reads every answer once (its states and likelihoods, app/deciding/state_judging.py).
+A criterion head maps that read to the levels the reads apart give, for any criterion
+(named by its text, embedded by MiniLM), so the page costs one read:
+
+    level(answer, c) = mean(c) + w . z(answer) + z(answer)[:k]^T  M  e(c)[:m]
+
+`z` is the answer's states (PCA) with its likelihood features and log length, standardized;
+`mean(c)` a criterion's mean level on the training rows, shrunk toward the overall mean
+(a criterion never seen gets the overall mean); `w` a ridge fit of what the mean leaves;
+`M` a ridge fit of the rest on the products of the leading state components and the
+criterion text's embedding (how criteria differ in what they see). Targets are the
+probability-weighted levels of the reads apart on Auto-J training pairs
+(training.datasets.criterion_rows, training.datasets.criterion_head_data). `cv` chooses by
+cross-validation grouped by pair, on those rows alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from app.deciding.criterion_head import CriterionHead, criterion_text
+from app.deciding.state_head import StateHead
+from training.datasets.criterion_head_data import AnswerTable
+
+MEAN_SHRINK = 5.0  # a criterion's mean counts this many rows of the overall mean
+
+
+def library_text(key: str) -> str:
+    """What the criterion head embeds of a library criterion (its name and description)."""
+    from app.catalog.scenarios import load_catalog
+
+    spec = load_catalog().criteria[key]
+    return criterion_text(spec.name, spec.description)
+
+
+def criterion_vectors(names: Sequence[str]) -> dict[str, np.ndarray]:
+    """MiniLM embeddings of each distinct criterion's text."""
+    from models.sentence_encoder import shared_encoder
+
+    distinct = sorted(set(names))
+    vectors = shared_encoder().encode([library_text(n) for n in distinct])
+    return dict(zip(distinct, vectors.astype(np.float64)))
+
+
+@dataclass
+class Settings:
+    components: int = 32  # state PCA components in z
+    # the verdict head's and the grade head's state directions first in z (their utility and
+    # grade of the answer, fitted on thousands of labelled rows)
+    head_directions: bool = False
+    alpha: float = 10.0  # ridge of the shared part
+    cross_components: int = 0  # leading z components crossed with the criterion (0: none)
+    criterion_components: int = 8  # criterion-embedding PCA components crossed
+    cross_alpha: float = 100.0
+
+
+def fit_head(
+    table: AnswerTable,
+    rows: np.ndarray,
+    settings: Settings,
+    vectors: dict[str, np.ndarray],
+    directions: np.ndarray | None = None,
+) -> CriterionHead:
+    """A head fitted on rows `rows` of `table` (see the module's docstring). `directions`:
+    the verdict's state head's directions (verdict, grade), put first in z where asked."""
+    s = settings
+    answers = np.asarray(table.answer)[rows]
+    names = [table.criterion[r] for r in rows]
+    y = table.targets[rows]
+    used = np.unique(answers)
+    state_mean = table.states[used].mean(axis=0)
+    centred = table.states[used] - state_mean
+    basis = np.linalg.svd(centred, full_matrices=False)[2][: s.components]
+    if s.head_directions and directions is not None:
+        basis = np.vstack([directions / np.linalg.norm(directions, axis=1, keepdims=True), basis])
+    raw = np.column_stack(
+        [centred @ basis.T, table.likelihood[used], np.log(table.characters[used])]
+    )
+    overall = float(y.mean())
+    criteria = tuple(sorted(set(names)))
+    means = []
+    for name in criteria:
+        mine = y[[n == name for n in names]]
+        means.append((mine.sum() + MEAN_SHRINK * overall) / (len(mine) + MEAN_SHRINK))
+    embedded = np.array([vectors[n] for n in criteria])
+    e_basis = np.linalg.svd(embedded - embedded.mean(axis=0), full_matrices=False)[2]
+    head = CriterionHead(
+        state_mean=state_mean,
+        state_basis=basis,
+        z_mean=raw.mean(axis=0),
+        z_scale=raw.std(axis=0) + 1e-9,
+        weights=np.zeros(raw.shape[1]),
+        criteria=criteria,
+        means=np.array(means),
+        overall=overall,
+        cross=np.zeros(0),
+        cross_components=s.cross_components,
+        e_mean=embedded.mean(axis=0),
+        e_basis=e_basis[: s.criterion_components],
+    )
+    z = table_z(head, table, answers)
+    residual = y - _means(head, names)
+    weights = _ridge(z, residual, s.alpha)
+    head = replace(head, weights=weights)
+    if s.cross_components:
+        e = (np.array([vectors[n] for n in names]) - head.e_mean) @ head.e_basis.T
+        crossed = _crossed(z[:, : s.cross_components], e)
+        head = replace(head, cross=_ridge(crossed, residual - z @ weights, s.cross_alpha))
+    return head
+
+
+def _means(head: CriterionHead, names: Sequence[str]) -> np.ndarray:
+    known = dict(zip(head.criteria, head.means))
+    return np.array([known.get(n, head.overall) for n in names])
+
+
+def table_z(head: CriterionHead, table: AnswerTable, answers: np.ndarray) -> np.ndarray:
+    """z of answers `answers` of `table` (CriterionHead.features, for many at once)."""
+    projected = (table.states[answers] - head.state_mean) @ head.state_basis.T
+    raw = np.column_stack([projected, table.likelihood[answers], np.log(table.characters[answers])])
+    return (raw - head.z_mean) / head.z_scale
+
+
+def predict(
+    head: CriterionHead,
+    table: AnswerTable,
+    rows: np.ndarray,
+    vectors: dict[str, np.ndarray],
+) -> np.ndarray:
+    """The head's level for rows `rows` of `table`."""
+    answers = np.asarray(table.answer)[rows]
+    names = [table.criterion[r] for r in rows]
+    e = np.array([vectors[n] for n in names])
+    return head.levels(table_z(head, table, answers), names, e)
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
+    return np.linalg.solve(x.T @ x + alpha * np.eye(x.shape[1]), x.T @ y)
+
+
+def _crossed(z: np.ndarray, e: np.ndarray) -> np.ndarray:
+    return (z[:, :, None] * e[:, None, :]).reshape(len(z), -1)
+
+
+def pair_scores(table: AnswerTable, rows: np.ndarray, levels: np.ndarray) -> dict[int, float]:
+    """Per pair: A's weighted criterion levels minus B's (the sign of their overalls' gap)."""
+    answers = np.asarray(table.answer)[rows]
+    weights = np.asarray(table.weight)[rows] if table.weight else np.ones(len(rows))
+    sums: dict[int, list[float]] = {}
+    for answer, level in zip(answers, weights * levels):
+        pair = int(table.pair[answer])
+        first = answer == np.flatnonzero(table.pair == pair)[0]
+        sums.setdefault(pair, []).append(level if first else -level)
+    return {pair: float(np.sum(values)) for pair, values in sums.items()}
+
+
+def out_of_fold(
+    table: AnswerTable,
+    settings: Settings,
+    vectors: dict[str, np.ndarray],
+    directions: np.ndarray | None = None,
+    folds: int = 5,
+) -> np.ndarray:
+    """Each row's level predicted by a head fitted without its pair (grouped K-fold)."""
+    from sklearn.model_selection import GroupKFold
+
+    rows = np.arange(len(table.target))
+    groups = table.pair[np.asarray(table.answer)]
+    predicted = np.zeros(len(rows))
+    for train, test in GroupKFold(n_splits=folds).split(rows, groups=groups):
+        head = fit_head(table, train, settings, vectors, directions)
+        predicted[test] = predict(head, table, test, vectors)
+    return predicted
+
+
+def agreement(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
+    """How levels (one per row of `table`) compare with the reads apart and the labels."""
+    rows = np.arange(len(table.target))
+    target, answers = table.targets, np.asarray(table.answer)
+    mine, theirs = pair_scores(table, rows, levels), pair_scores(table, rows, target)
+    pairs = sorted(mine)
+    own = {p: "A" if mine[p] > 1e-9 else "B" if mine[p] < -1e-9 else "tie" for p in pairs}
+    apart = {p: "A" if theirs[p] > 0 else "B" if theirs[p] < 0 else "tie" for p in pairs}
+    decisive = [p for p in pairs if table.label[p] in ("A", "B")]
+    decided = [p for p in pairs if table.verdict[p] in ("A", "B")]
+    profile = []
+    for answer in np.unique(answers):
+        at = answers == answer
+        if at.sum() > 2 and target[at].std() > 0 and levels[at].std() > 0:
+            profile.append(np.corrcoef(levels[at], target[at])[0, 1])
+    return {
+        "values r": float(np.corrcoef(levels, target)[0, 1]),
+        "criterion profile r (within an answer)": float(np.mean(profile)) if profile else 0.0,
+        "pair lead r": float(np.corrcoef(list(mine.values()), list(theirs.values()))[0, 1]),
+        "decision as the reads apart %": 100 * np.mean([own[p] == apart[p] for p in pairs]),
+        "decision right %": 100 * np.mean([own[p] == table.label[p] for p in decisive]),
+        "reads apart right %": 100 * np.mean([apart[p] == table.label[p] for p in decisive]),
+        "favour the verdict %": 100 * np.mean([own[p] == table.verdict[p] for p in decided]),
+        "reads apart favour the verdict %": 100
+        * np.mean([apart[p] == table.verdict[p] for p in decided]),
+        "pairs": len(pairs),
+        "decisive": len(decisive),
+    }
+
+
+def head_directions(head: StateHead) -> np.ndarray:
+    """The verdict head's and the grade head's directions on the states (mean, last)."""
+    grade = head.grade_weights or tuple(0.0 for _ in head.weights)
+    return np.array([head.weights, grade], dtype=np.float64)
+
+
+def cross_validate(
+    table: AnswerTable, grid: Sequence[Settings], directions: np.ndarray | None
+) -> list[tuple[Settings, dict]]:
+    vectors = criterion_vectors(table.criterion)
+    return [(s, agreement(table, out_of_fold(table, s, vectors, directions))) for s in grid]
+
+
+GRID = (
+    Settings(components=0, alpha=1e9),  # the criterion means alone
+    Settings(components=0, alpha=10.0),  # likelihoods and length
+    Settings(components=0, alpha=10.0, head_directions=True),
+    Settings(components=0, alpha=100.0, head_directions=True),
+    Settings(components=8, alpha=100.0, head_directions=True),
+    Settings(components=16, alpha=100.0),
+    Settings(components=32, alpha=300.0),
+    Settings(components=0, alpha=100.0, head_directions=True, cross_components=2),
+    Settings(components=8, alpha=100.0, head_directions=True, cross_components=4),
+)
+
+
+def held_out(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
+    """A head's levels on rows it never trained on (NaN targets allowed: rows judged without
+    criteria), against the head's verdict, the labels and the longer answer."""
+    rows = np.arange(len(table.target))
+    mine = pair_scores(table, rows, levels)
+    pairs = sorted(mine)
+    own = {p: "A" if mine[p] > 1e-9 else "B" if mine[p] < -1e-9 else "tie" for p in pairs}
+    decisive = [p for p in pairs if table.label[p] in ("A", "B")]
+    decided = [p for p in pairs if table.verdict[p] in ("A", "B")]
+    first = {int(table.pair[a]): a for a in range(len(table.pair))[::-1]}
+    longer = {
+        p: "A" if table.characters[first[p]] > table.characters[first[p] + 1] else "B"
+        for p in pairs
+    }
+    scores = {
+        "favour the verdict %": 100 * np.mean([own[p] == table.verdict[p] for p in decided]),
+        "decided": len(decided),
+        "their own decision right %": 100 * np.mean([own[p] == table.label[p] for p in pairs]),
+        "the verdict right %": 100 * np.mean([table.verdict[p] == table.label[p] for p in pairs]),
+        "the longer answer right %": 100 * np.mean([longer[p] == table.label[p] for p in pairs]),
+        "pairs": len(pairs),
+        "decisive": len(decisive),
+    }
+    known = ~np.isnan(table.targets)
+    if known.sum() > 2:
+        scores["values r against the reads apart"] = float(
+            np.corrcoef(levels[known], table.targets[known])[0, 1]
+        )
+    return scores
+
+
+CHOSEN = Settings(components=8, alpha=100.0, head_directions=True, cross_components=4)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from pathlib import Path
+
+    from app.deciding.state_head import load_state_head
+    from models.registry import MODELS_DIR, load_registry
+    from training.datasets.criterion_head_data import load_table
+    from training.datasets.criterion_rows import RUN_DIR
+
+    parser = argparse.ArgumentParser(prog="python -m training.heads.criterion_head")
+    parser.add_argument("command", choices=["cv", "fit", "score"])
+    parser.add_argument("--run", type=Path, default=RUN_DIR, help="training rows read apart")
+    parser.add_argument("--out", type=Path, help="fit: the head's .npz")
+    parser.add_argument("--head", type=Path, help="score: a fitted head's .npz")
+    parser.add_argument("--held-out", type=Path, help="score: an evaluate run folder")
+    parser.add_argument("--inputs", type=Path, nargs="*", default=(), help="score: its input files")
+    args = parser.parse_args(argv)
+    entry = load_registry().get()
+    state_head = load_state_head(MODELS_DIR / str(entry.judging.state_head))
+    if args.command == "score":
+        table = load_table(args.held_out, state_head, args.inputs, levels=False)
+        head = CriterionHead.load(args.head)
+        vectors = criterion_vectors(table.criterion)
+        print(held_out(table, predict(head, table, np.arange(len(table.target)), vectors)))
+        return
+    table = load_table(args.run, state_head)
+    print(
+        f"{len(table.label)} pairs, {len(table.states)} answers, {len(table.target)} levels "
+        f"({table.missing} judged pairs without reads)"
+    )
+    directions = head_directions(state_head)
+    if args.command == "fit":
+        vectors = criterion_vectors(table.criterion)
+        head = fit_head(table, np.arange(len(table.target)), CHOSEN, vectors, directions)
+        head.save(args.out)
+        print(f"{args.out}: {CHOSEN}")
+        return
+    for settings, scores in cross_validate(table, GRID, directions):
+        print(settings)
+        print("   ", {k: round(float(v), 3) for k, v in scores.items()})
+
+
+if __name__ == "__main__":
+    main()
