@@ -59,28 +59,34 @@ def items_by_id(paths: Sequence[Path]) -> dict[str, JudgeItem]:
 
 
 def judged_rows(paths: Sequence[Path], levels: bool = True) -> list[dict]:
-    """Saved judgments (judgments.jsonl) that hold criterion levels for every answer (or,
-    without `levels`, every judgment made)."""
+    """Saved judgments (judgments.jsonl) that hold criterion levels read apart for every
+    answer (or, without `levels`, every judgment made)."""
     rows = []
     for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
-            answers = row.get("answers") or []
-            read = bool(answers) and all(a.get("expected_criteria") for a in answers)
-            if row.get("status") == "ok" and (read or not levels):
+            if row.get("status") == "ok" and (read_apart(row) or not levels):
                 rows.append(row)
     return rows
 
 
-def scenario_levels(row: dict, answers: int) -> list[dict[str, float]]:
-    """What a judgment read apart, or (judged without criteria) its scenario's criteria with
-    no level (NaN): the rows a head is asked for."""
-    judged = row.get("answers") or []
-    if len(judged) == answers and all(a.get("expected_criteria") for a in judged):
-        return [a["expected_criteria"] for a in judged]
-    from app.catalog.scenarios import load_catalog
+def read_apart(row: dict) -> bool:
+    """Whether a saved judgment holds every answer's criterion levels, read (not a head's)."""
+    answers = row.get("answers") or []
+    read = bool(answers) and all(a.get("expected_criteria") for a in answers)
+    return read and not row.get("criteria_by_head")
 
-    keys = load_catalog().get_scenario(row.get("scenario") or "default").criteria
+
+def scenario_levels(row: dict, answers: int) -> list[dict[str, float]]:
+    """What a judgment read apart, or (judged without criteria, or by a criterion head) its
+    criteria with no level (NaN): the rows a head is asked for."""
+    if read_apart(row):
+        return [a["expected_criteria"] for a in row["answers"]]
+    keys = row.get("criteria") or ()
+    if not keys:
+        from app.catalog.scenarios import load_catalog
+
+        keys = load_catalog().get_scenario(row.get("scenario") or "default").criteria
     return [dict.fromkeys(keys, float("nan")) for _ in range(answers)]
 
 

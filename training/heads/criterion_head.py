@@ -58,6 +58,9 @@ class Settings:
     # the verdict head's and the grade head's state directions first in z (their utility and
     # grade of the answer, fitted on thousands of labelled rows)
     head_directions: bool = False
+    # fit w on the two answers' differences on each criterion (what a pair's bars compare),
+    # not on the levels themselves (where the request's own difficulty dominates)
+    within_pairs: bool = False
     alpha: float = 10.0  # ridge of the shared part
     cross_components: int = 0  # leading z components crossed with the criterion (0: none)
     criterion_components: int = 8  # criterion-embedding PCA components crossed
@@ -110,13 +113,38 @@ def fit_head(
     )
     z = table_z(head, table, answers)
     residual = y - _means(head, names)
-    weights = _ridge(z, residual, s.alpha)
+    if not np.isfinite(s.alpha):
+        weights = np.zeros(z.shape[1])
+    elif s.within_pairs:
+        dz, dy = pair_differences(table, rows, z, residual)
+        weights = _ridge(dz, dy, s.alpha)
+    else:
+        weights = _ridge(z, residual, s.alpha)
     head = replace(head, weights=weights)
     if s.cross_components:
         e = (np.array([vectors[n] for n in names]) - head.e_mean) @ head.e_basis.T
         crossed = _crossed(z[:, : s.cross_components], e)
         head = replace(head, cross=_ridge(crossed, residual - z @ weights, s.cross_alpha))
     return head
+
+
+def pair_differences(
+    table: AnswerTable, rows: np.ndarray, z: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(z of A - z of B, y of A - y of B) for every criterion both answers of a pair have;
+    `z` and `y` are per row of `rows`."""
+    at: dict[tuple[int, int, str], int] = {}
+    answers = np.asarray(table.answer)[rows]
+    for n, (answer, row) in enumerate(zip(answers, rows)):
+        at[(int(table.pair[answer]), int(answer), table.criterion[row])] = n
+    dz, dy = [], []
+    for (pair, answer, name), n in at.items():
+        other = (pair, answer + 1, name)
+        if other in at:  # answers of a pair are numbered one after the other
+            m = at[other]
+            dz.append(z[n] - z[m])
+            dy.append(y[n] - y[m])
+    return np.array(dz), np.array(dy)
 
 
 def _means(head: CriterionHead, names: Sequence[str]) -> np.ndarray:
@@ -227,15 +255,15 @@ def cross_validate(
 
 
 GRID = (
-    Settings(components=0, alpha=1e9),  # the criterion means alone
-    Settings(components=0, alpha=10.0),  # likelihoods and length
-    Settings(components=0, alpha=10.0, head_directions=True),
+    Settings(components=0, alpha=float("inf")),  # the criterion means alone
     Settings(components=0, alpha=100.0, head_directions=True),
-    Settings(components=8, alpha=100.0, head_directions=True),
-    Settings(components=16, alpha=100.0),
-    Settings(components=32, alpha=300.0),
-    Settings(components=0, alpha=100.0, head_directions=True, cross_components=2),
-    Settings(components=8, alpha=100.0, head_directions=True, cross_components=4),
+    Settings(components=0, alpha=10.0, head_directions=True, within_pairs=True),
+    Settings(components=0, alpha=100.0, head_directions=True, within_pairs=True),
+    Settings(components=8, alpha=100.0, head_directions=True, within_pairs=True),
+    Settings(components=16, alpha=300.0, within_pairs=True),
+    Settings(
+        components=0, alpha=100.0, head_directions=True, within_pairs=True, cross_components=2
+    ),
 )
 
 

@@ -51,11 +51,18 @@ def test_out_of_fold_levels_follow_the_reads_apart():
     assert scores["pairs"] == 60
 
 
+def test_fitted_within_pairs_the_levels_follow_the_reads_apart_too():
+    table = _table()
+    settings = Settings(components=4, alpha=1.0, within_pairs=True)
+    scores = agreement(table, out_of_fold(table, settings, _vectors()))
+    assert scores["pair lead r"] > 0.9 and scores["decision as the reads apart %"] > 90
+
+
 def test_the_criterion_means_alone_decide_nothing_about_a_pair():
     table = _table()
-    levels = out_of_fold(table, Settings(components=0, alpha=1e9), _vectors())
+    levels = out_of_fold(table, Settings(components=0, alpha=float("inf")), _vectors())
     scores = agreement(table, levels)
-    assert scores["pair lead r"] < 0.5  # both answers get about the same means
+    assert scores["decision as the reads apart %"] == 0  # both answers get the same: a tie
     assert abs(np.mean(levels) - np.mean(table.targets)) < 0.2
 
 
@@ -82,3 +89,16 @@ def test_a_criterion_never_seen_gets_the_overall_mean():
     seen, unseen = head.levels(z, ["depth", "tone"], None)
     depth = head.means[head.criteria.index("depth")]
     assert abs((unseen - seen) - (head.overall - depth)) < 1e-9
+
+
+def test_the_fit_reads_answers_as_the_engine_does():
+    """The fit's features of a table row are the engine's of the same read
+    (CriterionHead.features, app/deciding/criterion_head.py)."""
+    from models.readings import FEATURES
+
+    table = _table()
+    table.likelihood = np.random.default_rng(3).normal(size=(len(table.states), len(FEATURES)))
+    head = fit_head(table, np.arange(len(table.target)), Settings(components=4), _vectors())
+    likelihood = dict(zip(FEATURES, table.likelihood[5]))
+    engine = head.features(table.states[5], likelihood, int(table.characters[5]))
+    assert np.allclose(engine, table_z(head, table, np.array([5]))[0])
