@@ -40,6 +40,7 @@ class AnswerTable:
     label: list[str | None] = field(default_factory=list)  # per pair: A, B, tie or None
     verdict: list[str | None] = field(default_factory=list)  # per pair: the head's winner
     scenario: list[str | None] = field(default_factory=list)  # per pair
+    ids: list[str] = field(default_factory=list)  # per pair: the row's id
     missing: int = 0  # judged pairs without a cached read of both answers
     # (a scenario's first two criteria count double, as in the page's overall)
 
@@ -124,10 +125,26 @@ def answer_table(
         table.label.append(item.label.winner if item.label else None)
         table.verdict.append(row.get("winner"))
         table.scenario.append(row.get("scenario"))
+        table.ids.append(row["id"])
     table.states = np.asarray(states)
     table.likelihood = np.asarray(likelihood, dtype=np.float64)
     table.characters = np.asarray(characters, dtype=np.float64)
     table.pair = np.asarray(pairs)
+    return table
+
+
+def with_levels_of(table: AnswerTable, judgments: Sequence[dict]) -> AnswerTable:
+    """`table` with the levels another run read apart on the same rows as its targets
+    (rows that run did not read keep theirs)."""
+    apart = {row["id"]: row["answers"] for row in judgments if read_apart(row)}
+    target = list(table.target)
+    for k, (answer, name) in enumerate(zip(table.answer, table.criterion)):
+        pair = int(table.pair[answer])
+        read = apart.get(table.ids[pair])
+        if read is not None:
+            number = answer - int(np.flatnonzero(table.pair == pair)[0])
+            target[k] = float(read[number]["expected_criteria"].get(name, float("nan")))
+    table.target = target
     return table
 
 

@@ -290,11 +290,25 @@ def held_out(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
         "pairs": len(pairs),
         "decisive": len(decisive),
     }
+    for name, same in (("agree", True), ("disagree", False)):
+        mine_too = [p for p in decided if (own[p] == table.verdict[p]) is same]
+        right = [table.verdict[p] == table.label[p] for p in mine_too]
+        scores[f"the verdict right where they {name} %"] = 100 * np.mean(right) if right else 0.0
+        scores[f"pairs where they {name}"] = len(mine_too)
     known = ~np.isnan(table.targets)
     if known.sum() > 2:
         scores["values r against the reads apart"] = float(
             np.corrcoef(levels[known], table.targets[known])[0, 1]
         )
+        read = pair_scores(table, rows[known], table.targets[known])
+        sign = {p: "A" if read[p] > 0 else "B" if read[p] < 0 else "tie" for p in read}
+        both = sorted(read)
+        scores["pairs read apart too"] = len(both)
+        scores["decision as the reads apart %"] = 100 * np.mean([own[p] == sign[p] for p in both])
+        scores["the reads apart favour the verdict %"] = 100 * np.mean(
+            [sign[p] == table.verdict[p] for p in both if table.verdict[p] in ("A", "B")]
+        )
+        scores["the reads apart right %"] = 100 * np.mean([sign[p] == table.label[p] for p in both])
     return scores
 
 
@@ -306,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from app.deciding.state_head import load_state_head
     from models.registry import MODELS_DIR, load_registry
-    from training.datasets.criterion_head_data import load_table
+    from training.datasets.criterion_head_data import judged_rows, load_table, with_levels_of
     from training.datasets.criterion_rows import RUN_DIR
 
     parser = argparse.ArgumentParser(prog="python -m training.heads.criterion_head")
@@ -316,11 +330,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--head", type=Path, help="score: a fitted head's .npz")
     parser.add_argument("--held-out", type=Path, help="score: an evaluate run folder")
     parser.add_argument("--inputs", type=Path, nargs="*", default=(), help="score: its input files")
+    parser.add_argument(
+        "--apart", type=Path, help="score: judgments of the same rows with the criteria read apart"
+    )
     args = parser.parse_args(argv)
     entry = load_registry().get()
     state_head = load_state_head(MODELS_DIR / str(entry.judging.state_head))
     if args.command == "score":
         table = load_table(args.held_out, state_head, args.inputs, levels=False)
+        if args.apart:
+            table = with_levels_of(table, judged_rows([args.apart]))
         head = CriterionHead.load(args.head)
         vectors = criterion_vectors(table.criterion)
         print(held_out(table, predict(head, table, np.arange(len(table.target)), vectors)))

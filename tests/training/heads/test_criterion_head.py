@@ -102,3 +102,18 @@ def test_the_fit_reads_answers_as_the_engine_does():
     likelihood = dict(zip(FEATURES, table.likelihood[5]))
     engine = head.features(table.states[5], likelihood, int(table.characters[5]))
     assert np.allclose(engine, table_z(head, table, np.array([5]))[0])
+
+
+def test_held_out_scores_compare_the_head_with_the_verdict_the_labels_and_length():
+    from training.heads.criterion_head import held_out, pair_scores
+
+    table = _table()
+    lead = pair_scores(table, np.arange(len(table.target)), table.targets)
+    table.verdict = table.label = ["A" if lead[p] > 0 else "B" for p in sorted(lead)]
+    scores = held_out(table, table.targets)  # levels exactly as read apart
+    assert scores["favour the verdict %"] == 100 == scores["decision as the reads apart %"]
+    assert scores["their own decision right %"] == 100 == scores["the verdict right %"]
+    assert 0 <= scores["the longer answer right %"] <= 100
+    assert scores["pairs where they agree"] == 60 and scores["pairs where they disagree"] == 0
+    table.target = [float("nan")] * len(table.target)  # rows judged without criteria
+    assert "values r against the reads apart" not in held_out(table, np.zeros(len(table.target)))
