@@ -51,14 +51,17 @@ def criteria_agreement(rows: Sequence[Any], judgments: Sequence[Judgment]) -> di
         "labelled": labelled,
         "criteria_right": _share(criteria_right, labelled),
         "longer_right": _share(longer_right, labelled),
+        "by_head": sum(bool(j.criteria_by_head) for j in by_line.values()),
     }
 
 
 def render(entry: Mapping[str, Any]) -> list[str]:
     """The report's lines for one file's criteria/verdict agreement."""
+    by_head = entry.get("by_head", 0)
+    source = f" ({by_head} given by the criterion head, the rest read apart)" if by_head else ""
     return [
         "",
-        f"Criterion scores against the verdict, on the {entry['decided']} pairs the head "
+        f"Criterion scores{source} against the verdict, on the {entry['decided']} pairs the head "
         f"decided: they favour the same answer on {_num(entry['agree'])} %. The verdict is "
         f"right on {_num(entry['right_when_agree'])} % of the {entry['agree_n']} pairs where "
         f"they agree and {_num(entry['right_when_not'])} % of the {entry['not_n']} where they "

@@ -48,6 +48,10 @@ def test_agreement_counts_decided_pairs_and_splits_the_verdicts_accuracy():
     assert figures["criteria_right"] == 75.0 and figures["labelled"] == 4  # all but row 4
     assert figures["longer_right"] == 50.0  # rows 2 and 3
     assert "66.7 %" in " ".join(render(figures))
+    assert figures["by_head"] == 0 and "criterion head" not in " ".join(render(figures))
+    by_head = [j.model_copy(update={"criteria_by_head": True}) for j in judged[:2]]
+    figures = criteria_agreement(rows, by_head + judged[2:])
+    assert "(2 given by the criterion head, the rest read apart)" in " ".join(render(figures))
 
 
 def test_no_criteria_verdict_means_no_figures():
