@@ -312,7 +312,7 @@ def held_out(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
     return scores
 
 
-CHOSEN = Settings(components=8, alpha=100.0, head_directions=True, cross_components=4)
+CHOSEN = Settings(components=0, alpha=1000.0, head_directions=True)  # by pair lead r, session 27
 
 
 def main(argv: list[str] | None = None) -> None:
