@@ -107,8 +107,9 @@ def _protocol() -> None:
         "Criterion scores",
         key="criterion_scores",
         help="Each criterion's score beside the verdict (the per-criterion chart and radar). "
-        "With the default judge they are read apart from its verdict (with a reference, the "
-        "verdict adds their lead), one more read of the item; off is faster for big batches.",
+        "With the default judge they come from its criterion head, on the verdict's own read "
+        "of each answer (no more time); with a reference each is read apart with it (one more "
+        "read of the item) and the verdict adds their lead. Off: the verdict alone.",
     )
     _reference_toggles()
     _pair_settings()

@@ -196,6 +196,10 @@ DISAGREEMENT = (
     "criteria: on 57 % of such pairs of Auto-J dev (ties left out), 68 % of LLMBar natural "
     "and 86 % of its adversarial neighbours."
 )
+HEAD_DISAGREEMENT = (  # training/EXPERIMENTS.md, session 27
+    "Where the criterion head disagreed with the verdict on Auto-J dev, each was right about "
+    "half the time (40 pairs, ties left out): treat this verdict as unsure."
+)
 
 
 # what the verdict adds of a reference beside the criterion scores' lead, by signal
@@ -237,7 +241,7 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
             return f"{read}; they put the same answer first."
         return (
             f"{read}; they put answer {judgment.criteria_ranking[0]} first, not answer "
-            f"{judgment.ranking[0]}: the two readings disagree. {DISAGREEMENT}"
+            f"{judgment.ranking[0]}: the two readings disagree. {_disagreement(judgment)}"
         )
     criteria, leaning = judgment.criteria_verdict, judgment.leaning
     if criteria is None or judgment.protocol is not Protocol.PAIRWISE:
@@ -247,8 +251,12 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     favour = "see no difference" if criteria == "tie" else f"favour {criteria}"
     return (
         f"{read}; they {favour} while the verdict leans to {leaning}: the two readings "
-        f"disagree. {DISAGREEMENT}"
+        f"disagree. {_disagreement(judgment)}"
     )
+
+
+def _disagreement(judgment: Judgment) -> str:
+    return HEAD_DISAGREEMENT if judgment.criteria_by_head else DISAGREEMENT
 
 
 def _listed(items: Sequence[str]) -> str:

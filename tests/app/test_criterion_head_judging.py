@@ -15,31 +15,23 @@ from app.catalog.rubrics import load_rubric
 from app.deciding.criterion_head import CriterionHead, head_levels, load_criterion_head
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
-from app.judging.service import JudgeService
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.ui.views import criteria_agreement_note
-from models.backends.base import BackendOptions
 from models.foundation.errors import ConfigError
 from models.judge_settings import JudgeSettings
 from models.readings import FEATURES
-
-PAIR = JudgeItem(
-    id="p",
-    question="Which planet is closest to the sun?",
-    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+from tests.support.head_configs import (
+    HEAD_CONTEXT,
+    HELPFULNESS_RUBRIC,
+    PLANET_PAIR,
+    tiny_service,
 )
-CONTEXT = 4096
-RUBRIC = Path(__file__).parents[2] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
 
 
 @pytest.fixture(scope="module")
 def tiny(tiny_gguf_model: Path):
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-
-    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=CONTEXT, n_threads=1))
-    yield JudgeService(backend, "tiny-criterion-head"), backend
-    backend.close()
+    yield from tiny_service(tiny_gguf_model, "tiny-criterion-head")
 
 
 @pytest.fixture(scope="module")
@@ -87,15 +79,15 @@ def _config(heads, protocol: Protocol = Protocol.PAIRWISE, **more) -> JudgeConfi
     base = JudgeConfig(
         protocol=protocol,
         judge=JudgeSettings(template="pocketjudge-decision", criteria_read="head"),
-        parts=JudgeParts(head=verdict, criterion_levels=criteria, context_tokens=CONTEXT),
+        parts=JudgeParts(head=verdict, criterion_levels=criteria, context_tokens=HEAD_CONTEXT),
     )
     return with_changes(base, more)
 
 
 def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
     service, backend = tiny
-    alone = service.judge(PAIR, _config(heads, criterion_scores=False))
-    judged = service.judge(PAIR, _config(heads))
+    alone = service.judge(PLANET_PAIR, _config(heads, criterion_scores=False))
+    judged = service.judge(PLANET_PAIR, _config(heads))
     assert judged.status is Status.OK
     assert judged.verdict_probs == alone.verdict_probs  # the verdict is the head's alone
     keys = judged.criteria
@@ -106,14 +98,14 @@ def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
     assert "criterion head's estimate" in criteria_agreement_note(judged)  # the page says so
     # the levels are the criterion head's on the very read the verdict made
     _, criteria = heads
-    rule = resolve(CriteriaChoice(scenario=judged.scenario), PAIR, service.catalog).rule
-    readings = backend.read_answers(PAIR.question, list(PAIR.answers), True)
+    rule = resolve(CriteriaChoice(scenario=judged.scenario), PLANET_PAIR, service.catalog).rule
+    readings = backend.read_answers(PLANET_PAIR.question, list(PLANET_PAIR.answers), True)
     expected = head_levels(
         criteria,
         rule.specs,
         [r.states for r in readings],
         [r.features() for r in readings],
-        PAIR.answers,
+        PLANET_PAIR.answers,
     )
     for number, answer in enumerate(judged.answers):
         for key in keys:
@@ -125,14 +117,14 @@ def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
 
 def test_different_criteria_get_different_levels(tiny, heads):
     service, _ = tiny
-    judged = service.judge(PAIR, _config(heads))
+    judged = service.judge(PLANET_PAIR, _config(heads))
     levels = judged.answers[0].expected_criteria
     assert len(set(round(v, 6) for v in levels.values())) > 1  # the crossing sees each text
 
 
 def test_a_reference_in_use_is_read_apart(tiny, heads):
     service, _ = tiny
-    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
+    item = PLANET_PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
     given = service.judge(item, _config(heads))
     assert given.raw_output.count('{"overall": ') == 2 * len(given.criteria)
     assert given.criteria_by_head is None
@@ -142,11 +134,12 @@ def test_a_reference_in_use_is_read_apart(tiny, heads):
 
 def test_a_rubric_is_read_apart(tiny, heads):
     service, _ = tiny
-    rubric = load_rubric(RUBRIC)
+    rubric = load_rubric(HELPFULNESS_RUBRIC)
     config = _config(heads, Protocol.SINGLE, choice=CriteriaChoice(rubric=rubric))
     graded = StateHead(**{**heads[0].model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
     config = replace(config, parts=replace(config.parts, head=graded))
-    judged = service.judge(JudgeItem(id="s", question=PAIR.question, answers=("Mercury.",)), config)
+    single = JudgeItem(id="s", question=PLANET_PAIR.question, answers=("Mercury.",))
+    judged = service.judge(single, config)
     assert judged.raw_output.count('{"overall": ') == len(rubric.criteria) == len(judged.criteria)
 
 
@@ -166,3 +159,21 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     with pytest.raises(ConfigError) as caught:
         CriterionHead.load(tmp_path / "bad.npz")
     assert "bad.npz" in str(caught.value) and "missing arrays" in str(caught.value)
+
+
+def test_a_disagreement_with_the_head_is_told_with_the_heads_own_record():
+    from app.records import Judgment
+
+    judged = Judgment(
+        id="p",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="B",
+        leaning="B",
+        criteria_verdict="A",
+        criteria_by_head=True,
+    )
+    note = criteria_agreement_note(judged)
+    assert "criterion head disagreed with the verdict" in note and "right about half" in note
+    read = criteria_agreement_note(judged.model_copy(update={"criteria_by_head": None}))
+    assert "criterion head" not in read and "the verdict was right more often" in read

@@ -15,28 +15,24 @@ from app.deciding import criterion_reads
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
-from app.judging.service import JudgeService
 from app.judging.settings import with_changes
 from app.records import JudgeItem, Judgment, Protocol, Status
-from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
-
-PAIR = JudgeItem(
-    id="p",
-    question="Which planet is closest to the sun?",
-    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+from tests.support.head_configs import (
+    HEAD_CONTEXT,
+    HELPFULNESS_RUBRIC,
+    PLANET_PAIR,
+    tiny_service,
 )
-CONTEXT = 4096  # the full decision-last prompt, criteria described, fits
-RUBRIC = Path(__file__).parents[2] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
+
+PAIR = PLANET_PAIR
+CONTEXT = HEAD_CONTEXT
+RUBRIC = HELPFULNESS_RUBRIC
 
 
 @pytest.fixture(scope="module")
 def tiny(tiny_gguf_model: Path):
-    from models.backends.llama_cpp_backend import LlamaCppBackend
-
-    backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=CONTEXT, n_threads=1))
-    yield JudgeService(backend, "tiny-head"), backend
-    backend.close()
+    yield from tiny_service(tiny_gguf_model, "tiny-head")
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,18 @@
-"""A JudgeConfig that decides by a given state head, for the head tests."""
+"""A JudgeConfig that decides by a given state head, and the tiny model's service, for the
+head tests."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.service import JudgeService
 from app.judging.settings import with_changes
-from app.records import Protocol
+from app.records import JudgeItem, Protocol
+from models.backends.base import BackendOptions
 
 
 def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:
@@ -15,3 +20,22 @@ def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:
     `more`: the run's fields or judging settings to change."""
     base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
     return with_changes(base, {"criterion_scores": False, **more})
+
+
+# the pair the criterion tests judge on the tiny model, and a context its prompts fit in
+PLANET_PAIR = JudgeItem(
+    id="p",
+    question="Which planet is closest to the sun?",
+    answers=("Mercury.", "Venus is the hottest planet, but the closest one is Mercury."),
+)
+HEAD_CONTEXT = 4096  # the full decision-last prompt, criteria described, fits
+HELPFULNESS_RUBRIC = Path(__file__).parents[2] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
+
+
+def tiny_service(model: Path, name: str) -> Iterator[tuple[JudgeService, Any]]:
+    """A judging service over the tiny real model, and its backend (a fixture's body)."""
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    backend = LlamaCppBackend(str(model), BackendOptions(n_ctx=HEAD_CONTEXT, n_threads=1))
+    yield JudgeService(backend, name), backend
+    backend.close()

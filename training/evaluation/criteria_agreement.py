@@ -52,13 +52,16 @@ def criteria_agreement(rows: Sequence[Any], judgments: Sequence[Judgment]) -> di
         "criteria_right": _share(criteria_right, labelled),
         "longer_right": _share(longer_right, labelled),
         "by_head": sum(bool(j.criteria_by_head) for j in by_line.values()),
+        "with_criteria": len(by_line),
     }
 
 
 def render(entry: Mapping[str, Any]) -> list[str]:
     """The report's lines for one file's criteria/verdict agreement."""
-    by_head = entry.get("by_head", 0)
+    by_head, total = entry.get("by_head", 0), entry.get("with_criteria", 0)
     source = f" ({by_head} given by the criterion head, the rest read apart)" if by_head else ""
+    if by_head and by_head == total:
+        source = " (all given by the criterion head)"
     return [
         "",
         f"Criterion scores{source} against the verdict, on the {entry['decided']} pairs the head "

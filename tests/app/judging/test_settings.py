@@ -87,6 +87,17 @@ def test_the_command_line_flags_are_one_layer_for_the_cli_and_the_evaluation():
     assert judge_settings(TRAINED, unset) == judge_settings(TRAINED)
 
 
+def test_the_default_judge_gives_criteria_by_its_head_and_the_flag_reads_them_apart():
+    from app.cli import _parser as cli_parser
+    from app.judging.arguments import judging_overrides
+
+    default = load_registry().get()
+    assert judge_config(default).judge.criteria_read == "head"
+    assert judge_config(default).parts.criterion_levels is not None
+    args = cli_parser().parse_args(["judge", "in.jsonl", "--out", "o.jsonl", "--criteria-apart"])
+    assert judge_config(default, judging_overrides(args)).judge.criteria_read == "apart"
+
+
 def test_the_input_is_capped_only_where_the_entry_does():
     assert judge_config(None).judge.max_input_chars is None  # what fits
     config = judge_config(TRAINED)

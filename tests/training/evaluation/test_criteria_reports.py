@@ -52,6 +52,10 @@ def test_agreement_counts_decided_pairs_and_splits_the_verdicts_accuracy():
     by_head = [j.model_copy(update={"criteria_by_head": True}) for j in judged[:2]]
     figures = criteria_agreement(rows, by_head + judged[2:])
     assert "(2 given by the criterion head, the rest read apart)" in " ".join(render(figures))
+    figures = criteria_agreement(
+        rows, [j.model_copy(update={"criteria_by_head": True}) for j in judged]
+    )
+    assert "(all given by the criterion head)" in " ".join(render(figures))
 
 
 def test_no_criteria_verdict_means_no_figures():
