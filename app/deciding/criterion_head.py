@@ -51,9 +51,17 @@ class CriterionHead:
         self, states: np.ndarray, likelihood: dict[str, float], characters: int
     ) -> np.ndarray:
         """z of one answer from the verdict's read of it."""
+        row = np.array([[likelihood[name] for name in FEATURES]])
+        return self.features_of(np.atleast_2d(states), row, np.array([characters]))[0]
+
+    def features_of(
+        self, states: np.ndarray, likelihood: np.ndarray, characters: np.ndarray
+    ) -> np.ndarray:
+        """z of many answers (rows): their states, likelihood features (FEATURES' order) and
+        lengths in characters."""
         projected = (np.asarray(states, dtype=np.float64) - self.state_mean) @ self.state_basis.T
-        extra = [likelihood[name] for name in FEATURES] + [np.log(max(characters, 1))]
-        return (np.concatenate([projected, extra]) - self.z_mean) / self.z_scale
+        lengths = np.log(np.maximum(np.asarray(characters, dtype=np.float64), 1))
+        return (np.column_stack([projected, likelihood, lengths]) - self.z_mean) / self.z_scale
 
     def levels(self, z: np.ndarray, names: Sequence[str], vectors: np.ndarray | None) -> np.ndarray:
         """The level of each criterion `names[i]` for answers `z[i]` (rows), on SCALE.

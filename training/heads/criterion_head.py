@@ -153,10 +153,10 @@ def _means(head: CriterionHead, names: Sequence[str]) -> np.ndarray:
 
 
 def table_z(head: CriterionHead, table: AnswerTable, answers: np.ndarray) -> np.ndarray:
-    """z of answers `answers` of `table` (CriterionHead.features, for many at once)."""
-    projected = (table.states[answers] - head.state_mean) @ head.state_basis.T
-    raw = np.column_stack([projected, table.likelihood[answers], np.log(table.characters[answers])])
-    return (raw - head.z_mean) / head.z_scale
+    """z of answers `answers` of `table`, as the engine reads them (CriterionHead.features_of)."""
+    return head.features_of(
+        table.states[answers], table.likelihood[answers], table.characters[answers]
+    )
 
 
 def predict(
@@ -192,6 +192,14 @@ def pair_scores(table: AnswerTable, rows: np.ndarray, levels: np.ndarray) -> dic
     return {pair: float(np.sum(values)) for pair, values in sums.items()}
 
 
+TIE_LEAD = 1e-9  # a head's lead this small is a tie (the criterion means alone: rounding)
+
+
+def decisions(leads: dict[int, float], tie: float = 0.0) -> dict[int, str]:
+    """Per pair: A, B, or tie where |lead| <= `tie`."""
+    return {p: "A" if lead > tie else "B" if lead < -tie else "tie" for p, lead in leads.items()}
+
+
 def out_of_fold(
     table: AnswerTable,
     settings: Settings,
@@ -217,8 +225,7 @@ def agreement(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
     target, answers = table.targets, np.asarray(table.answer)
     mine, theirs = pair_scores(table, rows, levels), pair_scores(table, rows, target)
     pairs = sorted(mine)
-    own = {p: "A" if mine[p] > 1e-9 else "B" if mine[p] < -1e-9 else "tie" for p in pairs}
-    apart = {p: "A" if theirs[p] > 0 else "B" if theirs[p] < 0 else "tie" for p in pairs}
+    own, apart = decisions(mine, TIE_LEAD), decisions(theirs)
     decisive = [p for p in pairs if table.label[p] in ("A", "B")]
     decided = [p for p in pairs if table.verdict[p] in ("A", "B")]
     profile = []
@@ -273,7 +280,7 @@ def held_out(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
     rows = np.arange(len(table.target))
     mine = pair_scores(table, rows, levels)
     pairs = sorted(mine)
-    own = {p: "A" if mine[p] > 1e-9 else "B" if mine[p] < -1e-9 else "tie" for p in pairs}
+    own = decisions(mine, TIE_LEAD)
     decisive = [p for p in pairs if table.label[p] in ("A", "B")]
     decided = [p for p in pairs if table.verdict[p] in ("A", "B")]
     first = {int(table.pair[a]): a for a in range(len(table.pair))[::-1]}
@@ -301,7 +308,7 @@ def held_out(table: AnswerTable, levels: np.ndarray) -> dict[str, float]:
             np.corrcoef(levels[known], table.targets[known])[0, 1]
         )
         read = pair_scores(table, rows[known], table.targets[known])
-        sign = {p: "A" if read[p] > 0 else "B" if read[p] < 0 else "tie" for p in read}
+        sign = decisions(read)
         both = sorted(read)
         scores["pairs read apart too"] = len(both)
         scores["decision as the reads apart %"] = 100 * np.mean([own[p] == sign[p] for p in both])
