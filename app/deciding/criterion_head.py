@@ -12,7 +12,18 @@ apart would give, for any criterion, named by the MiniLM embedding of its text:
 `mean(c)` is a criterion's mean level on the training rows (shrunk toward the overall mean;
 a criterion never seen gets the overall mean), `w` what moves every criterion, `M` how the
 criteria differ in what they see. Fitted by `python -m training.heads.criterion_head` on
-Auto-J training pairs read apart; it reads no reference (the verdict's read holds none).
+Auto-J training pairs read apart.
+
+With a reference in use, a pair's answers read no reference in the verdict's read either,
+but the verdict reads two things of it beside (state_judging.with_reference_reading): the
+share of the reference's own words each answer states, and the reference's mean
+log-probability after each answer. The head moves every criterion of an answer by
+
+    shift(a) = words * (share(a) - mean share) + likelihood * (mean lp(a) - mean of them)
+
+level points, with `words` and `likelihood` fitted on pairs whose reference decides them
+(training/heads/reference_levels.py): the same shift for every criterion of the answer, as
+a person grading with a reference marks an answer that contradicts it down throughout.
 """
 
 from __future__ import annotations
@@ -46,6 +57,27 @@ class CriterionHead:
     cross_components: int
     e_mean: np.ndarray  # (384,) mean criterion embedding
     e_basis: np.ndarray  # (m, 384)
+    # level points per unit of an answer's reference evidence, centred over the item's answers
+    reference_words: float = 0.0  # per share of the reference's own words stated
+    reference_likelihood: float = 0.0  # per nat of the reference's mean log-probability
+
+    @property
+    def reads_reference(self) -> bool:
+        """Whether its levels move with a reference (where one is in use)."""
+        return bool(self.reference_words or self.reference_likelihood)
+
+    def reference_shift(
+        self, shares: Sequence[float | None], means: Sequence[float | None]
+    ) -> np.ndarray:
+        """Each answer's shift in level points: its share of the reference's own words and
+        the reference's mean log-probability after it, each centred over the answers (a
+        signal missing for any answer adds nothing)."""
+        shift = np.zeros(len(shares))
+        for weight, values in ((self.reference_words, shares), (self.reference_likelihood, means)):
+            if weight and values and all(v is not None for v in values):
+                found = np.asarray(values, dtype=np.float64)
+                shift += weight * (found - found.mean())
+        return shift
 
     def features(
         self, states: np.ndarray, likelihood: dict[str, float], characters: int
@@ -63,9 +95,16 @@ class CriterionHead:
         lengths = np.log(np.maximum(np.asarray(characters, dtype=np.float64), 1))
         return (np.column_stack([projected, likelihood, lengths]) - self.z_mean) / self.z_scale
 
-    def levels(self, z: np.ndarray, names: Sequence[str], vectors: np.ndarray | None) -> np.ndarray:
+    def levels(
+        self,
+        z: np.ndarray,
+        names: Sequence[str],
+        vectors: np.ndarray | None,
+        shift: float | np.ndarray = 0.0,
+    ) -> np.ndarray:
         """The level of each criterion `names[i]` for answers `z[i]` (rows), on SCALE.
-        `vectors[i]`: the criterion's text embedding (needed only where the head crosses)."""
+        `vectors[i]`: the criterion's text embedding (needed only where the head crosses);
+        `shift`: level points added before the scale's bounds (a reference's, per row)."""
         z = np.atleast_2d(z)
         known = dict(zip(self.criteria, self.means))
         level = np.array([known.get(name, self.overall) for name in names]) + z @ self.weights
@@ -74,7 +113,7 @@ class CriterionHead:
             e = (np.atleast_2d(vectors) - self.e_mean) @ self.e_basis.T
             crossed = (z[:, : self.cross_components, None] * e[:, None, :]).reshape(len(z), -1)
             level = level + crossed @ self.cross
-        return np.clip(level, *SCALE)
+        return np.clip(level + shift, *SCALE)
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +123,8 @@ class CriterionHead:
             criteria=np.array(self.criteria),
             overall=np.float64(self.overall),
             cross_components=np.int64(self.cross_components),
+            reference_words=np.float64(self.reference_words),
+            reference_likelihood=np.float64(self.reference_likelihood),
             **arrays,
         )
 
@@ -102,6 +143,7 @@ class CriterionHead:
                 criteria=tuple(str(c) for c in data["criteria"]),
                 overall=float(data["overall"]),
                 cross_components=int(data["cross_components"]),
+                **{name: float(data[name]) for name in REFERENCE if name in data.files},
                 **arrays,
             )
         width = head.state_basis.shape[0] + len(FEATURES) + 1
@@ -110,6 +152,7 @@ class CriterionHead:
         return head
 
 
+REFERENCE = ("reference_words", "reference_likelihood")  # optional: 0 where absent
 ARRAYS = (
     "state_mean",
     "state_basis",
@@ -156,8 +199,10 @@ def head_levels(
     states: Sequence[np.ndarray | None],
     likelihoods: Sequence[dict[str, float] | None],
     answers: Sequence[str],
+    shift: Sequence[float] | None = None,
 ) -> dict[int, dict[str, float]] | None:
-    """Each answer's level on each criterion of `specs`, from the verdict's read of it;
+    """Each answer's level on each criterion of `specs`, from the verdict's read of it
+    (moved by `shift[n]` level points: the reference's, CriterionHead.reference_shift);
     None where the read lacks the states or likelihoods the head needs."""
     if any(s is None for s in states) or any(x is None for x in likelihoods):
         return None
@@ -168,6 +213,6 @@ def head_levels(
     for n, (state, likelihood, answer) in enumerate(zip(states, likelihoods, answers)):
         z = head.features(state, likelihood, len(answer))  # type: ignore[arg-type]
         rows = np.repeat(z[None, :], len(specs), axis=0)
-        found = head.levels(rows, keys, vectors)
+        found = head.levels(rows, keys, vectors, shift[n] if shift is not None else 0.0)
         levels[n] = {key: float(value) for key, value in zip(keys, found)}
     return levels

@@ -22,6 +22,7 @@ import numpy as np
 from app.catalog.scoring import ScoringRule
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
+from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.state_head import (
     StateHead,
     answer_parts,
@@ -69,7 +70,8 @@ def head_judgment(
         similarities = _similarities(item, head)
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if levels is not None:
-        judgment = _with_head_levels(judgment, item, levels, features, likelihoods)
+        shift = _reference_shift(item, levels, references)
+        judgment = _with_head_levels(judgment, item, levels, features, likelihoods, shift)
     if criteria is None:
         return judgment
     if criteria.ask.keys:
@@ -105,6 +107,17 @@ class LevelAsk:
 
     head: CriterionHead
     rule: ScoringRule
+    reference: str | None = None  # in use: the levels move with it (reference_shift)
+
+
+def _reference_shift(item: JudgeItem, ask: LevelAsk, references: list[Any]) -> np.ndarray | None:
+    """Each answer's shift in level points for what the reference in use shows of it."""
+    if not (ask.reference and ask.head.reads_reference):
+        return None
+    stated = reference_words(ask.reference, item.question)
+    shares = [stated_share(answer, stated) for answer in item.answers]
+    means = [float(np.mean(r)) if r is not None and len(r) else None for r in references]
+    return ask.head.reference_shift(shares, means)
 
 
 def _with_head_levels(
@@ -113,14 +126,16 @@ def _with_head_levels(
     ask: LevelAsk,
     features: Sequence[np.ndarray | None],
     likelihoods: Likelihoods,
+    shift: np.ndarray | None = None,
 ) -> Judgment:
-    found = head_levels(ask.head, ask.rule.specs, features, likelihoods, item.answers)
+    found = head_levels(ask.head, ask.rule.specs, features, likelihoods, item.answers, shift)
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
+    moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
     raw = "\n".join(
-        f"answer {n + 1} {key}: criterion head {value:.2f}"
+        f"answer {n + 1} {key}: criterion head {value:.2f}{moved[n] if moved else ''}"
         for n, values in found.items()
         for key, value in values.items()
     )

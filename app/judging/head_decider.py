@@ -85,9 +85,13 @@ class HeadDecider:
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             turn = self.reference_turn(resolved, wanted) if on_reads else None
             return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
-        if self.level_ask(item, resolved) is not None:  # no reads: the criterion head's levels
+        levels = self.level_ask(item, resolved)
+        if levels is not None:  # no reads: the criterion head's levels (a reference read on)
+            if levels.reference and levels.head.reference_likelihood:
+                wanted = levels.reference
+            turn = self.reference_turn(resolved, wanted) if on_reads else None
             base = base.model_copy(update={"truncated": truncated})
-            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=None)
+            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
         if on_reads and not settings.criteria_apart:
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
             base = base.model_copy(update={"truncated": truncated})
@@ -128,16 +132,19 @@ class HeadDecider:
 
     def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
         """What the criterion head gives (criteria_read: head), where it can: a head that
-        reads replies, no reference in use (the verdict's read holds none: the reads apart
-        read it), criteria on the scale it was fitted on, without level texts."""
+        reads replies, criteria on the scale it was fitted on, without level texts. With a
+        reference in use, only where the head moves its levels with one and the item has
+        answers to compare (a single answer's criteria are read apart with it)."""
         settings = self.settings
-        if settings.level_head is None or not settings.with_criteria:
-            return None
-        if settings.head.reads != "reply" or (item.reference and settings.use_reference):
+        level_head = settings.level_head
+        if level_head is None or not settings.with_criteria or settings.head.reads != "reply":
             return None
         if not reads_by_head(resolved.rule.specs):
             return None
-        return LevelAsk(settings.level_head, resolved.rule)
+        reference = item.reference if settings.use_reference else None
+        if reference and not (level_head.reads_reference and len(item.answers) > 1):
+            return None
+        return LevelAsk(level_head, resolved.rule, reference or None)
 
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
@@ -152,7 +159,9 @@ class HeadDecider:
             return judgment
         if plan.calls:
             return self.with_criteria(plan, judgment)
-        return self.with_reference(plan, judgment)
+        # criteria from the criterion head move with the reference's own signals: their lead
+        # would count those twice
+        return self.with_reference(plan, judgment, criteria=not judgment.criteria_by_head)
 
     def verdict(self, plan: Plan) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
@@ -236,12 +245,21 @@ def reference_note(config: JudgeConfig) -> str | None:
         reads.append("how much of what the reference states each answer states")
     if head.reference_likelihood_weight and head.reads == "reply" and pairs:
         reads.append("how much likelier the reference is after one answer than the other")
+    levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
+    by_head = levels is not None and levels.reads_reference
     if config.judge.criterion_scores and head.reference_weight and pairs:
-        reads.append("the lead of the criterion scores read with it")
+        where = " where they are read apart (a rubric's levels)" if by_head else ""
+        reads.append(f"the lead of the criterion scores read with it{where}")
+    moved = ""
+    if config.judge.criterion_scores and by_head and pairs:
+        moved = (
+            "; the criterion head moves each answer's criterion scores by the same reading of "
+            "the reference"
+        )
     if reads:
         return (
             f"reads a reference answer beside the head (which reads none): a pair's verdict "
-            f"adds {'; '.join(reads)}, and says so where the reference turned it"
+            f"adds {'; '.join(reads)}, and says so where the reference turned it{moved}"
         )
     if config.judge.criterion_scores:
         return (

@@ -228,6 +228,11 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
             "training pairs), not a reading of their own"
         )
     signals = reference_signals(judgment.verdict_parts or {})
+    if judgment.criteria_by_head and signals:
+        read = (
+            f"{read}, each answer's moved by what the reference shows of it (the same "
+            f"reading of the reference the verdict adds)"
+        )
     if "reference_criteria" in signals:
         read = (
             "The criterion scores below are read from the same model's probabilities with "

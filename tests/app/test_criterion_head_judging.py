@@ -1,6 +1,8 @@
 """Criterion scores from a criterion head on the tiny real model: no read of their own, the
-levels the head gives from the verdict's read of each answer; read apart where it cannot
-(a reference in use, a rubric's level texts)."""
+levels the head gives from the verdict's read of each answer, moved by what a reference in
+use shows of each answer where the head reads one; read apart where it cannot (a reference
+a head without reference weights cannot read, a single answer with one, a rubric's level
+texts)."""
 
 from __future__ import annotations
 
@@ -132,6 +134,71 @@ def test_a_reference_in_use_is_read_apart(tiny, heads):
     assert "criterion head" in unused.raw_output
 
 
+CAPITAL_PAIR = JudgeItem(
+    id="c",
+    question="What is the capital of Australia?",
+    answers=("Sydney is the capital of Australia, a vibrant harbour city.", "Canberra."),
+    reference="Canberra is the capital.",
+)
+
+
+def _reading_reference(heads, words: float = 1.0, likelihood: float = 0.5):
+    verdict, criteria = heads
+    verdict = verdict.model_copy(
+        update={"reference_words_weight": 2.0, "reference_likelihood_weight": 1.0}
+    )
+    return verdict, replace(criteria, reference_words=words, reference_likelihood=likelihood)
+
+
+def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
+    service, _ = tiny
+    reading = _reading_reference(heads)
+    judged = service.judge(CAPITAL_PAIR, _config(reading))
+    unused = service.judge(CAPITAL_PAIR, _config(reading, use_reference=False))
+    assert judged.status is Status.OK and judged.criteria_by_head is True
+    assert '{"overall": ' not in judged.raw_output  # nothing read apart
+    assert judged.raw_output.count("the reference moved it") == 2 * len(judged.criteria)
+    parts = judged.verdict_parts
+    # the verdict adds the reference's own two signals, not the head criteria's lead
+    assert parts["reference_words"] == pytest.approx(2.0 * -1.0)
+    assert "reference_criteria" not in parts and "reference_likelihood" in parts
+    # each criterion's gap moves by the weights times the two leads (A states none of it)
+    moved = 1.0 * -1.0 + 0.5 * parts["reference_likelihood_difference"]
+    checked = 0
+    for key in judged.criteria:
+        with_it = [a.expected_criteria[key] for a in judged.answers]
+        without = [a.expected_criteria[key] for a in unused.answers]
+        if all(1.0 < v < 10.0 for v in with_it + without):
+            gap = (with_it[0] - with_it[1]) - (without[0] - without[1])
+            assert gap == pytest.approx(moved, abs=2e-3)
+            checked += 1
+    assert checked  # at least one criterion inside the scale's bounds
+    note = criteria_agreement_note(judged)
+    assert "moved by what the reference shows" in note
+
+
+def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
+    service, _ = tiny
+    config = _config(_reading_reference(heads), Protocol.SINGLE)
+    graded = StateHead(**{**heads[0].model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
+    config = replace(config, parts=replace(config.parts, head=graded))
+    single = CAPITAL_PAIR.model_copy(update={"answers": ("Canberra.",)})
+    judged = service.judge(single, config)
+    assert judged.raw_output.count('{"overall": ') == len(judged.criteria) > 0
+    assert judged.criteria_by_head is None
+
+
+def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
+    _, criteria = heads
+    head = replace(criteria, reference_words=4.0, reference_likelihood=2.0)
+    shift = head.reference_shift([1.0, 0.0], [-1.0, -2.0])
+    assert shift.tolist() == pytest.approx([2.0 + 1.0, -2.0 - 1.0])
+    assert head.reference_shift([1.0, 0.5, 0.0], [None, -1.0, -1.0]).tolist() == pytest.approx(
+        [2.0, 0.0, -2.0]
+    )
+    assert not criteria.reads_reference and head.reads_reference
+
+
 def test_a_rubric_is_read_apart(tiny, heads):
     service, _ = tiny
     rubric = load_rubric(HELPFULNESS_RUBRIC)
@@ -155,6 +222,13 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     criteria.save(path)
     again = load_criterion_head(path)
     assert again.criteria == criteria.criteria and np.allclose(again.weights, criteria.weights)
+    replace(criteria, reference_words=3.5, reference_likelihood=1.25).save(path)
+    found = CriterionHead.load(path)
+    assert (found.reference_words, found.reference_likelihood) == (3.5, 1.25)
+    with np.load(path) as data:  # a file written before the reference's weights: none
+        older = {k: data[k] for k in data.files if not k.startswith("reference_")}
+    np.savez(tmp_path / "older.npz", **older)
+    assert not CriterionHead.load(tmp_path / "older.npz").reads_reference
     np.savez(tmp_path / "bad.npz", weights=np.zeros(2))
     with pytest.raises(ConfigError) as caught:
         CriterionHead.load(tmp_path / "bad.npz")

@@ -1,6 +1,7 @@
 """The reference's part of a head's verdict, fitted on pairs whose reference decides them.
 
     python -m training.heads.reference_fit [--model NAME] [--data DIR] [--out DIR] [--threads 1]
+                                           [--reading-cache DIR]
 
 The pairs are training/datasets/reference_decided.py's (one answer agrees with the reference, the
 label). Each pair is judged once through the engine, criteria and reference read on from
@@ -270,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument(
+        "--reading-cache",
+        type=Path,
+        help="keep each answer's read there (training.heads.reference_levels reads them)",
+    )
+    parser.add_argument(
         "--write-head", type=Path, help="a state_head.json to write the chosen weights into"
     )
     args = parser.parse_args(argv)
@@ -279,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         build(["--out", str(args.data)])
     from app.judging.settings import SettingsLayer
     from models.backends.base import BackendOptions
+    from training.device.caches import cached_reads
     from training.evaluation.evaluate import Overrides, open_evaluated
 
     # the verdict's reference part is read without the criterion scores (the reference comes
@@ -290,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     judge.config = with_reference_read(judge.config)
     args.out.mkdir(parents=True, exist_ok=True)
+    cached = cached_reads(judge.backend, args.reading_cache, args.out / "train.jsonl")
     try:
         sets = {}
         for name in ("train", "test"):
@@ -297,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             sets[name] = (rows, judged(judge, rows, args.out / f"{name}.jsonl", args.quiet))
         coding = (CODING_PAIR, judge.judge(CODING_PAIR, judge.config))
     finally:
+        if cached is not None:
+            cached.close()
         judge.close()
     result = report(sets["train"], sets["test"], coding)
     if args.write_head is not None:

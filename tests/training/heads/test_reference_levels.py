@@ -1,0 +1,55 @@
+"""The criterion head's reference shift (training/heads/reference_levels.py): chosen by the
+criteria's own cross-validated decision, in level points, and read on held-out pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.heads.reference_levels import accuracies, chosen, render, report
+
+
+def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
+    """Pairs whose criteria lean to the polished wrong answer; the reference's words tell
+    the right one; its likelihood is noise."""
+    rng = np.random.default_rng(seed)
+    a_wins = (np.arange(pairs) % 2).astype(float)
+    sign = 2 * a_wins - 1
+    return {
+        "levels": -0.4 * sign + 0.1 * rng.normal(size=pairs),  # wrong way round
+        "words": 0.5 * sign + 0.05 * rng.normal(size=pairs),
+        "lead": rng.normal(size=pairs),
+        "head": -sign,
+        "longer": -sign * 10.0,
+        "a_wins": a_wins,
+        "request": np.array([f"q{n // 2}" for n in range(pairs)]),
+        "family": np.array(["capitals" if n % 3 else "sorting" for n in range(pairs)]),
+    }
+
+
+def test_the_words_turn_criteria_that_favour_the_wrong_answer():
+    train = _table(60, 1)
+    found = chosen(train, k=2.0)
+    assert found["chosen"] in ("the reference's words", "both")
+    assert found["candidates"]["the reference's words"]["cv_accuracy"] == pytest.approx(1.0)
+    weights = found["weights"]
+    assert weights["reference_words"] > 0.8 / 0.5  # enough to outweigh the criteria's lead
+    scores = accuracies(train, weights)
+    assert scores["the criteria with the reference"] == 100.0
+    assert scores["the criteria without it"] == 0.0
+
+
+def test_the_weights_are_level_points_of_the_scale_k_sets():
+    train = _table(60, 2)
+    small, large = chosen(train, k=1.0), chosen(train, k=4.0)
+    # the fit's logits are k times the level points: a larger k, proportionally smaller
+    ratio = small["weights"]["reference_words"] / large["weights"]["reference_words"]
+    assert ratio == pytest.approx(4.0, rel=0.05)
+
+
+def test_the_report_reads_the_held_out_pairs_by_family():
+    result = report(_table(60, 3), _table(30, 4), k=2.0)
+    assert result["test_pairs"] == 30
+    assert set(result["test_by_family"]) == {"capitals", "sorting"}
+    assert result["test"]["the criteria with the reference"] == 100.0
+    assert "k = 2.0 logits per level point" in render(result)

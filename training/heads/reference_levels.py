@@ -1,0 +1,264 @@
+"""The criterion head's reference shift, fitted on pairs whose reference decides them.
+
+    python -m training.heads.reference_levels [--run DIR] [--data DIR] [--head NPZ] [--write]
+
+With a reference in use, the criterion head (app/deciding/criterion_head.py) moves every
+criterion of an answer by `words * share + likelihood * mean lp` (each centred over the
+item's answers): the share of the reference's own words the answer states and the
+reference's mean log-probability after it, the two readings of the reference the verdict
+adds too. This fits the two weights on the pairs of training/datasets/reference_decided.py
+(one answer agrees with the reference, the label), as judged by
+`python -m training.heads.reference_fit --reading-cache DIR` (its run folder holds the
+judgments and, under readings*/, each answer's read, from which the criterion head's own
+levels are computed here as the engine computes them).
+
+A pair's criteria decide by A's lead in their overall: the head's lead `L` (level points)
+plus the shift's. The fit is the verdict's (training/datasets/reference_pairs.fit_weights:
+weights >= 0, maximum likelihood) with `k * L` as the fixed offset, `k` the verdict head's
+logits per level point of `L` on the criterion head's own training pairs (Auto-J, least
+squares through 0), so the weights come back to level points divided by `k`. Candidates
+(words, likelihood, both) are chosen by request-grouped cross-validation of the criteria's
+own decision on `train.jsonl`; `test.jsonl` is read after, beside the criteria without the
+reference, the verdict head alone, and the longer and the shorter answer, overall and by
+family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.deciding.criterion_head import CriterionHead
+from app.deciding.reference_words import reference_words_lead
+from app.deciding.state_head import StateHead
+from app.io.reader import InputRow, read_rows
+from app.records import Judgment
+from training.datasets.criterion_rows import RUN_DIR as CRITERION_RUN
+from training.datasets.reference_decided import OUT as DATA
+from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
+from training.heads.reference_fit import OUT as RUN
+
+# the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
+CANDIDATES = {
+    "the reference's words": ("words",),
+    "the reference's likelihood": ("lead",),
+    "both": ("words", "lead"),
+}
+HEAD_FIELDS = {"words": "reference_words", "lead": "reference_likelihood"}
+
+
+def answer_z(
+    item: Any, state_head: StateHead, criterion_head: CriterionHead, caches: Sequence[Any]
+) -> list[np.ndarray] | None:
+    """The criterion head's z of each answer from its cached read (as the engine reads it:
+    the request and answers cut to the verdict head's lengths); None where one is missing."""
+    question = item.question[: state_head.question_chars]
+    found = []
+    for answer in item.answers:
+        text = answer[: state_head.answer_chars]
+        cache = next((c for c in caches if c.has(question, text)), None)
+        if cache is None:
+            return None
+        reading = cache.get(question, text)
+        found.append(criterion_head.features(reading.states, reading.features(), len(answer)))
+    return found
+
+
+def pair_table(
+    rows: Sequence[InputRow],
+    judgments: Sequence[Judgment],
+    caches: Sequence[Any],
+    state_head: StateHead,
+    criterion_head: CriterionHead,
+) -> dict[str, np.ndarray]:
+    """Per pair read: the criterion head's lead of A (level points, no reference), the
+    reference's words' and likelihood leads, the verdict head's logit, A's length lead,
+    whether A is right, its request and family."""
+    judged = {j.id: j for j in judgments}
+    found: dict[str, list[Any]] = {k: [] for k in ("levels", "words", "lead", "head", "longer")}
+    found.update(a_wins=[], request=[], family=[])
+    for row in rows:
+        item = row.item
+        judgment = judged.get(item.id) if item is not None else None
+        if item is None or item.label is None or judgment is None:
+            continue
+        z = answer_z(item, state_head, criterion_head, caches)
+        if z is None:
+            continue
+        found["levels"].append(float((z[0] - z[1]) @ criterion_head.weights))
+        words = reference_words_lead(item.answers, item.reference or "", item.question)
+        found["words"].append(words or 0.0)
+        parts = judgment.verdict_parts or {}
+        found["lead"].append(parts.get("reference_likelihood_difference", 0.0))
+        found["head"].append(head_score(judgment))
+        found["longer"].append(float(len(item.answers[0]) - len(item.answers[1])))
+        found["a_wins"].append(float(item.label.winner == "A"))
+        found["request"].append(item.question)
+        found["family"].append((row.raw or {}).get("family", "?"))
+    return {name: np.array(values) for name, values in found.items()}
+
+
+def logits_per_level(
+    run_dir: Path, state_head: StateHead, criterion_head: CriterionHead
+) -> tuple[float, int]:
+    """k: the verdict head's logit per level point of the criterion head's lead (least
+    squares through 0) on the criterion head's own training pairs (`run_dir`,
+    training/datasets/criterion_rows.py), the scale on which the criteria's lead meets the
+    reference's; and how many pairs it was measured on."""
+    from training.datasets.criterion_head_data import judged_rows, load_table
+    from training.heads.criterion_head import table_z
+
+    table = load_table(run_dir, state_head)
+    logits = {}
+    for row in judged_rows(sorted(run_dir.glob("eval-part*/judgments.jsonl"))):
+        parts = row.get("verdict_parts") or {}
+        logits[row["id"]] = parts.get("score", 0.0) - parts.get("reference", 0.0)
+    u = table_z(criterion_head, table, np.arange(len(table.states))) @ criterion_head.weights
+    leads, found = [], []
+    for number, pair_id in enumerate(table.ids):
+        first, second = np.flatnonzero(table.pair == number)[:2]
+        leads.append(u[first] - u[second])
+        found.append(logits[pair_id])
+    lead, logit = np.array(leads), np.array(found)
+    return float(lead @ logit / (lead @ lead)), len(lead)
+
+
+def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
+    """Each candidate's request-grouped CV of the criteria's own decision, the one chosen
+    (best; the cheaper on a tie) and its weights on all training pairs, in level points."""
+    offsets, groups = k * table["levels"], list(table["request"])
+
+    def columns(signals: Sequence[str]) -> np.ndarray:
+        return np.column_stack([table[name] for name in signals])
+
+    found = {
+        name: cross_validated_weights(offsets, columns(signals), table["a_wins"], groups)
+        for name, signals in CANDIDATES.items()
+    }
+    best = max(CANDIDATES, key=lambda name: found[name]["accuracy"] or 0.0)  # first on ties
+    signals = CANDIDATES[best]
+    weights = fit_weights(offsets, columns(signals), table["a_wins"])
+    return {
+        "logits_per_level": round(k, 4),
+        "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
+        "chosen": best,
+        "weights": {HEAD_FIELDS[n]: round(float(w) / k, 4) for n, w in zip(signals, weights)},
+    }
+
+
+def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
+    """The share of pairs each decision gets right (a zero lead counts as wrong)."""
+    shift = sum(weights.get(HEAD_FIELDS[n], 0.0) * table[n] for n in HEAD_FIELDS)
+    won = table["a_wins"] == 1
+
+    def right(lead: np.ndarray) -> float:
+        return round(100 * float(((lead > 0) == won)[lead != 0].sum()) / max(len(won), 1), 1)
+
+    return {
+        "the criteria with the reference": right(table["levels"] + shift),
+        "the criteria without it": right(table["levels"]),
+        "the verdict head alone": right(table["head"]),
+        "the longer answer": right(table["longer"]),
+        "the shorter answer": right(-table["longer"]),
+    }
+
+
+def report(train: dict[str, np.ndarray], test: dict[str, np.ndarray], k: float) -> dict[str, Any]:
+    choice = chosen(train, k)
+    weights = choice["weights"]
+    by_family = {}
+    for family in sorted(set(test["family"])):
+        keep = test["family"] == family
+        part = {name: values[keep] for name, values in test.items()}
+        by_family[str(family)] = {"pairs": int(keep.sum()), **accuracies(part, weights)}
+    return {
+        "train_pairs": len(train["a_wins"]),
+        "test_pairs": len(test["a_wins"]),
+        **choice,
+        "train": accuracies(train, weights),
+        "test": accuracies(test, weights),
+        "test_by_family": by_family,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"The criterion head's reference shift: {result['train_pairs']} reference-decided "
+        f"training pairs, {result['test_pairs']} held out; k = {result['logits_per_level']} "
+        f"logits per level point.",
+        "",
+        "| candidate | CV accuracy % of the criteria's decision |",
+        "|---|---:|",
+    ]
+    for name, found in result["candidates"].items():
+        mark = " (chosen)" if name == result["chosen"] else ""
+        lines.append(f"| {name}{mark} | {100 * (found['cv_accuracy'] or 0):.1f} |")
+    lines += ["", f"Weights (level points): {result['weights']}", ""]
+    lines += ["| decision | train | test |", "|---|---:|---:|"]
+    for name, value in result["test"].items():
+        lines.append(f"| {name} | {result['train'][name]} | {value} |")
+    lines += ["", "| family | pairs | criteria with the reference | without |"]
+    lines.append("|---|---:|---:|---:|")
+    for family, row in result["test_by_family"].items():
+        lines.append(
+            f"| {family} | {row['pairs']} | {row['the criteria with the reference']} | "
+            f"{row['the criteria without it']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def judged_file(path: Path) -> list[Judgment]:
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return [Judgment.model_validate_json(line) for line in lines if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from app.deciding.state_head import load_state_head
+    from models.registry import MODELS_DIR, load_registry
+    from training.device.reading_cache import ReadingCache
+
+    parser = argparse.ArgumentParser(
+        prog="python -m training.heads.reference_levels", description=__doc__
+    )
+    parser.add_argument("--run", type=Path, default=RUN, help="reference_fit's run folder")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--criterion-run", type=Path, default=CRITERION_RUN, help="the criterion head's pairs"
+    )
+    parser.add_argument("--head", type=Path, help="the criterion head (default: the judge's)")
+    parser.add_argument("--write", action="store_true", help="write the weights into --head")
+    args = parser.parse_args(argv)
+    entry = load_registry().get()
+    state_head = load_state_head(MODELS_DIR / str(entry.judging.state_head))
+    path = args.head or MODELS_DIR / str(entry.judging.criterion_head)
+    criterion_head = CriterionHead.load(path)
+    caches = [ReadingCache(folder) for folder in sorted(args.run.glob("readings*"))]
+    tables = {}
+    for name in ("train", "test"):
+        rows = list(read_rows(args.data / f"{name}.jsonl"))
+        judged = judged_file(args.run / f"{name}.jsonl")
+        tables[name] = pair_table(rows, judged, caches, state_head, criterion_head)
+    if not len(tables["train"]["a_wins"]):
+        print(f"{args.run}: no judged training pair with its reads kept", file=sys.stderr)
+        return 2
+    k, measured = logits_per_level(args.criterion_run, state_head, criterion_head)
+    print(f"k = {k:.4f} logits per level point ({measured} pairs of {args.criterion_run})")
+    result = report(tables["train"], tables["test"], k)
+    if args.write:
+        replace(criterion_head, **result["weights"]).save(path)
+    (args.run / "levels-report.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = render(result)
+    (args.run / "levels-report.md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
