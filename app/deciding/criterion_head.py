@@ -21,7 +21,8 @@ log-probability after each answer. The head moves every criterion of an answer b
 
     shift(a) = words * (share(a) - mean share) + likelihood * (mean lp(a) - mean of them)
 
-level points, with `words` and `likelihood` fitted on pairs whose reference decides them
+level points (the likelihood's term kept within the range the fit saw), with `words` and
+`likelihood` fitted on pairs whose reference decides them
 (training/heads/reference_levels.py): the same shift for every criterion of the answer, as
 a person grading with a reference marks an answer that contradicts it down throughout.
 """
@@ -60,6 +61,9 @@ class CriterionHead:
     # level points per unit of an answer's reference evidence, centred over the item's answers
     reference_words: float = 0.0  # per share of the reference's own words stated
     reference_likelihood: float = 0.0  # per nat of the reference's mean log-probability
+    # the largest centred likelihood seen in the fit: beyond it the shift does not grow
+    # (one answer that repeats the reference word for word leads by nats no fit saw); 0: none
+    reference_likelihood_bound: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
@@ -70,13 +74,18 @@ class CriterionHead:
         self, shares: Sequence[float | None], means: Sequence[float | None]
     ) -> np.ndarray:
         """Each answer's shift in level points: its share of the reference's own words and
-        the reference's mean log-probability after it, each centred over the answers (a
-        signal missing for any answer adds nothing)."""
+        the reference's mean log-probability after it, each centred over the answers (the
+        likelihood's kept within the fit's bound; a signal missing for any answer adds
+        nothing)."""
         shift = np.zeros(len(shares))
-        for weight, values in ((self.reference_words, shares), (self.reference_likelihood, means)):
+        bound = self.reference_likelihood_bound or np.inf
+        for weight, values, limit in (
+            (self.reference_words, shares, np.inf),
+            (self.reference_likelihood, means, bound),
+        ):
             if weight and values and all(v is not None for v in values):
                 found = np.asarray(values, dtype=np.float64)
-                shift += weight * (found - found.mean())
+                shift += weight * np.clip(found - found.mean(), -limit, limit)
         return shift
 
     def features(
@@ -125,6 +134,7 @@ class CriterionHead:
             cross_components=np.int64(self.cross_components),
             reference_words=np.float64(self.reference_words),
             reference_likelihood=np.float64(self.reference_likelihood),
+            reference_likelihood_bound=np.float64(self.reference_likelihood_bound),
             **arrays,
         )
 
@@ -152,7 +162,8 @@ class CriterionHead:
         return head
 
 
-REFERENCE = ("reference_words", "reference_likelihood")  # optional: 0 where absent
+# optional: 0 where absent
+REFERENCE = ("reference_words", "reference_likelihood", "reference_likelihood_bound")
 ARRAYS = (
     "state_mean",
     "state_basis",

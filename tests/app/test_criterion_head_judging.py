@@ -197,6 +197,9 @@ def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
         [2.0, 0.0, -2.0]
     )
     assert not criteria.reads_reference and head.reads_reference
+    # beyond the range the fit saw, the likelihood's part does not grow
+    bounded = replace(head, reference_likelihood_bound=0.25)
+    assert bounded.reference_shift([0.5, 0.5], [-1.0, -7.0]).tolist() == pytest.approx([0.5, -0.5])
 
 
 def test_a_rubric_is_read_apart(tiny, heads):

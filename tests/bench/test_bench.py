@@ -169,3 +169,15 @@ def test_the_notes_below_the_marker_survive_a_new_table(tmp_path: Path) -> None:
     assert run.kept_notes(results) == ""
     shipped = Path(run.RESULTS).read_text(encoding="utf-8")
     assert run.NOTES_MARKER in shipped  # the shipped notes are kept by the next make bench
+
+
+def test_pairs_with_a_reference_are_benched_on_library_criteria_and_on_their_rubric() -> None:
+    from bench.cell import bench_rows
+
+    shared_file("prometheus/vicuna_eval.json")
+    library, rubric = bench_rows("reference", 3), bench_rows("reference-rubric", 3)
+    assert [r.item.id for r in library] == [r.item.id for r in rubric] and len(library) == 3
+    assert all(r.item.reference and r.item.rubric is None for r in library)
+    assert all(r.item.rubric is not None for r in rubric)  # a Prometheus row's own rubric
+    with pytest.raises(SystemExit):
+        bench_rows("references", 1)

@@ -1,6 +1,7 @@
 """The criterion head's reference shift, fitted on pairs whose reference decides them.
 
-    python -m training.heads.reference_levels [--run DIR] [--data DIR] [--head NPZ] [--write]
+    python -m training.heads.reference_levels [--model NAME] [--run DIR] [--data DIR]
+                                              [--head NPZ] [--write]
 
 With a reference in use, the criterion head (app/deciding/criterion_head.py) moves every
 criterion of an answer by `words * share + likelihood * mean lp` (each centred over the
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.criterion_head import CriterionHead
+from app.deciding.criterion_head import REFERENCE, CriterionHead
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.io.reader import InputRow, read_rows
@@ -145,17 +146,24 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     best = max(CANDIDATES, key=lambda name: found[name]["accuracy"] or 0.0)  # first on ties
     signals = CANDIDATES[best]
     weights = fit_weights(offsets, columns(signals), table["a_wins"])
+    chosen_weights = {HEAD_FIELDS[n]: round(float(w) / k, 4) for n, w in zip(signals, weights)}
+    if "lead" in signals:  # a pair's centred likelihood is half its lead
+        chosen_weights["reference_likelihood_bound"] = round(
+            float(np.abs(table["lead"]).max()) / 2, 4
+        )
     return {
         "logits_per_level": round(k, 4),
         "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
         "chosen": best,
-        "weights": {HEAD_FIELDS[n]: round(float(w) / k, 4) for n, w in zip(signals, weights)},
+        "weights": chosen_weights,
     }
 
 
 def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero lead counts as wrong)."""
-    shift = sum(weights.get(HEAD_FIELDS[n], 0.0) * table[n] for n in HEAD_FIELDS)
+    bound = 2 * (weights.get("reference_likelihood_bound") or np.inf)
+    shift = weights.get("reference_words", 0.0) * table["words"]
+    shift = shift + weights.get("reference_likelihood", 0.0) * np.clip(table["lead"], -bound, bound)
     won = table["a_wins"] == 1
 
     def right(lead: np.ndarray) -> float:
@@ -227,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.heads.reference_levels", description=__doc__
     )
+    parser.add_argument("--model", help="a registry name (default: the default judge)")
     parser.add_argument("--run", type=Path, default=RUN, help="reference_fit's run folder")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument(
@@ -235,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", type=Path, help="the criterion head (default: the judge's)")
     parser.add_argument("--write", action="store_true", help="write the weights into --head")
     args = parser.parse_args(argv)
-    entry = load_registry().get()
+    entry = load_registry().get(args.model)
+    if args.head is None and not (entry.judging.criterion_head and entry.judging.state_head):
+        print(f"{entry.name} has no criterion head: nothing to fit", file=sys.stderr)
+        return 0
     state_head = load_state_head(MODELS_DIR / str(entry.judging.state_head))
     path = args.head or MODELS_DIR / str(entry.judging.criterion_head)
     criterion_head = CriterionHead.load(path)
@@ -252,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"k = {k:.4f} logits per level point ({measured} pairs of {args.criterion_run})")
     result = report(tables["train"], tables["test"], k)
     if args.write:
-        replace(criterion_head, **result["weights"]).save(path)
+        unset = dict.fromkeys(REFERENCE, 0.0)  # a signal not chosen reads nothing
+        replace(criterion_head, **{**unset, **result["weights"]}).save(path)
     (args.run / "levels-report.json").write_text(json.dumps(result, indent=2) + "\n")
     text = render(result)
     (args.run / "levels-report.md").write_text(text, encoding="utf-8")

@@ -126,7 +126,7 @@ def test_a_pair_with_a_reference_gets_criterion_scores_a_radar_and_reference_met
     assert plots.count() == 3  # criterion bars, radar (in its tab), reference metrics
     text = main_text(page)
     assert "Similarity to the reference" in text
-    assert "the verdict adds their lead" in text  # what the criteria say of the verdict
+    assert "moved by what the reference shows" in text  # where the criteria come from
     assert "reads a reference answer beside the head" in text  # where it went
     assert "Accuracy" in plots.first.inner_text()  # the scenario's criteria, by name
     screenshot(page, shots / "default_judge_criteria.png", main_only=True)

@@ -53,3 +53,14 @@ def test_the_report_reads_the_held_out_pairs_by_family():
     assert set(result["test_by_family"]) == {"capitals", "sorting"}
     assert result["test"]["the criteria with the reference"] == 100.0
     assert "k = 2.0 logits per level point" in render(result)
+
+
+def test_the_likelihoods_bound_is_the_fits_largest_and_held_out_leads_stay_within_it():
+    train = _table(60, 5)
+    train["lead"] = 0.3 * (2 * train["a_wins"] - 1)  # the likelihood tells the right answer
+    train["words"] = np.zeros(60)  # the words nothing
+    weights = chosen(train, k=2.0)["weights"]
+    assert weights["reference_likelihood_bound"] == pytest.approx(0.15)
+    far = {**train, "lead": 50.0 * (2 * train["a_wins"] - 1)}
+    # a lead far beyond the fit's counts as the largest it saw: the same decisions
+    assert accuracies(far, weights) == accuracies(train, weights)
