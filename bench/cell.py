@@ -22,8 +22,10 @@ default judge's settings, every item fitted to the same 4096-token context:
 - i: as g with every criterion read apart (`criteria_read: apart`).
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
-default) or `reference`: pairs of two answers to one request with its reference answer
-(Prometheus vicuna_eval, as training/datasets/reference_pairs.py makes them; modes f and g).
+default), `reference`: pairs of two answers to one request with its reference answer
+(Prometheus vicuna_eval, as training/datasets/reference_pairs.py makes them), judged on
+their scenario's library criteria as a user's pair with a reference is; or
+`reference-rubric`: the same pairs on their own rubric (its level texts: read apart).
 """
 
 from __future__ import annotations
@@ -123,12 +125,19 @@ def bench_rows(source: str, pairs: int) -> list:
 
     if source == "autoj":
         return list(islice(read_rows(DEV), pairs))
-    if source == "reference":
+    if source in ("reference", "reference-rubric"):
         from training.datasets.reference_pairs import pairs_of
 
         graded = [row for row in read_rows(WITH_REFERENCES) if row.item is not None]
-        return pairs_of(graded)[:pairs]
-    raise SystemExit(f"ROWS must be autoj or reference, not {source!r}")
+        found = pairs_of(graded)[:pairs]
+        if source == "reference-rubric":
+            return found
+        return [
+            replace(row, item=row.item.model_copy(update={"rubric": None}))
+            for row in found
+            if row.item is not None
+        ]
+    raise SystemExit(f"ROWS must be autoj, reference or reference-rubric, not {source!r}")
 
 
 def peak_rss_mb() -> float:

@@ -8,7 +8,7 @@ mode f, one llama.cpp thread, each in its own process so its peak memory is its 
 reference first; then the default judge's whole result page (mode g: the verdict, the
 criterion scores and, where a pair has a reference, the reference metrics) on the same
 pairs, and the default's verdict alone and whole page on PAIRS pairs with a reference answer
-(Prometheus vicuna_eval). The table gives seconds per pair and peak RSS, each as a ratio to
+(Prometheus vicuna_eval), on their scenario's criteria and on their own rubric. The table gives seconds per pair and peak RSS, each as a ratio to
 the verdict alone of the same judge on the same rows measured in the same run (by default the
 registry's default judge), and the model file's size with its LoRA adapter, if any (a head
 judge's memory goal is the file plus what it reads with). Cells are saved in
@@ -31,6 +31,7 @@ WHOLE_PAGE = "whole page"
 WITH_REFERENCE = "(pairs with a reference)"
 WITH_VERDICT = "criteria with the verdict"
 APART = "criteria read apart"
+WITH_RUBRIC = "(pairs with a reference and their rubric)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,11 +58,14 @@ def main(argv: list[str] | None = None) -> int:
             page = f"{default} {WHOLE_PAGE}{how}"
             cells[page] = run(default, args.pairs, args.fresh, mode)
             bases[page] = default
-            if mode != "i":  # with a reference the default reads the criteria apart anyway (g)
+            if mode != "i":  # criteria read apart cost the same with a reference (a rubric)
                 cells[f"{page} {WITH_REFERENCE}"] = run(
                     default, args.pairs, args.fresh, mode, "reference"
                 )
                 bases[f"{page} {WITH_REFERENCE}"] = alone
+        rubric = f"{default} {WHOLE_PAGE} {WITH_RUBRIC}"  # its level texts: read apart
+        cells[rubric] = run(default, args.pairs, args.fresh, "g", "reference-rubric")
+        bases[rubric] = alone
     table = render(cells, bases, reference, args.pairs, registry)
     args.results.write_text(table, encoding="utf-8")
     print(table)
@@ -102,7 +106,9 @@ def render(cells: dict, bases: dict, reference: str, pairs: int, registry) -> st
         "each answer a read of its own, app/deciding/criterion_reads.py) "
         f"and, where a pair has a reference, the reference metrics. Rows '{WITH_REFERENCE}' "
         f"judge {pairs} pairs of answers to one request with its reference answer (Prometheus "
-        "vicuna_eval), the whole page's ratio against the verdict alone on those pairs.",
+        "vicuna_eval) on their scenario's criteria, as a user's pair with a reference is, the "
+        "whole page's ratio against the verdict alone on those pairs; the row "
+        f"'{WITH_RUBRIC}' judges them on their own rubric, whose level texts are read apart.",
         "",
         "| judge | s/pair | x verdict alone | peak RSS MB | x verdict alone RSS | model file MB "
         "| RSS above the file MB | agreement % |",
