@@ -92,7 +92,8 @@ EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
 # (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
-# decides them (training/heads/reference_fit.py: its held-out split), then those held-out pairs
+# decides them (training/heads/reference_fit.py: its held-out split) with the criterion head's
+# reference shift read on them (training/heads/reference_levels.py), then those held-out pairs
 # judged as the page judges them (training/evaluation/reference_page.py)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
@@ -110,7 +111,9 @@ eval: setup models
 		$(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
+		--reading-cache training/runs/reference-fit/readings
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_levels $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then

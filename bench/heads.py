@@ -8,11 +8,11 @@ mode f, one llama.cpp thread, each in its own process so its peak memory is its 
 reference first; then the default judge's whole result page (mode g: the verdict, the
 criterion scores and, where a pair has a reference, the reference metrics) on the same
 pairs, and the default's verdict alone and whole page on PAIRS pairs with a reference answer
-(Prometheus vicuna_eval), on their scenario's criteria and on their own rubric. The table gives seconds per pair and peak RSS, each as a ratio to
-the verdict alone of the same judge on the same rows measured in the same run (by default the
-registry's default judge), and the model file's size with its LoRA adapter, if any (a head
-judge's memory goal is the file plus what it reads with). Cells are saved in
-bench/runs/heads/ as they finish.
+(Prometheus vicuna_eval), on their scenario's criteria and on their own rubric. The table
+gives seconds per pair and peak RSS, each as a ratio to the verdict alone of the same judge
+on the same rows measured in the same run (by default the registry's default judge), and
+the model file's size with its LoRA adapter, if any (a head judge's memory goal is the file
+plus what it reads with). Cells are saved in bench/runs/heads/ as they finish.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
     python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
 
 `training.heads.reference_fit` chooses and fits the reference's signals on the training
-pairs with the criterion scores off. The page reads them too (apart from the verdict,
-with the reference), and a head's `reference_weight` adds their lead; this reads the
-held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict
+pairs with the criterion scores off. The page has criterion scores too: the default's
+criterion head moves them by the same signals (training.heads.reference_levels); a judge
+that reads them apart with the reference adds their lead (`reference_weight`). This reads
+the held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict
 in, and reports the page's verdict beside the head alone (from reference_fit's judgments
 of the same pairs), the criteria's own decision, and the longer and the shorter answer,
 overall and per family. Judgments are saved row by row, so a stopped run goes on.
