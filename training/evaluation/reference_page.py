@@ -15,7 +15,6 @@ overall and per family. Judgments are saved row by row, so a stopped run goes on
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from app.io.reader import InputRow, read_rows
 from app.records import Judgment
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
+from training.evaluation.report_files import write_report
 from training.heads.reference_fit import OUT as FIT_OUT
 from training.heads.reference_fit import features, judged, percent_right
 
@@ -128,10 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         judge.close()
     result = report(rows, page, alone)
-    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    text = render(result)
-    (args.out / "report.md").write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.out, result, render(result))
     return 0
 
 

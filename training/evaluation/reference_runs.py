@@ -9,7 +9,6 @@ judgments and report saved under `--out`.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from app.io.reader import InputRow
 from app.io.writer import write_jsonl
 from app.records import Judgment
 from models.run_settings import RUN_DEFAULTS
+from training.evaluation.report_files import write_report
 
 DEFAULT_FILE = Path(__file__).resolve().parents[3] / "shared/data/prometheus/vicuna_eval.json"
 SETTINGS = {"with the reference": True, "without it": False}
@@ -88,8 +88,5 @@ def run(
     args.out.mkdir(parents=True, exist_ok=True)
     for name, judgments in judged.items():
         write_jsonl(judgments, args.out / f"judgments-{SLUGS[SETTINGS[name]]}.jsonl")
-    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = render(result)
-    (args.out / "report.md").write_text(text)
-    print(text)
+    write_report(args.out, result, render(result))
     return 0

@@ -40,6 +40,7 @@ from app.records import JudgeItem, Judgment, Label
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
 from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
+from training.evaluation.report_files import write_report
 
 OUT = Path(__file__).resolve().parents[1] / "runs" / "reference-fit"
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `features`
@@ -311,10 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     result = report(sets["train"], sets["test"], coding)
     if args.write_head is not None:
         write_head(args.write_head, result)
-    (args.out / "report.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    text = render(result)
-    (args.out / "report.md").write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.out, result, render(result))
     return 0
 
 

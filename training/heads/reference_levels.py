@@ -27,7 +27,6 @@ family.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -44,6 +43,7 @@ from app.records import Judgment
 from training.datasets.criterion_rows import RUN_DIR as CRITERION_RUN
 from training.datasets.reference_decided import OUT as DATA
 from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
+from training.evaluation.report_files import write_report
 from training.heads.reference_fit import OUT as RUN
 
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
@@ -266,10 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         unset = dict.fromkeys(REFERENCE, 0.0)  # a signal not chosen reads nothing
         replace(criterion_head, **{**unset, **result["weights"]}).save(path)
-    (args.run / "levels-report.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = render(result)
-    (args.run / "levels-report.md").write_text(text, encoding="utf-8")
-    print(text)
+    write_report(args.run, result, render(result), "levels-report")
     return 0
 
 
