@@ -83,7 +83,7 @@ def _with_reference_likelihoods(judgment: Judgment, references: list[Any]) -> Ju
     """A verdict's parts with A's lead in the reference's mean log-probability after each
     answer (`reference_likelihood_difference`), where both were read."""
     parts = judgment.verdict_parts
-    means = [float(np.mean(r)) if r is not None and len(r) else None for r in references]
+    means = _reference_means(references)
     if parts is None or len(means) != 2 or None in means:
         return judgment
     lead = round(means[0] - means[1], 4)  # type: ignore[operator]
@@ -116,8 +116,12 @@ def _reference_shift(item: JudgeItem, ask: LevelAsk, references: list[Any]) -> n
         return None
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
-    means = [float(np.mean(r)) if r is not None and len(r) else None for r in references]
-    return ask.head.reference_shift(shares, means)
+    return ask.head.reference_shift(shares, _reference_means(references))
+
+
+def _reference_means(references: list[Any]) -> list[float | None]:
+    """The reference's mean token log-probability after each answer, where it was read."""
+    return [float(np.mean(r)) if r is not None and len(r) else None for r in references]
 
 
 def _with_head_levels(

@@ -91,6 +91,20 @@ def scenario_levels(row: dict, answers: int) -> list[dict[str, float]]:
     return [dict.fromkeys(keys, float("nan")) for _ in range(answers)]
 
 
+def cached_readings(item: JudgeItem, head: StateHead, caches: Sequence) -> list | None:
+    """Each answer's reading from one of `caches` (ReadingCache), as the engine reads it: the
+    request and the answer cut to the verdict head's lengths; None where one is missing."""
+    question = item.question[: head.question_chars]
+    found = []
+    for answer in item.answers:
+        text = answer[: head.answer_chars]
+        cache = next((c for c in caches if c.has(question, text)), None)
+        if cache is None:
+            return None
+        found.append(cache.get(question, text))
+    return found
+
+
 def answer_table(
     judgments: Sequence[dict], items: dict[str, JudgeItem], caches: Sequence, head: StateHead
 ) -> AnswerTable:
@@ -102,16 +116,13 @@ def answer_table(
         if item is None:
             table.missing += 1
             continue
-        question = item.question[: head.question_chars]
-        texts = [a[: head.answer_chars] for a in item.answers]
-        found = [next((c for c in caches if c.has(question, t)), None) for t in texts]
-        if any(cache is None for cache in found):
+        readings = cached_readings(item, head, caches)
+        if readings is None:
             table.missing += 1
             continue
         number = len(table.label)
-        levels = scenario_levels(row, len(texts))
-        for text, cache, answer, judged in zip(texts, found, item.answers, levels):
-            reading = cache.get(question, text)
+        levels = scenario_levels(row, len(readings))
+        for reading, answer, judged in zip(readings, item.answers, levels):
             feats = reading.features()
             for index, (name, level) in enumerate(judged.items()):
                 table.answer.append(len(states))

@@ -36,15 +36,16 @@ from typing import Any
 import numpy as np
 
 from app.deciding.criterion_head import REFERENCE, CriterionHead
-from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment
+from training.datasets.criterion_head_data import cached_readings
 from training.datasets.criterion_rows import RUN_DIR as CRITERION_RUN
 from training.datasets.reference_decided import OUT as DATA
 from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
 from training.evaluation.report_files import write_report
 from training.heads.reference_fit import OUT as RUN
+from training.heads.reference_fit import features
 
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
 CANDIDATES = {
@@ -55,23 +56,6 @@ CANDIDATES = {
 HEAD_FIELDS = {"words": "reference_words", "lead": "reference_likelihood"}
 
 
-def answer_z(
-    item: Any, state_head: StateHead, criterion_head: CriterionHead, caches: Sequence[Any]
-) -> list[np.ndarray] | None:
-    """The criterion head's z of each answer from its cached read (as the engine reads it:
-    the request and answers cut to the verdict head's lengths); None where one is missing."""
-    question = item.question[: state_head.question_chars]
-    found = []
-    for answer in item.answers:
-        text = answer[: state_head.answer_chars]
-        cache = next((c for c in caches if c.has(question, text)), None)
-        if cache is None:
-            return None
-        reading = cache.get(question, text)
-        found.append(criterion_head.features(reading.states, reading.features(), len(answer)))
-    return found
-
-
 def pair_table(
     rows: Sequence[InputRow],
     judgments: Sequence[Judgment],
@@ -79,31 +63,32 @@ def pair_table(
     state_head: StateHead,
     criterion_head: CriterionHead,
 ) -> dict[str, np.ndarray]:
-    """Per pair read: the criterion head's lead of A (level points, no reference), the
-    reference's words' and likelihood leads, the verdict head's logit, A's length lead,
-    whether A is right, its request and family."""
+    """Per pair judged with both answers' reads kept: reference_fit's features (the verdict
+    head's logit, the reference's likelihood and words leads, A's length lead, whether A is
+    right), the criterion head's lead of A (`levels`, level points, no reference), its
+    request and family."""
     judged = {j.id: j for j in judgments}
-    found: dict[str, list[Any]] = {k: [] for k in ("levels", "words", "lead", "head", "longer")}
-    found.update(a_wins=[], request=[], family=[])
+    kept, kept_judgments, levels = [], [], []
     for row in rows:
         item = row.item
         judgment = judged.get(item.id) if item is not None else None
         if item is None or item.label is None or judgment is None:
             continue
-        z = answer_z(item, state_head, criterion_head, caches)
-        if z is None:
+        readings = cached_readings(item, state_head, caches)
+        if readings is None:
             continue
-        found["levels"].append(float((z[0] - z[1]) @ criterion_head.weights))
-        words = reference_words_lead(item.answers, item.reference or "", item.question)
-        found["words"].append(words or 0.0)
-        parts = judgment.verdict_parts or {}
-        found["lead"].append(parts.get("reference_likelihood_difference", 0.0))
-        found["head"].append(head_score(judgment))
-        found["longer"].append(float(len(item.answers[0]) - len(item.answers[1])))
-        found["a_wins"].append(float(item.label.winner == "A"))
-        found["request"].append(item.question)
-        found["family"].append((row.raw or {}).get("family", "?"))
-    return {name: np.array(values) for name, values in found.items()}
+        first, second = (
+            criterion_head.features(r.states, r.features(), len(answer))
+            for r, answer in zip(readings, item.answers)
+        )
+        levels.append(float((first - second) @ criterion_head.weights))
+        kept.append(row)
+        kept_judgments.append(judgment)
+    found = features(kept, kept_judgments)
+    found["levels"] = np.array(levels)
+    found["request"] = np.array([row.item.question for row in kept if row.item is not None])
+    found["family"] = np.array([(row.raw or {}).get("family", "?") for row in kept])
+    return found
 
 
 def logits_per_level(
@@ -117,10 +102,10 @@ def logits_per_level(
     from training.heads.criterion_head import table_z
 
     table = load_table(run_dir, state_head)
-    logits = {}
-    for row in judged_rows(sorted(run_dir.glob("eval-part*/judgments.jsonl"))):
-        parts = row.get("verdict_parts") or {}
-        logits[row["id"]] = parts.get("score", 0.0) - parts.get("reference", 0.0)
+    logits = {
+        row["id"]: head_score(Judgment.model_validate(row))
+        for row in judged_rows(sorted(run_dir.glob("eval-part*/judgments.jsonl")))
+    }
     u = table_z(criterion_head, table, np.arange(len(table.states))) @ criterion_head.weights
     leads, found = [], []
     for number, pair_id in enumerate(table.ids):
