@@ -50,12 +50,19 @@ class ReplyCriteria:
     answer, the judge's next turn is `message` (the criteria, the reference); then, for
     each criterion, a reply that starts `{"<key>": ` and is read over its `levels`. Where
     `reference` (a part of `message`) is given, the log-probability of each of its tokens
-    there is read too: how well the answer just read predicts the right answer."""
+    there is read too: how well the answer just read predicts the right answer. With
+    `check` (a key), one more reply `{"<check>": ` is read over true and false after the
+    criteria's: the judge's own answer to the question `message` ends with (does the answer
+    give the reference's result?)."""
 
     message: str
     keys: tuple[str, ...]
     levels: tuple[tuple[str, ...], ...]
     reference: str | None = None
+    check: str | None = None
+
+
+CHECK_LEVELS = ("true", "false")  # a check's reply, read over these
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class AnswerReading:
     criteria: tuple[dict[str, float], ...] | None = None
     # and the log-probability of each token of their reference, read after the answer
     reference: np.ndarray | None = None
+    # where a check was asked: the probability the judge's reply to it is true
+    check: float | None = None
 
     def features(self) -> dict[str, float]:
         return likelihood_features(self.cond, self.uncond)

@@ -64,24 +64,30 @@ class CriterionHead:
     # the largest centred likelihood seen in the fit: beyond it the shift does not grow
     # (one answer that repeats the reference word for word leads by nats no fit saw); 0: none
     reference_likelihood_bound: float = 0.0
+    # per unit of log-odds of the judge's check (true: the answer gives the reference's result)
+    reference_check: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
         """Whether its levels move with a reference (where one is in use)."""
-        return bool(self.reference_words or self.reference_likelihood)
+        return bool(self.reference_words or self.reference_likelihood or self.reference_check)
 
     def reference_shift(
-        self, shares: Sequence[float | None], means: Sequence[float | None]
+        self,
+        shares: Sequence[float | None],
+        means: Sequence[float | None],
+        checks: Sequence[float | None] = (),
     ) -> np.ndarray:
-        """Each answer's shift in level points: its share of the reference's own words and
-        the reference's mean log-probability after it, each centred over the answers (the
-        likelihood's kept within the fit's bound; a signal missing for any answer adds
-        nothing)."""
+        """Each answer's shift in level points: its share of the reference's own words, the
+        reference's mean log-probability after it and the log-odds of the judge's check,
+        each centred over the answers (the likelihood's kept within the fit's bound; a
+        signal missing for any answer adds nothing)."""
         shift = np.zeros(len(shares))
         bound = self.reference_likelihood_bound or np.inf
         for weight, values, limit in (
             (self.reference_words, shares, np.inf),
             (self.reference_likelihood, means, bound),
+            (self.reference_check, checks, np.inf),
         ):
             if weight and values and all(v is not None for v in values):
                 found = np.asarray(values, dtype=np.float64)
@@ -135,6 +141,7 @@ class CriterionHead:
             reference_words=np.float64(self.reference_words),
             reference_likelihood=np.float64(self.reference_likelihood),
             reference_likelihood_bound=np.float64(self.reference_likelihood_bound),
+            reference_check=np.float64(self.reference_check),
             **arrays,
         )
 
@@ -163,7 +170,12 @@ class CriterionHead:
 
 
 # optional: 0 where absent
-REFERENCE = ("reference_words", "reference_likelihood", "reference_likelihood_bound")
+REFERENCE = (
+    "reference_words",
+    "reference_likelihood",
+    "reference_likelihood_bound",
+    "reference_check",
+)
 ARRAYS = (
     "state_mean",
     "state_basis",

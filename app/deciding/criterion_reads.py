@@ -39,6 +39,8 @@ LAYOUT = ReplyLayout(decision_first=True, criteria=False, feedback=False)
 VALUE_PATH = ("overall",)
 TURN_TEMPLATE = "pocketjudge-criteria-turn"
 REFERENCE_TEMPLATE = "pocketjudge-reference-turn"  # the turn's start: the reference alone
+CHECK_TEMPLATE = "pocketjudge-reference-check"  # the reference, then: does the answer agree?
+CHECK_KEY = "correct"  # the check's reply starts {"correct": and is read over true and false
 TURN_REFERENCE_CHARS = 3000  # a reference is read once per answer: longer ones are cut
 
 
@@ -74,18 +76,22 @@ def expected_level(probs: dict[int, float]) -> float:
     return sum(level * p for level, p in probs.items()) / total
 
 
-def turn_criteria(rule: ScoringRule, reference: str | None, criteria: bool = True) -> ReplyCriteria:
+def turn_criteria(
+    rule: ScoringRule, reference: str | None, criteria: bool = True, check: bool = False
+) -> ReplyCriteria:
     """What the backend reads on from each answer's read: the judge's turn naming the
     criteria of `rule` (and the reference, cut to TURN_REFERENCE_CHARS), each criterion's
     key and its levels; without `criteria`, the turn quoting the reference alone (its
-    likelihood after the answer is what is read)."""
+    likelihood after the answer is what is read), and with `check` asking whether the
+    answer gives the reference's result (the judge's true or false is read too)."""
     # as the rendered turn quotes it (tidied), so the backend finds its tokens there
     cut = squeeze_blank_lines(reference[:TURN_REFERENCE_CHARS]).strip() if reference else None
     prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut or None)
     if not criteria:
         assert cut, "a turn without criteria quotes a reference"
-        message = get_template(REFERENCE_TEMPLATE).render(prompt)[-1].content
-        return ReplyCriteria(message, (), (), reference=cut)
+        template = CHECK_TEMPLATE if check else REFERENCE_TEMPLATE
+        message = get_template(template).render(prompt)[-1].content
+        return ReplyCriteria(message, (), (), reference=cut, check=CHECK_KEY if check else None)
     message = get_template(TURN_TEMPLATE).render(prompt)[-1].content
     levels = tuple(
         tuple(str(level) for level in range(spec.scale_min, spec.scale_max + 1))

@@ -70,6 +70,10 @@ class StateHead(BaseModel):
     # reference's own words (those the request does not hold) each answer states
     # (app/deciding/reference_words.py; read from the text, no model read)
     reference_words_weight: float = Field(default=0.0, ge=0.0)
+    # pairwise with a reference, read on from the head's reads: the score adds this times A's
+    # lead in the log-odds of the judge's own "true" when asked whether the answer gives the
+    # reference's result (the check, app/deciding/criterion_reads.py)
+    reference_check_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -211,6 +215,7 @@ REFERENCE_SHARES = {
     "reference_criteria": "the criterion scores read with it",
     "reference_likelihood": "how likely it is after each answer",
     "reference_words": "how much of what it states each answer states",
+    "reference_check": "the judge's check of each answer against it",
 }
 
 

@@ -60,7 +60,7 @@ def head_judgment(
     the criterion scores are read on from the same reads (criterion_reads.turn_criteria);
     with `levels`, a criterion head gives them from the same reads (no read of their own)."""
     ask = criteria.ask if criteria is not None else None
-    features, likelihoods, found, references = read_features(item, head, source, ask)
+    features, likelihoods, found, references, checks = read_features(item, head, source, ask)
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
@@ -70,26 +70,43 @@ def head_judgment(
         similarities = _similarities(item, head)
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if levels is not None:
-        shift = _reference_shift(item, levels, references)
+        shift = _reference_shift(item, levels, references, checks)
         judgment = _with_head_levels(judgment, item, levels, features, likelihoods, shift)
     if criteria is None:
         return judgment
     if criteria.ask.keys:
         judgment = with_turn_criteria(judgment, found, criteria.rule)
-    return _with_reference_likelihoods(judgment, references)
+    return _with_reference_leads(judgment, references, checks)
 
 
-def _with_reference_likelihoods(judgment: Judgment, references: list[Any]) -> Judgment:
+def _with_reference_leads(
+    judgment: Judgment, references: list[Any], checks: list[float | None]
+) -> Judgment:
     """A verdict's parts with A's lead in the reference's mean log-probability after each
-    answer (`reference_likelihood_difference`), where both were read."""
+    answer (`reference_likelihood_difference`) and in the log-odds of the judge's check
+    (`reference_check_difference`), each where both answers' were read."""
     parts = judgment.verdict_parts
-    means = _reference_means(references)
-    if parts is None or len(means) != 2 or None in means:
+    if parts is None:
         return judgment
-    lead = round(means[0] - means[1], 4)  # type: ignore[operator]
-    return judgment.model_copy(
-        update={"verdict_parts": {**parts, "reference_likelihood_difference": lead}}
-    )
+    leads = {}
+    means = _reference_means(references)
+    if len(means) == 2 and None not in means:
+        leads["reference_likelihood_difference"] = round(means[0] - means[1], 4)  # type: ignore[operator]
+    if len(checks) == 2 and None not in checks:
+        first, second = (check_log_odds(p) for p in checks)  # type: ignore[arg-type]
+        leads["reference_check_difference"] = round(first - second, 4)
+    if not leads:
+        return judgment
+    return judgment.model_copy(update={"verdict_parts": {**parts, **leads}})
+
+
+CHECK_FLOOR = 1e-6  # a check's probability is kept this far from 0 and 1 (finite log-odds)
+
+
+def check_log_odds(p_true: float) -> float:
+    """The log-odds of the judge's "true" to a check (clipped: finite)."""
+    p = min(max(p_true, CHECK_FLOOR), 1 - CHECK_FLOOR)
+    return float(np.log(p / (1 - p)))
 
 
 @dataclass(frozen=True)
@@ -110,13 +127,16 @@ class LevelAsk:
     reference: str | None = None  # in use: the levels move with it (reference_shift)
 
 
-def _reference_shift(item: JudgeItem, ask: LevelAsk, references: list[Any]) -> np.ndarray | None:
+def _reference_shift(
+    item: JudgeItem, ask: LevelAsk, references: list[Any], checks: list[float | None]
+) -> np.ndarray | None:
     """Each answer's shift in level points for what the reference in use shows of it."""
     if not (ask.reference and ask.head.reads_reference):
         return None
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
-    return ask.head.reference_shift(shares, _reference_means(references))
+    odds = [None if p is None else check_log_odds(p) for p in checks]
+    return ask.head.reference_shift(shares, _reference_means(references), odds)
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -149,10 +169,10 @@ def _with_head_levels(
 
 def read_features(
     item: JudgeItem, head: StateHead, source: Any, criteria: ReplyCriteria | None = None
-) -> tuple[list[np.ndarray | None], Likelihoods, list[Any], list[Any]]:
+) -> tuple[list[np.ndarray | None], Likelihoods, list[Any], list[Any], list[float | None]]:
     """Each answer's pooled states, (for a head that reads replies) likelihood features,
-    and (with `criteria`) the level probabilities of each criterion read on from it and
-    the log-probabilities of the reference's tokens after it."""
+    and (with `criteria`) the level probabilities of each criterion read on from it, the
+    log-probabilities of the reference's tokens after it and its check's probability."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
         likelihoods = bool(head.likelihood or head.grade_likelihood)
@@ -166,13 +186,14 @@ def read_features(
             [r.features() if likelihoods else None for r in readings],
             [r.criteria for r in readings],
             [r.reference for r in readings],
+            [r.check for r in readings],
         )
     features: list[np.ndarray | None] = [
         source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
         for a in item.answers
     ]
     nothing = [None] * len(item.answers)
-    return features, list(nothing), list(nothing), list(nothing)
+    return features, list(nothing), list(nothing), list(nothing), list(nothing)
 
 
 def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
@@ -246,6 +267,7 @@ def with_reference_reading(
     likelihood_weight: float = 0.0,
     words_weight: float = 0.0,
     words_lead: float | None = None,
+    check_weight: float = 0.0,
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
@@ -253,7 +275,9 @@ def with_reference_reading(
     reference is after each answer (`reference_likelihood_difference`, where the criteria
     were read on from the head's reads), plus `words_weight` times A's lead in the share of
     the reference's own words it states (`words_lead`, app/deciding/reference_words.py,
-    recorded as `reference_words_difference`). The head reads no reference; these do, so
+    recorded as `reference_words_difference`), plus `check_weight` times A's lead in the
+    log-odds of the judge's check against the reference (`reference_check_difference`, where
+    it was read on). The head reads no reference; these do, so
     this is how a reference naming the right answer moves the verdict. The share is the
     verdict's part "reference". Unchanged without what a nonzero weight reads."""
     parts = judgment.verdict_parts
@@ -272,6 +296,9 @@ def with_reference_reading(
         shares["reference_likelihood"] = likelihood_weight * lead
     if words_weight and words_lead is not None:
         shares["reference_words"] = words_weight * words_lead
+    lead = parts.get("reference_check_difference")
+    if check_weight and lead is not None:
+        shares["reference_check"] = check_weight * lead
     share = round(sum(shares.values()), 4)
     if not share:  # the verdict stands; a words lead read is kept beside it
         return (

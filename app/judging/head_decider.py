@@ -77,8 +77,11 @@ class HeadDecider:
         truncated = cut_by_head(item, head)
         reference = item.reference if settings.use_reference else None
         on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
-        # the reference's likelihood is read where a weight uses it (or criteria come with it)
-        wanted = reference if head.reference_likelihood_weight else None
+        # the reference's likelihood (and check) is read where a weight uses it (or criteria
+        # come with it)
+        wanted = (
+            reference if head.reference_likelihood_weight or head.reference_check_weight else None
+        )
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
         if not (settings.with_criteria and resolved.rule.specs and self.reads_for(head)):
@@ -101,13 +104,14 @@ class HeadDecider:
         turn = self.reference_turn(resolved, wanted) if on_reads else None
         return Plan(item, protocol, resolved, base, calls=calls, by_head=True, turn=turn)
 
-    @staticmethod
-    def reference_turn(resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
-        """The reference read on from the head's reads (its likelihood after each answer)."""
+    def reference_turn(self, resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
+        """The reference read on from the head's reads (its likelihood after each answer, and
+        the judge's check of the answer against it where the head weighs that)."""
         if not reference:
             return None
+        check = bool(self.settings.head.reference_check_weight)
         return TurnAsk(
-            criterion_reads.turn_criteria(resolved.rule, reference, False), resolved.rule
+            criterion_reads.turn_criteria(resolved.rule, reference, False, check), resolved.rule
         )
 
     def criterion_calls(
@@ -223,6 +227,7 @@ class HeadDecider:
             head.reference_likelihood_weight,
             head.reference_words_weight,
             words,
+            head.reference_check_weight,
         )
 
 
@@ -245,6 +250,8 @@ def reference_note(config: JudgeConfig) -> str | None:
         reads.append("how much of what the reference states each answer states")
     if head.reference_likelihood_weight and head.reads == "reply" and pairs:
         reads.append("how much likelier the reference is after one answer than the other")
+    if head.reference_check_weight and head.reads == "reply" and pairs:
+        reads.append("the judge's own check of each answer against it (same result or not)")
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
     if config.judge.criterion_scores and head.reference_weight and pairs:

@@ -43,7 +43,7 @@ from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
 from models.backends.likelihood_reader import Continuation, LikelihoodReader
 from models.backends.likelihood_reader import Reading as ReplyReading
-from models.backends.reply_criteria import continuation
+from models.backends.reply_criteria import continuation, split_check
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
 from models.backends.state_reader import StateReader, load_lora, set_lora
@@ -310,8 +310,11 @@ class LlamaCppBackend:
                 logprobs, free = given.logprobs, given.logprobs[:0]
             states = pooled(given.states)
             reference = given.scored if criteria is not None and criteria.reference else None
+            values, check = split_check(given.values, criteria)
             readings.append(
-                AnswerReading(logprobs, free, states, criteria=given.values, reference=reference)
+                AnswerReading(
+                    logprobs, free, states, criteria=values, reference=reference, check=check
+                )
             )
         return readings
 

@@ -10,7 +10,8 @@ level probabilities are read where its value goes, with the look-ahead the engin
 score mode uses ("1" starts 1 and 10). The request and the answer are never read
 again: a criterion costs its few reply tokens, the turn is read once per answer. Where
 the turn quotes a reference answer, the log-probability of each of its tokens is read
-there: an answer that reached the right result makes the reference likely after it.
+there: an answer that reached the right result makes the reference likely after it. A check
+(`ReplyCriteria.check`) is one more reply read the same way, over true and false.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from models.backends.base import Message
 from models.backends.likelihood_reader import Continuation
 from models.backends.value_reader import candidate_probs
-from models.readings import SYSTEM_PROMPT, ReplyCriteria
+from models.readings import CHECK_LEVELS, SYSTEM_PROMPT, ReplyCriteria
 
 _ANSWER_SLOT = "PJ-ANSWER-SLOT-7F3A"
 _TURN_SLOT = "PJ-TURN-SLOT-7F3A"
@@ -56,16 +57,28 @@ def continuation(backend: Any, criteria: ReplyCriteria) -> Continuation:
     pieces.append(_tokens(backend, found, special=False))
     pieces.append(_tokens(backend, after, special=backend.has_chat_template))
     turn = [t for piece in pieces for t in piece]
-    branches = tuple(
-        tuple(_tokens(backend, f'{{"{key}": ', special=False)) for key in criteria.keys
-    )
+    keys = criteria.keys + ((criteria.check,) if criteria.check else ())
+    levels = criteria.levels + ((CHECK_LEVELS,) if criteria.check else ())
+    branches = tuple(tuple(_tokens(backend, f'{{"{key}": ', special=False)) for key in keys)
     table = backend.token_table
 
     def reading(n: int, logits: Any) -> Any:
-        return candidate_probs(table, logits, "", criteria.levels[n])
+        return candidate_probs(table, logits, "", levels[n])
 
     scored = (len(pieces[0]), len(pieces[0]) + len(pieces[1]))
     return Continuation(tuple(turn), branches, reading, scored)
+
+
+def split_check(
+    values: tuple[dict[str, float], ...] | None, criteria: ReplyCriteria | None
+) -> tuple[tuple[dict[str, float], ...] | None, float | None]:
+    """A continuation's values split into the criteria's and the check's probability of
+    true (None where no check was asked or no probability fell on either level)."""
+    if values is None or criteria is None or not criteria.check:
+        return values, None
+    *found, last = values
+    total = sum(last.get(level, 0.0) for level in CHECK_LEVELS)
+    return tuple(found), (last.get(CHECK_LEVELS[0], 0.0) / total if total else None)
 
 
 def _tokens(backend: Any, text: str, special: bool) -> list[int]:

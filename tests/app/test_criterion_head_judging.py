@@ -15,8 +15,9 @@ import pytest
 from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.rubrics import load_rubric
 from app.deciding.criterion_head import CriterionHead, head_levels, load_criterion_head
-from app.deciding.state_head import StateHead
+from app.deciding.state_head import StateHead, reference_signals
 from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.head_decider import reference_note
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.ui.views import criteria_agreement_note
@@ -177,6 +178,21 @@ def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
     assert "moved by what the reference shows" in note
 
 
+def test_a_head_that_weighs_the_check_reads_it_and_adds_its_share(tiny, heads):
+    service, _ = tiny
+    verdict, criteria = _reading_reference(heads)
+    checking = verdict.model_copy(update={"reference_check_weight": 3.0})
+    judged = service.judge(CAPITAL_PAIR, _config((checking, criteria)))
+    plain = service.judge(CAPITAL_PAIR, _config((verdict, criteria)))
+    parts, before = judged.verdict_parts, plain.verdict_parts
+    lead = parts["reference_check_difference"]
+    assert lead != 0.0 and "reference_check_difference" not in before
+    assert parts["reference_check"] == pytest.approx(3.0 * lead, abs=1e-3)
+    assert parts["reference"] == pytest.approx(before["reference"] + 3.0 * lead, abs=2e-3)
+    assert "reference_check" in reference_signals(parts)
+    assert "the judge's own check" in (reference_note(_config((checking, criteria))) or "")
+
+
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
     service, _ = tiny
     config = _config(_reading_reference(heads), Protocol.SINGLE)
@@ -200,6 +216,14 @@ def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
     # beyond the range the fit saw, the likelihood's part does not grow
     bounded = replace(head, reference_likelihood_bound=0.25)
     assert bounded.reference_shift([0.5, 0.5], [-1.0, -7.0]).tolist() == pytest.approx([0.5, -0.5])
+    # the judge's check moves them by its centred log-odds; a head with it alone reads one
+    checking = replace(head, reference_check=0.5)
+    shift = checking.reference_shift([1.0, 0.0], [-1.0, -2.0], [2.0, -2.0])
+    assert shift.tolist() == pytest.approx([3.0 + 1.0, -3.0 - 1.0])
+    assert checking.reference_shift([1.0, 0.0], [-1.0, -2.0], [2.0, None]).tolist() == (
+        pytest.approx([3.0, -3.0])
+    )
+    assert replace(criteria, reference_check=0.5).reads_reference
 
 
 def test_a_rubric_is_read_apart(tiny, heads):
@@ -225,9 +249,12 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     criteria.save(path)
     again = load_criterion_head(path)
     assert again.criteria == criteria.criteria and np.allclose(again.weights, criteria.weights)
-    replace(criteria, reference_words=3.5, reference_likelihood=1.25).save(path)
+    replace(criteria, reference_words=3.5, reference_likelihood=1.25, reference_check=0.5).save(
+        path
+    )
     found = CriterionHead.load(path)
     assert (found.reference_words, found.reference_likelihood) == (3.5, 1.25)
+    assert found.reference_check == 0.5
     with np.load(path) as data:  # a file written before the reference's weights: none
         older = {k: data[k] for k in data.files if not k.startswith("reference_")}
     np.savez(tmp_path / "older.npz", **older)

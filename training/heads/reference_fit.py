@@ -7,12 +7,15 @@ The pairs are training/datasets/reference_decided.py's (one answer agrees with t
 label). Each pair is judged once through the engine, criteria and reference read on from
 the head's reads as a user's page reads them; the judgment keeps the head's own logit,
 A's lead in the reference's likelihood after each answer
-(`reference_likelihood_difference`) and the criterion scores read with the reference.
-Judgments are saved row by row, so a stopped run goes on.
+(`reference_likelihood_difference`), A's lead in the log-odds of the judge's check of each
+answer against the reference (`reference_check_difference`: asked after the reference
+whether the answer gives its result, the judge's true against false) and the criterion
+scores read with the reference. Judgments are saved row by row, so a stopped run goes on.
 
-Two signals of the reference are candidates: the likelihood lead, and A's lead in the
-share of the reference's own words each answer states (app/deciding/reference_words.py,
-read from the text, at no cost). Each candidate (either alone, or both) gets the
+Three signals of the reference are candidates: the likelihood lead, the check's lead, and
+A's lead in the share of the reference's own words each answer states
+(app/deciding/reference_words.py, read from the text, at no cost). Each candidate
+(`CANDIDATES`) gets the
 maximum-likelihood weights >= 0 with the head's logit as a fixed offset
 (training/datasets/reference_pairs.fit_weights), and the one with the best
 request-grouped cross-validation on `train.jsonl` alone is chosen (the cheaper on a tie).
@@ -48,9 +51,15 @@ CANDIDATES = {
     "the reference's words": ("words",),
     "the reference's likelihood": ("lead",),
     "both": ("words", "lead"),
+    "the judge's check": ("check",),
+    "both and the check": ("words", "lead", "check"),
 }
 # where each chosen signal's weight goes in a state head (app/deciding/state_head.py)
-HEAD_FIELDS = {"words": "reference_words_weight", "lead": "reference_likelihood_weight"}
+HEAD_FIELDS = {
+    "words": "reference_words_weight",
+    "lead": "reference_likelihood_weight",
+    "check": "reference_check_weight",
+}
 CODING_PAIR = JudgeItem(
     id="coding-pair",
     question="Write a Python function that returns the second largest distinct value of a "
@@ -90,21 +99,24 @@ def with_reference_read(config: Any) -> Any:
     from dataclasses import replace
 
     head = config.parts.head
-    if head is None or head.reference_likelihood_weight:
+    if head is None:
         return config
-    head = head.model_copy(update={"reference_likelihood_weight": 1e-9})
+    fields = ("reference_likelihood_weight", "reference_check_weight")
+    head = head.model_copy(update={f: getattr(head, f) or 1e-9 for f in fields})
     return replace(config, parts=replace(config.parts, head=head))
 
 
 def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[str, np.ndarray]:
     """Per pair: the head's logit, the likelihood lead, the reference's words' lead, the
-    criteria's lead (where they were read), A's length lead, and whether A is right."""
-    heads, leads, words, criteria, longer, a_wins = [], [], [], [], [], []
+    check's lead, the criteria's lead (where they were read), A's length lead, and whether
+    A is right."""
+    heads, leads, words, checks, criteria, longer, a_wins = [], [], [], [], [], [], []
     for row, judgment in zip(rows, judgments, strict=True):
         assert row.item is not None and row.item.label is not None
         parts = judgment.verdict_parts or {}
         heads.append(head_score(judgment))
         leads.append(parts.get("reference_likelihood_difference", 0.0))
+        checks.append(parts.get("reference_check_difference", 0.0))
         item = row.item
         words.append(reference_words_lead(item.answers, item.reference or "", item.question))
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
@@ -115,6 +127,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         "head": np.array(heads),
         "lead": np.array(leads),
         "words": np.array([w or 0.0 for w in words]),
+        "check": np.array(checks),
         "criteria": np.array(criteria),
         "longer": np.array(longer, dtype=float),
         "a_wins": np.array(a_wins, dtype=float),
@@ -143,6 +156,7 @@ def accuracies(found: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
         "verdict without it (the head)": right(found["head"]),
         "the reference's likelihood alone": right(found["lead"]),
         "the reference's words alone": right(found["words"]),
+        "the judge's check alone": right(found["check"]),
         "the longer answer": right(found["longer"]),
         "the shorter answer": right(-found["longer"]),
     }
@@ -198,6 +212,7 @@ def report(
             "with_the_reference": "A" if with_weights(one, weights)[0] > 0 else "B",
             "reference_likelihood_difference": round(float(one["lead"][0]), 4),
             "reference_words_difference": round(float(one["words"][0]), 4),
+            "reference_check_difference": round(float(one["check"][0]), 4),
         },
     }
 
@@ -243,7 +258,8 @@ def render(result: dict[str, Any]) -> str:
         f"The coding pair (right answer A): the head says {coding['head']}, with the "
         f"reference {coding['with_the_reference']} (likelihood lead "
         f"{coding['reference_likelihood_difference']}, words lead "
-        f"{coding['reference_words_difference']}).",
+        f"{coding['reference_words_difference']}, check lead "
+        f"{coding.get('reference_check_difference', 0.0)}).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -4,11 +4,12 @@
                                               [--head NPZ] [--write]
 
 With a reference in use, the criterion head (app/deciding/criterion_head.py) moves every
-criterion of an answer by `words * share + likelihood * mean lp` (each centred over the
-item's answers): the share of the reference's own words the answer states and the
-reference's mean log-probability after it, the two readings of the reference the verdict
-adds too. This fits the two weights on the pairs of training/datasets/reference_decided.py
-(one answer agrees with the reference, the label), as judged by
+criterion of an answer by `words * share + likelihood * mean lp + check * log-odds` (each
+centred over the item's answers): the share of the reference's own words the answer
+states, the reference's mean log-probability after it and the log-odds of the judge's
+check of the answer against it, the readings of the reference the verdict adds too. This
+fits their weights on the pairs of training/datasets/reference_decided.py (one answer
+agrees with the reference, the label), as judged by
 `python -m training.heads.reference_fit --reading-cache DIR` (its run folder holds the
 judgments and, under readings*/, each answer's read, from which the criterion head's own
 levels are computed here as the engine computes them).
@@ -18,7 +19,7 @@ plus the shift's. The fit is the verdict's (training/datasets/reference_pairs.fi
 weights >= 0, maximum likelihood) with `k * L` as the fixed offset, `k` the verdict head's
 logits per level point of `L` on the criterion head's own training pairs (Auto-J, least
 squares through 0), so the weights come back to level points divided by `k`. Candidates
-(words, likelihood, both) are chosen by request-grouped cross-validation of the criteria's
+(`CANDIDATES`) are chosen by request-grouped cross-validation of the criteria's
 own decision on `train.jsonl`; `test.jsonl` is read after, beside the criteria without the
 reference, the verdict head alone, and the longer and the shorter answer, overall and by
 family.
@@ -52,8 +53,13 @@ CANDIDATES = {
     "the reference's words": ("words",),
     "the reference's likelihood": ("lead",),
     "both": ("words", "lead"),
+    "both and the judge's check": ("words", "lead", "check"),
 }
-HEAD_FIELDS = {"words": "reference_words", "lead": "reference_likelihood"}
+HEAD_FIELDS = {
+    "words": "reference_words",
+    "lead": "reference_likelihood",
+    "check": "reference_check",
+}
 
 
 def pair_table(
@@ -149,6 +155,7 @@ def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
     bound = 2 * (weights.get("reference_likelihood_bound") or np.inf)
     shift = weights.get("reference_words", 0.0) * table["words"]
     shift = shift + weights.get("reference_likelihood", 0.0) * np.clip(table["lead"], -bound, bound)
+    shift = shift + weights.get("reference_check", 0.0) * table["check"]
     won = table["a_wins"] == 1
 
     def right(lead: np.ndarray) -> float:

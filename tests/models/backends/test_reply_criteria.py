@@ -2,7 +2,7 @@
 level probabilities equal those of an independent read of the whole sequence (the request,
 the answer, the judge's turn and the reply up to the value) by llama-cpp-python, look-ahead
 included; the answer's own read is the same with or without them, and the reader's cache
-is left as it was."""
+is left as it was. A check (true or false, after the criteria) is read the same way."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from models.backends.likelihood_reader import BRANCHES
-from models.backends.reply_criteria import continuation, turn_text
+from models.backends.reply_criteria import continuation, split_check, turn_text
 from models.backends.value_reader import Feed, candidate_probs
 from models.foundation.errors import BackendError
-from models.readings import ReplyCriteria
+from models.readings import CHECK_LEVELS, ReplyCriteria
 
 QUESTION = "Which planet is closest to the sun?"
 ANSWERS = ("Mercury.", "Venus is the hottest planet, but the closest one is Mercury.")
@@ -149,3 +149,34 @@ def test_the_reference_after_each_answer_is_read_as_a_whole_sequence_reads_it(
         assert reading.reference.shape == (end - begin,)
         np.testing.assert_allclose(reading.reference, expected, atol=2e-3)
     assert backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0].reference is None
+
+
+@pytest.mark.parametrize("keys", [(), ("accuracy",)])
+def test_a_check_is_read_after_the_criteria_as_a_whole_sequence_reads_it(
+    backend, full_reader, keys
+):
+    reference = "Mercury is the closest planet to the sun."
+    message = f"A reference answer:\n{reference}\n\nDoes the reply above give its result?"
+    levels = (TEN,) * len(keys)
+    checked = ReplyCriteria(message, keys, levels, reference=reference, check="correct")
+    readings = backend.read_answers(QUESTION, ANSWERS, False, checked)
+    # the same turn with the check as one more criterion over true and false
+    whole = ReplyCriteria(message, (*keys, "correct"), (*levels, CHECK_LEVELS))
+    for answer, reading in zip(ANSWERS, readings, strict=True):
+        *criteria, check = _expected(backend, full_reader, answer, whole)
+        assert len(reading.criteria) == len(keys)
+        for found, expected in zip(reading.criteria, criteria, strict=True):
+            _assert_same(found, expected)
+        assert reading.check == pytest.approx(check["true"] / sum(check.values()), abs=2e-3)
+        assert 0.0 < reading.check < 1.0
+    plain = backend.read_answers(QUESTION, ANSWERS[:1], False, CRITERIA)[0]
+    assert plain.check is None  # asked for no check
+
+
+def test_split_check_keeps_the_criteria_and_gives_the_share_of_true():
+    values = ({"1": 0.2, "2": 0.8}, {"true": 0.3, "false": 0.1})
+    asked = ReplyCriteria("m", ("a",), (("1", "2"),), check="correct")
+    assert split_check(values, asked) == (values[:1], pytest.approx(0.75))
+    assert split_check(values, CRITERIA) == (values, None)  # no check asked
+    nothing = ({"true": 0.0, "false": 0.0},)
+    assert split_check(nothing, ReplyCriteria("m", (), (), check="c")) == ((), None)

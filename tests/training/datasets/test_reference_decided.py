@@ -90,6 +90,7 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
         "head": np.array([1.0, -1.0, -0.5, -0.5]),
         "lead": np.array([0.1, 0.5, -1.0, -0.2]),
         "words": np.array([0.0, -0.5, 0.5, -1.0]),
+        "check": np.array([2.0, 1.0, -1.0, 3.0]),
         "criteria": np.array([0.0, 1.0, -1.0, 1.0]),
         "longer": np.array([10.0, -10.0, 10.0, 10.0]),
         "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
@@ -99,9 +100,12 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
     assert got["verdict with the reference"] == 100.0  # -1 + 4 * 0.5 > 0
     assert got["the reference's likelihood alone"] == 100.0
     assert got["the reference's words alone"] == 25.0  # the first pair's zero counts as wrong
+    assert got["the judge's check alone"] == 75.0  # the last pair wrong
     assert got["the longer answer"] == 25.0 and got["the shorter answer"] == 75.0
     both = accuracies(found, {"lead": 4.0, "words": 2.0})
     assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
+    checked = accuracies(found, {"lead": 4.0, "words": 2.0, "check": 1.0})
+    assert checked["verdict with the reference"] == 100.0  # the second: -1 + 2 - 1 + 1 > 0
 
 
 def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_path):
@@ -117,6 +121,7 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
         "head": rng.normal(0, 0.5, n),
         "words": signs * rng.uniform(0.2, 1.0, n) * (rng.random(n) < 0.9),  # mostly right
         "lead": rng.normal(0, 1.0, n),  # noise
+        "check": rng.normal(0, 1.0, n),  # noise
         "a_wins": a_wins.astype(float),
     }
     groups = [f"q{i // 2}" for i in range(n)]
@@ -132,11 +137,11 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
 
     written = load_state_head(head)
     assert written.reference_words_weight == choice["weights"]["words"]
-    assert written.reference_likelihood_weight == 0.0
+    assert written.reference_likelihood_weight == written.reference_check_weight == 0.0
     assert "the reference's words" in str(written.fitted_on["reference_signals"])
 
 
-def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
+def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
     from app.io.reader import InputRow
     from app.records import JudgeItem, Label
     from training.heads.reference_fit import features
@@ -152,11 +157,13 @@ def test_features_read_the_heads_own_logit_and_the_likelihood_lead():
             "reference": 0.8,
             "score": 1.1,
             "reference_likelihood_difference": 0.2,
+            "reference_check_difference": -1.5,
         },
     )
     found = features([InputRow(line=1, item=item, error=None, raw=None)], [judgment])
     assert found["head"][0] == pytest.approx(0.3)
     assert found["lead"][0] == pytest.approx(0.2)
+    assert found["check"][0] == pytest.approx(-1.5)
     assert found["words"][0] == 0.0  # no reference: no words lead
     assert found["longer"][0] == 1.0 and found["a_wins"][0] == 0.0
 
@@ -169,6 +176,8 @@ def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():
     head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
     config = with_reference_read(JudgeConfig(parts=JudgeParts(head=head)))
     assert 0 < config.parts.head.reference_likelihood_weight < 1e-6
+    assert 0 < config.parts.head.reference_check_weight < 1e-6  # the check is read too
     weighted = JudgeConfig(parts=JudgeParts(head=head.model_copy(
-        update={"reference_likelihood_weight": 3.0})))  # fmt: skip
-    assert with_reference_read(weighted) is weighted
+        update={"reference_likelihood_weight": 3.0, "reference_check_weight": 2.0})))  # fmt: skip
+    read = with_reference_read(weighted).parts.head
+    assert (read.reference_likelihood_weight, read.reference_check_weight) == (3.0, 2.0)

@@ -11,7 +11,7 @@ from training.heads.reference_levels import accuracies, chosen, render, report
 
 def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
     """Pairs whose criteria lean to the polished wrong answer; the reference's words tell
-    the right one; its likelihood is noise."""
+    the right one; its likelihood and the judge's check are noise."""
     rng = np.random.default_rng(seed)
     a_wins = (np.arange(pairs) % 2).astype(float)
     sign = 2 * a_wins - 1
@@ -19,6 +19,7 @@ def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
         "levels": -0.4 * sign + 0.1 * rng.normal(size=pairs),  # wrong way round
         "words": 0.5 * sign + 0.05 * rng.normal(size=pairs),
         "lead": rng.normal(size=pairs),
+        "check": rng.normal(size=pairs),
         "head": -sign,
         "longer": -sign * 10.0,
         "a_wins": a_wins,
@@ -64,3 +65,13 @@ def test_the_likelihoods_bound_is_the_fits_largest_and_held_out_leads_stay_withi
     far = {**train, "lead": 50.0 * (2 * train["a_wins"] - 1)}
     # a lead far beyond the fit's counts as the largest it saw: the same decisions
     assert accuracies(far, weights) == accuracies(train, weights)
+
+
+def test_the_check_turns_criteria_where_only_it_tells_the_right_answer():
+    train = _table(60, 6)
+    train["check"] = 2.0 * (2 * train["a_wins"] - 1)  # the judge's check tells it
+    train["words"] = np.zeros(60)
+    found = chosen(train, k=2.0)
+    assert found["chosen"] == "both and the judge's check"
+    assert found["weights"]["reference_check"] > 0.8 / 2.0
+    assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
