@@ -64,8 +64,10 @@ class CriterionHead:
     # the largest centred likelihood seen in the fit: beyond it the shift does not grow
     # (one answer that repeats the reference word for word leads by nats no fit saw); 0: none
     reference_likelihood_bound: float = 0.0
-    # per unit of log-odds of the judge's check (true: the answer gives the reference's result)
+    # per unit of log-odds of the judge's check (true: the answer gives the reference's result),
+    # kept within the largest centred log-odds the fit saw (0: no bound)
     reference_check: float = 0.0
+    reference_check_bound: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
@@ -80,14 +82,13 @@ class CriterionHead:
     ) -> np.ndarray:
         """Each answer's shift in level points: its share of the reference's own words, the
         reference's mean log-probability after it and the log-odds of the judge's check,
-        each centred over the answers (the likelihood's kept within the fit's bound; a
-        signal missing for any answer adds nothing)."""
+        each centred over the answers (the likelihood's and the check's kept within the fit's
+        bounds; a signal missing for any answer adds nothing)."""
         shift = np.zeros(len(shares))
-        bound = self.reference_likelihood_bound or np.inf
         for weight, values, limit in (
             (self.reference_words, shares, np.inf),
-            (self.reference_likelihood, means, bound),
-            (self.reference_check, checks, np.inf),
+            (self.reference_likelihood, means, self.reference_likelihood_bound or np.inf),
+            (self.reference_check, checks, self.reference_check_bound or np.inf),
         ):
             if weight and values and all(v is not None for v in values):
                 found = np.asarray(values, dtype=np.float64)
@@ -142,6 +143,7 @@ class CriterionHead:
             reference_likelihood=np.float64(self.reference_likelihood),
             reference_likelihood_bound=np.float64(self.reference_likelihood_bound),
             reference_check=np.float64(self.reference_check),
+            reference_check_bound=np.float64(self.reference_check_bound),
             **arrays,
         )
 
@@ -175,6 +177,7 @@ REFERENCE = (
     "reference_likelihood",
     "reference_likelihood_bound",
     "reference_check",
+    "reference_check_bound",
 )
 ARRAYS = (
     "state_mean",

@@ -224,6 +224,10 @@ def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
         pytest.approx([3.0, -3.0])
     )
     assert replace(criteria, reference_check=0.5).reads_reference
+    bounded = replace(checking, reference_check_bound=1.0)  # beyond the fit's: no further
+    assert bounded.reference_shift([0.5, 0.5], [-1.0, -1.0], [4.0, -4.0]).tolist() == (
+        pytest.approx([0.5, -0.5])
+    )
 
 
 def test_a_rubric_is_read_apart(tiny, heads):

@@ -138,10 +138,13 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     signals = CANDIDATES[best]
     weights = fit_weights(offsets, columns(signals), table["a_wins"])
     chosen_weights = {HEAD_FIELDS[n]: round(float(w) / k, 4) for n, w in zip(signals, weights)}
-    if "lead" in signals:  # a pair's centred likelihood is half its lead
-        chosen_weights["reference_likelihood_bound"] = round(
-            float(np.abs(table["lead"]).max()) / 2, 4
-        )
+    # a pair's centred value is half its lead: the largest seen is each one's bound
+    for signal, field in (
+        ("lead", "reference_likelihood_bound"),
+        ("check", "reference_check_bound"),
+    ):
+        if signal in signals:
+            chosen_weights[field] = round(float(np.abs(table[signal]).max()) / 2, 4)
     return {
         "logits_per_level": round(k, 4),
         "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
@@ -152,10 +155,10 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
 
 def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero lead counts as wrong)."""
-    bound = 2 * (weights.get("reference_likelihood_bound") or np.inf)
     shift = weights.get("reference_words", 0.0) * table["words"]
-    shift = shift + weights.get("reference_likelihood", 0.0) * np.clip(table["lead"], -bound, bound)
-    shift = shift + weights.get("reference_check", 0.0) * table["check"]
+    for signal, name in (("lead", "reference_likelihood"), ("check", "reference_check")):
+        bound = 2 * (weights.get(f"{name}_bound") or np.inf)
+        shift = shift + weights.get(name, 0.0) * np.clip(table[signal], -bound, bound)
     won = table["a_wins"] == 1
 
     def right(lead: np.ndarray) -> float:

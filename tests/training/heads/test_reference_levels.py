@@ -74,4 +74,5 @@ def test_the_check_turns_criteria_where_only_it_tells_the_right_answer():
     found = chosen(train, k=2.0)
     assert found["chosen"] == "both and the judge's check"
     assert found["weights"]["reference_check"] > 0.8 / 2.0
+    assert found["weights"]["reference_check_bound"] == pytest.approx(1.0)  # half the largest
     assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
