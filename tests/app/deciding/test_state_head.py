@@ -203,6 +203,8 @@ def test_the_app_says_what_moved_a_head_verdict():
     turned = head_note({"states": -0.3, "reference": 0.5, "reference_words": 0.5, "score": 0.2})
     assert "a reference reaches it through how much of what it states each answer" in turned
     assert "**The reference decided this verdict**: without it the head leaned to B." in turned
+    checked = head_note({"states": -0.3, "reference": 0.9, "reference_check": 0.9, "score": 0.6})
+    assert "the judge's check of each answer against it" in checked
 
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
