@@ -210,6 +210,8 @@ REFERENCE_ADDS = {
     "the other",
     "reference_words": "how much more of what the reference states one answer states than "
     "the other",
+    "reference_check": "how much surer the judge is that one answer gives the reference's "
+    "result than the other",
 }
 
 
@@ -242,7 +244,8 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
         )
     adds = [REFERENCE_ADDS[name] for name in signals if name in REFERENCE_ADDS]
     if adds:
-        read = f"{read}; the verdict adds {' and '.join(adds)}"
+        listed = ", ".join(adds[:-1]) + f" and {adds[-1]}" if len(adds) > 1 else adds[0]
+        read = f"{read}; the verdict adds {listed}"
     if judgment.criteria_ranking is not None and judgment.ranking is not None:
         if judgment.criteria_ranking[0] == judgment.ranking[0]:
             return f"{read}; they put the same answer first."

@@ -119,5 +119,19 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
         }
     )
     assert "likelier the reference is after one answer" in criteria_agreement_note(likelier)
+    checked = likelier.model_copy(
+        update={
+            "verdict_parts": {
+                "reference_likelihood": 0.2,
+                "reference_words": 0.1,
+                "reference_check": 0.3,
+                "reference": 0.6,
+                "score": 0.9,
+            }
+        }
+    )
+    said = criteria_agreement_note(checked)
+    assert "the reference states one answer states than the other and how much surer" in said
+    assert said.count(" and ") >= 1 and "after the other, how much more" in said
     assert "apart from the verdict's head" in agree  # no reference read into the verdict
     assert "likelier" not in agree
