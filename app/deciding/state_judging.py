@@ -61,6 +61,7 @@ def head_judgment(
     with `levels`, a criterion head gives them from the same reads (no read of their own)."""
     ask = criteria.ask if criteria is not None else None
     features, likelihoods, found, references, checks = read_features(item, head, source, ask)
+    odds = [None if p is None else check_log_odds(p) for p in checks]
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
@@ -70,17 +71,17 @@ def head_judgment(
         similarities = _similarities(item, head)
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if levels is not None:
-        shift = _reference_shift(item, levels, references, checks)
+        shift = _reference_shift(item, levels, references, odds)
         judgment = _with_head_levels(judgment, item, levels, features, likelihoods, shift)
     if criteria is None:
         return judgment
     if criteria.ask.keys:
         judgment = with_turn_criteria(judgment, found, criteria.rule)
-    return _with_reference_leads(judgment, references, checks)
+    return _with_reference_leads(judgment, references, odds)
 
 
 def _with_reference_leads(
-    judgment: Judgment, references: list[Any], checks: list[float | None]
+    judgment: Judgment, references: list[Any], odds: list[float | None]
 ) -> Judgment:
     """A verdict's parts with A's lead in the reference's mean log-probability after each
     answer (`reference_likelihood_difference`) and in the log-odds of the judge's check
@@ -92,9 +93,8 @@ def _with_reference_leads(
     means = _reference_means(references)
     if len(means) == 2 and None not in means:
         leads["reference_likelihood_difference"] = round(means[0] - means[1], 4)  # type: ignore[operator]
-    if len(checks) == 2 and None not in checks:
-        first, second = (check_log_odds(p) for p in checks)  # type: ignore[arg-type]
-        leads["reference_check_difference"] = round(first - second, 4)
+    if len(odds) == 2 and None not in odds:
+        leads["reference_check_difference"] = round(odds[0] - odds[1], 4)  # type: ignore[operator]
     if not leads:
         return judgment
     return judgment.model_copy(update={"verdict_parts": {**parts, **leads}})
@@ -128,14 +128,13 @@ class LevelAsk:
 
 
 def _reference_shift(
-    item: JudgeItem, ask: LevelAsk, references: list[Any], checks: list[float | None]
+    item: JudgeItem, ask: LevelAsk, references: list[Any], odds: list[float | None]
 ) -> np.ndarray | None:
     """Each answer's shift in level points for what the reference in use shows of it."""
     if not (ask.reference and ask.head.reads_reference):
         return None
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
-    odds = [None if p is None else check_log_odds(p) for p in checks]
     return ask.head.reference_shift(shares, _reference_means(references), odds)
 
 

@@ -259,7 +259,7 @@ def render(result: dict[str, Any]) -> str:
         f"reference {coding['with_the_reference']} (likelihood lead "
         f"{coding['reference_likelihood_difference']}, words lead "
         f"{coding['reference_words_difference']}, check lead "
-        f"{coding.get('reference_check_difference', 0.0)}).",
+        f"{coding['reference_check_difference']}).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -109,26 +109,14 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
         update={"criteria_verdict": "A", "verdict_parts": {"reference": 0.4, "score": 0.9}}
     )
     assert "the verdict adds their lead" in criteria_agreement_note(anchored)
-    likelier = anchored.model_copy(
-        update={
-            "verdict_parts": {
-                "reference_likelihood_difference": 0.2,
-                "reference": 0.4,
-                "score": 0.9,
-            }
-        }
-    )
+
+    def with_parts(**parts: float) -> Judgment:
+        return anchored.model_copy(update={"verdict_parts": parts})
+
+    likelier = with_parts(reference_likelihood_difference=0.2, reference=0.4, score=0.9)
     assert "likelier the reference is after one answer" in criteria_agreement_note(likelier)
-    checked = likelier.model_copy(
-        update={
-            "verdict_parts": {
-                "reference_likelihood": 0.2,
-                "reference_words": 0.1,
-                "reference_check": 0.3,
-                "reference": 0.6,
-                "score": 0.9,
-            }
-        }
+    checked = with_parts(
+        reference_likelihood=0.2, reference_words=0.1, reference_check=0.3, reference=0.6, score=0.9
     )
     said = criteria_agreement_note(checked)
     assert "the reference states one answer states than the other and how much surer" in said
