@@ -18,7 +18,9 @@ start from it (one per criterion), side by side as sequences that share the answ
 cells, each ending where a value is read. Where they fit, they are decoded in the same
 batch as the answer (the answer's tokens belong to every sequence): on a CPU a larger
 batch reads several times more tokens a second, so the turn and the replies cost a
-fraction of a read of their own. The answer's read is left in the cache as it was.
+fraction of a read of their own. A read that keeps states fuses only a short turn (its
+every token would be an output, logits and all: FUSED_LOGITS_BYTES). The answer's read is
+left in the cache as it was.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ from models.foundation.errors import BackendError
 BRANCH_ROOM = 2048  # tokens of context after a read, for the turn and replies read after it
 BRANCHES = 16  # replies read side by side after a read (more go in groups)
 LOOK_AHEAD = 4  # cells a reply may take beyond its last token (a value's look-ahead)
+# With states on, llama.cpp makes every token of a batch an output, a vocabulary's logits
+# each (about 0.6 MB on Qwen2.5), and keeps its output buffer at the largest batch it saw: a
+# turn and replies whose logits would take more than this go after the answer's batch, not
+# in it (session 29's check after a reference turn raised the peak by about 300 MB in it).
+FUSED_LOGITS_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,9 @@ class LikelihoodReader:
         answer = list(answer[:room])
         tokens = list(prompt) + answer
         first_output = len(prompt) - 1  # the position that predicts the answer's first token
-        fused = then is not None and self._fits(then, len(tokens) - first_output, len(tokens))
+        fused = then is not None and self._fits(
+            then, len(tokens) - first_output, len(tokens), states
+        )
         values, scored = None, None
         with self._lock:
             start = min(shared_length(self._cached, tokens), first_output)
@@ -149,12 +158,17 @@ class LikelihoodReader:
         )
         return logprobs, found
 
-    def _fits(self, then: Continuation, tail: int, total: int) -> bool:
-        """Whether the answer's tail, the turn and the branches go in one batch."""
+    def _fits(self, then: Continuation, tail: int, total: int, states: bool) -> bool:
+        """Whether the answer's tail, the turn and the branches go in one batch (with
+        `states`, only a short turn and replies: see FUSED_LOGITS_BYTES)."""
         branches = sum(len(b) for b in then.branches)
         cells = total + len(then.turn) + branches + LOOK_AHEAD * len(then.branches)
         return (
             0 < len(then.branches) <= BRANCHES
+            and (
+                not states
+                or (len(then.turn) + branches) * 4 * self._vocab_size <= FUSED_LOGITS_BYTES
+            )
             and tail + len(then.turn) + branches <= READ_CONTEXT
             and cells <= READ_CONTEXT + BRANCH_ROOM
         )

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.backends.likelihood_reader import BRANCHES
+from models.backends import likelihood_reader
+from models.backends.likelihood_reader import BRANCHES, LikelihoodReader
 from models.backends.reply_criteria import continuation, split_check, turn_text
 from models.backends.value_reader import Feed, candidate_probs
 from models.foundation.errors import BackendError
@@ -180,3 +181,34 @@ def test_split_check_keeps_the_criteria_and_gives_the_share_of_true():
     assert split_check(values, CRITERIA) == (values, None)  # no check asked
     nothing = ({"true": 0.0, "false": 0.0},)
     assert split_check(nothing, ReplyCriteria("m", (), (), check="c")) == ((), None)
+
+
+@pytest.mark.parametrize("sentences", [1, 12])  # a turn in the answer's batch, and after it
+def test_a_long_turn_after_a_read_with_states_waits_for_the_answers_batch(
+    backend, full_reader, monkeypatch, sentences
+):
+    """With states on, every token of a batch is an output (a vocabulary's logits each): a
+    turn whose logits would pass FUSED_LOGITS_BYTES (here 100 tokens' worth) is read after
+    the answer's batch, not in it, and gives the same check and reference log-probabilities
+    either way."""
+    room = 100
+    monkeypatch.setattr(likelihood_reader, "FUSED_LOGITS_BYTES", room * 4 * backend.llama.n_vocab())
+    fused = []
+    read_on = LikelihoodReader._read_on
+    monkeypatch.setattr(
+        LikelihoodReader, "_read_on", lambda self, *a: fused.append(1) or read_on(self, *a)
+    )
+    reference = " ".join(["Mercury is the closest planet to the sun."] * sentences)
+    message = f"A reference answer:\n{reference}\n\nDoes the reply above give its result?"
+    checked = ReplyCriteria(message, (), (), reference=reference, check="correct")
+    then = continuation(backend, checked)
+    extra = len(then.turn) + sum(len(branch) for branch in then.branches)
+    assert (extra > room) == (sentences > 1)
+    readings = backend.read_answers(QUESTION, ANSWERS, False, checked)
+    assert len(fused) == (0 if sentences > 1 else len(ANSWERS))
+    whole = ReplyCriteria(message, ("correct",), (CHECK_LEVELS,))
+    for answer, reading in zip(ANSWERS, readings, strict=True):
+        (check,) = _expected(backend, full_reader, answer, whole)
+        assert reading.check == pytest.approx(check["true"] / sum(check.values()), abs=2e-3)
+        expected = _reference_expected(backend, full_reader, answer, checked)
+        np.testing.assert_allclose(reading.reference, expected, atol=2e-3)
