@@ -72,6 +72,17 @@ class RunSettings(BaseModel):
         label="Use the reference answer",
         help="When an item has a reference answer, the judge sees it. Anchored grading needs it.",
     )
+    run_code: bool = _setting(
+        False,
+        flag="--run-code",
+        widget="toggle",
+        label="Run code answers against a reference function",
+        help="Pairs whose reference is a Python function: each answer's function is run beside "
+        "it on the same inputs, and the share of the reference's results it gives counts in "
+        "the verdict. The answers' code runs on this machine in a separate, restricted "
+        "process (capped memory and time; no file writes, processes or network): turn it on "
+        "for code you would run yourself.",
+    )
     swap: bool = _setting(
         True,
         flag="--no-swap",

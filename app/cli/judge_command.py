@@ -65,6 +65,7 @@ def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, An
         "protocol": None if args.protocol == "auto" else Protocol(args.protocol),
         "choice": choice,
         "use_reference": args.use_reference,
+        "run_code": args.run_code,
         "swap": args.swap,
         "reference_metrics": args.reference_metrics,
         "mode": args.mode,

@@ -68,20 +68,30 @@ class CriterionHead:
     # kept within the largest centred log-odds the fit saw (0: no bound)
     reference_check: float = 0.0
     reference_check_bound: float = 0.0
+    # per unit of the share of inputs on which an answer's function gives the reference
+    # function's result (where the user turned code running on)
+    reference_behaviour: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
         """Whether its levels move with a reference (where one is in use)."""
-        return bool(self.reference_words or self.reference_likelihood or self.reference_check)
+        return bool(
+            self.reference_words
+            or self.reference_likelihood
+            or self.reference_check
+            or self.reference_behaviour
+        )
 
     def reference_shift(
         self,
         shares: Sequence[float | None],
         means: Sequence[float | None],
         checks: Sequence[float | None] = (),
+        behaviours: Sequence[float | None] = (),
     ) -> np.ndarray:
         """Each answer's shift in level points: its share of the reference's own words, the
-        reference's mean log-probability after it and the log-odds of the judge's check,
+        reference's mean log-probability after it, the log-odds of the judge's check and
+        the share of the reference function's results its function gives (code run),
         each centred over the answers (the likelihood's and the check's kept within the fit's
         bounds; a signal missing for any answer adds nothing)."""
         shift = np.zeros(len(shares))
@@ -89,6 +99,7 @@ class CriterionHead:
             (self.reference_words, shares, np.inf),
             (self.reference_likelihood, means, self.reference_likelihood_bound or np.inf),
             (self.reference_check, checks, self.reference_check_bound or np.inf),
+            (self.reference_behaviour, behaviours, np.inf),
         ):
             if weight and values and all(v is not None for v in values):
                 found = np.asarray(values, dtype=np.float64)
@@ -144,6 +155,7 @@ class CriterionHead:
             reference_likelihood_bound=np.float64(self.reference_likelihood_bound),
             reference_check=np.float64(self.reference_check),
             reference_check_bound=np.float64(self.reference_check_bound),
+            reference_behaviour=np.float64(self.reference_behaviour),
             **arrays,
         )
 
@@ -178,6 +190,7 @@ REFERENCE = (
     "reference_likelihood_bound",
     "reference_check",
     "reference_check_bound",
+    "reference_behaviour",
 )
 ARRAYS = (
     "state_mean",

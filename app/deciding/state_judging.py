@@ -22,6 +22,7 @@ import numpy as np
 from app.catalog.scoring import ScoringRule
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
+from app.deciding.reference_behaviour import BehaviourReading
 from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.state_head import (
     StateHead,
@@ -125,6 +126,8 @@ class LevelAsk:
     head: CriterionHead
     rule: ScoringRule
     reference: str | None = None  # in use: the levels move with it (reference_shift)
+    # each answer's share of the reference function's results, where code was run
+    behaviour: tuple[float, ...] | None = None
 
 
 def _reference_shift(
@@ -135,7 +138,8 @@ def _reference_shift(
         return None
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
-    return ask.head.reference_shift(shares, _reference_means(references), odds)
+    means = _reference_means(references)
+    return ask.head.reference_shift(shares, means, odds, ask.behaviour or ())
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -267,6 +271,8 @@ def with_reference_reading(
     words_weight: float = 0.0,
     words_lead: float | None = None,
     check_weight: float = 0.0,
+    behaviour_weight: float = 0.0,
+    behaviour: BehaviourReading | None = None,
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
@@ -276,7 +282,10 @@ def with_reference_reading(
     the reference's own words it states (`words_lead`, app/deciding/reference_words.py,
     recorded as `reference_words_difference`), plus `check_weight` times A's lead in the
     log-odds of the judge's check against the reference (`reference_check_difference`, where
-    it was read on). The head reads no reference; these do, so
+    it was read on), plus `behaviour_weight` times A's lead in the share of inputs on which
+    its function gives the reference function's result (`behaviour`, where code was run;
+    recorded as `reference_behaviour_difference` with `reference_behaviour_inputs`). The
+    head reads no reference; these do, so
     this is how a reference naming the right answer moves the verdict. The share is the
     verdict's part "reference". Unchanged without what a nonzero weight reads."""
     parts = judgment.verdict_parts
@@ -284,6 +293,13 @@ def with_reference_reading(
         return judgment
     if words_lead is not None:
         parts = {**parts, "reference_words_difference": round(words_lead, 4)}
+    behaviour_lead = behaviour.lead() if behaviour is not None else None
+    if behaviour is not None and behaviour_lead is not None:
+        parts = {
+            **parts,
+            "reference_behaviour_difference": round(behaviour_lead, 4),
+            "reference_behaviour_inputs": behaviour.inputs,
+        }
     shares = {}  # each signal's part of the reference's share, by REFERENCE_SHARES' names
     overall = [a.expected_overall for a in judgment.answers]
     if weight and len(overall) == 2 and None not in overall:
@@ -298,11 +314,12 @@ def with_reference_reading(
     lead = parts.get("reference_check_difference")
     if check_weight and lead is not None:
         shares["reference_check"] = check_weight * lead
+    if behaviour_weight and behaviour_lead is not None:
+        shares["reference_behaviour"] = behaviour_weight * behaviour_lead
     share = round(sum(shares.values()), 4)
-    if not share:  # the verdict stands; a words lead read is kept beside it
-        return (
-            judgment if words_lead is None else judgment.model_copy(update={"verdict_parts": parts})
-        )
+    if not share:  # the verdict stands; the text's readings are kept beside it
+        kept = parts != judgment.verdict_parts
+        return judgment.model_copy(update={"verdict_parts": parts}) if kept else judgment
     parts = {
         **parts,
         **{name: round(value, 4) for name, value in shares.items()},

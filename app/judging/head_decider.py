@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
+from app.deciding.reference_behaviour import BehaviourReading, behaviour_reading
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
@@ -33,6 +34,7 @@ class HeadSettings:
 
     head: StateHead
     use_reference: bool
+    run_code: bool  # a reference function: run each answer's beside it (reference_behaviour)
     with_criteria: bool  # criterion scores beside the head's verdict
     criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
     # criteria_read "head": the criterion head gives them from the verdict's reads, where it can
@@ -46,6 +48,7 @@ class HeadSettings:
         return cls(
             head=head,
             use_reference=config.use_reference,
+            run_code=config.run_code,
             with_criteria=config.judge.criterion_scores,
             criteria_apart=config.judge.criteria_read != "with_verdict",
             level_head=(
@@ -134,7 +137,12 @@ class HeadDecider:
                 calls.append(call)
         return calls, truncated
 
-    def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
+    def level_ask(
+        self,
+        item: JudgeItem,
+        resolved: ResolvedCriteria,
+        behaviour: BehaviourReading | None = None,
+    ) -> LevelAsk | None:
         """What the criterion head gives (criteria_read: head), where it can: a head that
         reads replies, criteria on the scale it was fitted on, without level texts. With a
         reference in use, only where the head moves its levels with one and the item has
@@ -148,7 +156,8 @@ class HeadDecider:
         reference = item.reference if settings.use_reference else None
         if reference and not (level_head.reads_reference and len(item.answers) > 1):
             return None
-        return LevelAsk(level_head, resolved.rule, reference or None)
+        shares = behaviour.shares if behaviour is not None else None
+        return LevelAsk(level_head, resolved.rule, reference or None, shares)
 
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
@@ -158,16 +167,32 @@ class HeadDecider:
     def decide(self, plan: Plan) -> Judgment:
         """The state head's judgment, from the model's states of each answer, with the
         criterion scores its plan's calls read."""
-        judgment = self.verdict(plan)
+        behaviour = self.behaviour(plan.item)
+        judgment = self.verdict(plan, behaviour)
         if judgment.status is Status.ERROR:
             return judgment
         if plan.calls:
-            return self.with_criteria(plan, judgment)
+            return self.with_criteria(plan, judgment, behaviour)
         # criteria from the criterion head move with the reference's own signals: their lead
         # would count those twice
-        return self.with_reference(plan, judgment, criteria=not judgment.criteria_by_head)
+        return self.with_reference(
+            plan, judgment, criteria=not judgment.criteria_by_head, behaviour=behaviour
+        )
 
-    def verdict(self, plan: Plan) -> Judgment:
+    def behaviour(self, item: JudgeItem) -> BehaviourReading | None:
+        """Each answer's function run beside a reference function, where the user turned code
+        running on and the head weighs it (app/deciding/reference_behaviour.py)."""
+        settings = self.settings
+        weighed = settings.head.reference_behaviour_weight or (
+            settings.level_head is not None and settings.level_head.reference_behaviour
+        )
+        if not (settings.run_code and settings.use_reference and item.reference and weighed):
+            return None
+        if len(item.answers) < 2:
+            return None
+        return behaviour_reading(item.answers, item.reference, item.question)
+
+    def verdict(self, plan: Plan, behaviour: BehaviourReading | None = None) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
         head = self.settings.head
         if not self.reads_for(head):
@@ -186,13 +211,15 @@ class HeadDecider:
                 self.backend,
                 self.settings.tie_within,
                 plan.turn,
-                self.level_ask(plan.item, plan.resolved),
+                self.level_ask(plan.item, plan.resolved, behaviour),
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
         return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
-    def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
+    def with_criteria(
+        self, plan: Plan, judgment: Judgment, behaviour: BehaviourReading | None = None
+    ) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read."""
         reads = [
             criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
@@ -203,13 +230,20 @@ class HeadDecider:
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
-        return self.with_reference(plan, judgment)
+        return self.with_reference(plan, judgment, behaviour=behaviour)
 
-    def with_reference(self, plan: Plan, judgment: Judgment, criteria: bool = True) -> Judgment:
+    def with_reference(
+        self,
+        plan: Plan,
+        judgment: Judgment,
+        criteria: bool = True,
+        behaviour: BehaviourReading | None = None,
+    ) -> Judgment:
         """A pairwise head verdict with the reference's part (state_judging.
         with_reference_reading), where the item has a reference: the criterion scores read
-        with it (`criteria`: they are read), its likelihood after each answer, and the
-        share of its own words each answer states."""
+        with it (`criteria`: they are read), its likelihood after each answer, the share
+        of its own words each answer states, and (`behaviour`, code run) the share of its
+        function's results each answer's function gives."""
         head = self.settings.head
         item = plan.item
         if not (item.reference and self.settings.use_reference):
@@ -228,6 +262,8 @@ class HeadDecider:
             head.reference_words_weight,
             words,
             head.reference_check_weight,
+            head.reference_behaviour_weight,
+            behaviour,
         )
 
 
@@ -252,6 +288,11 @@ def reference_note(config: JudgeConfig) -> str | None:
         reads.append("how much likelier the reference is after one answer than the other")
     if head.reference_check_weight and head.reads == "reply" and pairs:
         reads.append("the judge's own check of each answer against it (same result or not)")
+    if head.reference_behaviour_weight and config.run_code and pairs:
+        reads.append(
+            "for a reference function, each answer's function run beside it on the same "
+            "inputs (in a sandboxed process)"
+        )
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
     if config.judge.criterion_scores and head.reference_weight and pairs:

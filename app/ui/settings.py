@@ -80,6 +80,7 @@ class Settings:
     n_threads: int = _starts("n_threads")  # 0: let llama.cpp choose
     n_gpu_layers: int = _starts("n_gpu_layers")
     use_reference: bool = _starts("use_reference")
+    run_code: bool = _starts("run_code")
     swap: bool = _starts("swap")
     # the sidebar's layer of judging settings over the model's registry entry (criterion
     # scores: off reads the verdict or grade alone, faster; on: as the model says)
@@ -116,6 +117,7 @@ class Settings:
             protocol=self.protocol_value,
             choice=self.choice(),
             use_reference=self.use_reference,
+            run_code=self.run_code and self.use_reference,
             swap=self.swap,
             sampling=sampling_of(self),
             mode=self.mode,

@@ -119,6 +119,7 @@ def _protocol() -> None:
 def _reference_toggles() -> None:
     setting_widget("use_reference")
     setting_widget("reference_metrics", disabled=not st.session_state["use_reference"])
+    setting_widget("run_code", disabled=not st.session_state["use_reference"])
 
 
 def _pair_settings() -> None:

@@ -212,6 +212,8 @@ REFERENCE_ADDS = {
     "the other",
     "reference_check": "how much surer the judge is that one answer gives the reference's "
     "result than the other",
+    "reference_behaviour": "how much more often one answer's function gives the reference "
+    "function's result than the other's, both run on the same inputs",
 }
 
 
@@ -292,9 +294,24 @@ def head_note(parts: dict[str, float]) -> str:
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
         f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
     )
+    note += behaviour_note(parts)
     if (leaned := reference_decided(parts)) is not None:
         note += f" **The reference decided this verdict**: without it the head leaned to {leaned}."
     return note
+
+
+def behaviour_note(parts: dict[str, float]) -> str:
+    """What running the answers' functions beside the reference's found, in words ("" where
+    no code was run)."""
+    lead = parts.get("reference_behaviour_difference")
+    if lead is None:
+        return ""
+    inputs = int(parts.get("reference_behaviour_inputs", 0))
+    ran = f" Each answer's function was run beside the reference function on {inputs} inputs"
+    if not lead:
+        return f"{ran}: they gave its result equally often."
+    ahead = "A" if lead > 0 else "B"
+    return f"{ran}: answer {ahead}'s gave its result on {abs(lead):.0%} more of them."
 
 
 def _headline(judgment: Judgment, top: float | None) -> None:

@@ -193,6 +193,53 @@ def test_a_head_that_weighs_the_check_reads_it_and_adds_its_share(tiny, heads):
     assert "the judge's own check" in (reference_note(_config((checking, criteria))) or "")
 
 
+CODE_PAIR = JudgeItem(
+    id="code",
+    question="Write a Python function `second_largest` that returns the second largest "
+    "distinct value of a list, or None when there are fewer than two.",
+    answers=(  # A: polished, sorts in place and repeats a duplicate; B: right
+        "Here is a clean solution!\n\n```python\ndef second_largest(xs):\n    xs.sort()\n"
+        "    return xs[-2]\n```\n\nIt sorts the list and takes the second to last.",
+        "def second_largest(values):\n    found = sorted(set(values))\n"
+        "    return found[-2] if len(found) > 1 else None",
+    ),
+    reference="def second_largest(xs):\n    distinct = sorted(set(xs))\n"
+    "    return distinct[-2] if len(distinct) >= 2 else None",
+)
+
+
+def test_code_run_beside_a_reference_function_decides_where_the_user_turned_it_on(tiny, heads):
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    running = (  # the criteria move by the code's behaviour alone
+        verdict.model_copy(update={"reference_behaviour_weight": 60.0}),
+        replace(  # level: the criterion's mean (the tiny model's reads of code are far out)
+            heads[1],
+            weights=np.zeros_like(heads[1].weights),
+            cross=np.zeros_like(heads[1].cross),
+            reference_behaviour=2.0,
+        ),
+    )
+    judged = service.judge(CODE_PAIR, _config(running, run_code=True))
+    off = service.judge(CODE_PAIR, _config(running))  # the default: no code runs
+    parts = judged.verdict_parts
+    lead = parts["reference_behaviour_difference"]
+    assert lead < -0.3 and parts["reference_behaviour_inputs"] >= 10  # B gives its results
+    assert parts["reference_behaviour"] == pytest.approx(60.0 * lead, abs=1e-2)  # lead: rounded
+    assert judged.winner == "B" and "reference_behaviour" in reference_signals(parts)
+    assert "reference_behaviour_difference" not in off.verdict_parts
+    assert parts["score"] == pytest.approx(off.verdict_parts["score"] + 60.0 * lead, abs=1e-2)
+    # each criterion's gap moves by the same reading
+    assert judged.criteria
+    for key in judged.criteria:
+        with_it = [a.expected_criteria[key] for a in judged.answers]
+        without = [a.expected_criteria[key] for a in off.answers]
+        gap = (with_it[0] - with_it[1]) - (without[0] - without[1])
+        assert gap == pytest.approx(2.0 * lead, abs=2e-3)
+    assert "run beside it" in (reference_note(_config(running, run_code=True)) or "")
+    assert "run beside it" not in (reference_note(_config(running)) or "")
+
+
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
     service, _ = tiny
     config = _config(_reading_reference(heads), Protocol.SINGLE)

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from app.deciding.reference_behaviour import behaviour_reading
 from app.deciding.reference_words import reference_words_lead
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment, Label
@@ -59,7 +60,10 @@ HEAD_FIELDS = {
     "words": "reference_words_weight",
     "lead": "reference_likelihood_weight",
     "check": "reference_check_weight",
+    "behaviour": "reference_behaviour_weight",
 }
+# fitted on top of the chosen signals (they stay as they are for a user who does not run code)
+STACKED = "behaviour"
 CODING_PAIR = JudgeItem(
     id="coding-pair",
     question="Write a Python function that returns the second largest distinct value of a "
@@ -108,9 +112,11 @@ def with_reference_read(config: Any) -> Any:
 
 def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[str, np.ndarray]:
     """Per pair: the head's logit, the likelihood lead, the reference's words' lead, the
-    check's lead, the criteria's lead (where they were read), A's length lead, and whether
-    A is right."""
+    check's lead, the lead of A's function in the reference function's results (code run;
+    0 where the reference is no function), the criteria's lead (where they were read), A's
+    length lead, and whether A is right."""
     heads, leads, words, checks, criteria, longer, a_wins = [], [], [], [], [], [], []
+    behaviours = []
     for row, judgment in zip(rows, judgments, strict=True):
         assert row.item is not None and row.item.label is not None
         parts = judgment.verdict_parts or {}
@@ -119,6 +125,8 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         checks.append(parts.get("reference_check_difference", 0.0))
         item = row.item
         words.append(reference_words_lead(item.answers, item.reference or "", item.question))
+        run = behaviour_reading(item.answers, item.reference or "", item.question)
+        behaviours.append((run.lead() if run is not None else None) or 0.0)
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
         criteria.append(overall[0] - overall[1])
         longer.append(len(row.item.answers[0]) - len(row.item.answers[1]))
@@ -128,6 +136,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         "lead": np.array(leads),
         "words": np.array([w or 0.0 for w in words]),
         "check": np.array(checks),
+        "behaviour": np.array(behaviours),
         "criteria": np.array(criteria),
         "longer": np.array(longer, dtype=float),
         "a_wins": np.array(a_wins, dtype=float),
@@ -136,7 +145,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
 
 def with_weights(found: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
     """The verdict's score with the reference: the head's logit plus each weighted signal."""
-    return found["head"] + sum(w * found[name] for name, w in weights.items())
+    return found["head"] + sum(w * found[name] for name, w in weights.items() if w)
 
 
 def percent_right(score: np.ndarray, a_wins: np.ndarray) -> float:
@@ -157,6 +166,7 @@ def accuracies(found: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
         "the reference's likelihood alone": right(found["lead"]),
         "the reference's words alone": right(found["words"]),
         "the judge's check alone": right(found["check"]),
+        "the code's behaviour alone (run)": right(found["behaviour"]),
         "the longer answer": right(found["longer"]),
         "the shorter answer": right(-found["longer"]),
     }
@@ -174,11 +184,28 @@ def chosen_signals(fit: dict[str, np.ndarray], groups: list[str]) -> dict[str, A
     best = max(CANDIDATES, key=lambda name: found[name]["accuracy"] or 0.0)  # first on ties
     signals = CANDIDATES[best]
     weights = fit_weights(fit["head"], np.column_stack([fit[n] for n in signals]), fit["a_wins"])
+    chosen = {n: round(float(w), 3) for n, w in zip(signals, weights)}
     return {
         "candidates": found,
         "chosen": best,
-        "weights": {n: round(float(w), 3) for n, w in zip(signals, weights)},
+        "weights": chosen,
+        **stacked_fit(fit, chosen, groups),
     }
+
+
+def stacked_fit(
+    fit: dict[str, np.ndarray], chosen: dict[str, float], groups: list[str]
+) -> dict[str, Any]:
+    """The code's behaviour fitted on top of the chosen signals (it counts only where a
+    user runs code, so they stay as they are): its request-grouped CV and its weight; none
+    where no training pair has a function to run."""
+    leads = fit.get(STACKED)
+    if leads is None or not leads.any():
+        return {"stacked": {"signal": STACKED, "accuracy": None}, "stacked_weight": 0.0}
+    offsets = with_weights(fit, chosen)
+    stacked = cross_validated_weights(offsets, leads, fit["a_wins"], groups)
+    on_top = fit_weights(offsets, leads, fit["a_wins"])
+    return {"stacked": {"signal": STACKED, **stacked}, "stacked_weight": round(float(on_top[0]), 3)}
 
 
 def report(
@@ -190,13 +217,19 @@ def report(
     groups = [row.item.question for row in train[0] if row.item is not None]
     choice = chosen_signals(fit, groups)
     weights = choice["weights"]
+    with_code = {**weights, STACKED: choice["stacked_weight"]}
     held = features(*test)
     families = [(row.raw or {}).get("family", "?") for row in test[0]]
     by_family = {}
     for family in sorted(set(families)):
         keep = [n for n, f in enumerate(families) if f == family]
         part = {name: values[keep] for name, values in held.items()}
-        by_family[family] = {"pairs": len(keep), **accuracies(part, weights)}
+        run = accuracies(part, with_code)["verdict with the reference"]
+        by_family[family] = {
+            "pairs": len(keep),
+            **accuracies(part, weights),
+            "verdict with the reference, code run": run,
+        }
     item, judged = coding
     one = features([InputRow(line=0, item=item, error=None, raw=None)], [judged])
     return {
@@ -205,6 +238,8 @@ def report(
         **choice,
         "train": accuracies(fit, weights),
         "test": accuracies(held, weights),
+        "train_code_run": accuracies(fit, with_code)["verdict with the reference"],
+        "test_code_run": accuracies(held, with_code)["verdict with the reference"],
         "test_by_family": by_family,
         "coding_pair": {
             "right_answer": "A",
@@ -213,6 +248,8 @@ def report(
             "reference_likelihood_difference": round(float(one["lead"][0]), 4),
             "reference_words_difference": round(float(one["words"][0]), 4),
             "reference_check_difference": round(float(one["check"][0]), 4),
+            "with_code_run": "A" if with_weights(one, with_code)[0] > 0 else "B",
+            "reference_behaviour_difference": round(float(one["behaviour"][0]), 4),
         },
     }
 
@@ -242,14 +279,19 @@ def render(result: dict[str, Any]) -> str:
     ]
     for name, value in result["test"].items():
         lines.append(f"| {name} | {result['train'][name]} | {value} |")
+    stacked = result["stacked"]
     lines += [
+        f"| verdict with the reference, code run (+ {stacked['signal']} "
+        f"{result['stacked_weight']}; CV {100 * (stacked['accuracy'] or 0):.1f} %) | "
+        f"{result['train_code_run']} | {result['test_code_run']} |",
         "",
-        "| family | pairs | with the reference | without | the shorter answer |",
-        "|---|---:|---:|---:|---:|",
+        "| family | pairs | with the reference | code run | without | the shorter answer |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for family, row in result["test_by_family"].items():
         lines.append(
             f"| {family} | {row['pairs']} | {row['verdict with the reference']} | "
+            f"{row['verdict with the reference, code run']} | "
             f"{row['verdict without it (the head)']} | {row['the shorter answer']} |"
         )
     coding = result["coding_pair"]
@@ -259,7 +301,8 @@ def render(result: dict[str, Any]) -> str:
         f"reference {coding['with_the_reference']} (likelihood lead "
         f"{coding['reference_likelihood_difference']}, words lead "
         f"{coding['reference_words_difference']}, check lead "
-        f"{coding['reference_check_difference']}).",
+        f"{coding['reference_check_difference']}); with code run "
+        f"{coding['with_code_run']} (behaviour lead {coding['reference_behaviour_difference']}).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -268,12 +311,15 @@ def write_head(path: Path, result: dict[str, Any]) -> None:
     """The chosen weights written into the state head at `path` (the other signal's weight
     set to 0), with where they were fitted."""
     data = json.loads(path.read_text(encoding="utf-8"))
+    weights = {**result["weights"], result["stacked"]["signal"]: result["stacked_weight"]}
     for signal, field in HEAD_FIELDS.items():
-        data[field] = result["weights"].get(signal, 0.0)
+        data[field] = weights.get(signal, 0.0)
     cv = result["candidates"][result["chosen"]]["accuracy"]
+    stacked = result["stacked"]["accuracy"]
     data.setdefault("fitted_on", {})["reference_signals"] = (
         f"{result['chosen']}: {result['train_pairs']} reference-decided training pairs "
-        f"(training.heads.reference_fit), request-grouped CV {100 * (cv or 0):.1f} %"
+        f"(training.heads.reference_fit), request-grouped CV {100 * (cv or 0):.1f} %; "
+        f"the code's behaviour on top (code run): CV {100 * (stacked or 0):.1f} %"
     )
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 

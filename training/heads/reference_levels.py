@@ -59,7 +59,9 @@ HEAD_FIELDS = {
     "words": "reference_words",
     "lead": "reference_likelihood",
     "check": "reference_check",
+    "behaviour": "reference_behaviour",
 }
+STACKED = "behaviour"  # fitted on top of the chosen (it counts only where a user runs code)
 
 
 def pair_table(
@@ -145,20 +147,38 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     ):
         if signal in signals:
             chosen_weights[field] = round(float(np.abs(table[signal]).max()) / 2, 4)
+    leads = table.get(STACKED)
+    stacked: dict[str, Any] = {"accuracy": None}
+    weight = 0.0
+    if leads is not None and leads.any():  # some training pair has a function to run
+        on_top = offsets + k * reference_shift(table, chosen_weights)
+        stacked = cross_validated_weights(on_top, leads, table["a_wins"], groups)
+        weight = fit_weights(on_top, leads, table["a_wins"])[0]
     return {
         "logits_per_level": round(k, 4),
         "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
         "chosen": best,
         "weights": chosen_weights,
+        "stacked": {"signal": STACKED, "cv_accuracy": stacked["accuracy"]},
+        "stacked_weight": round(float(weight) / k, 4),
     }
 
 
-def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
-    """The share of pairs each decision gets right (a zero lead counts as wrong)."""
+def reference_shift(table: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+    """A's lead in the criteria's shift (level points) under `weights` (HEAD_FIELDS' and
+    the bounds' names): a pair's lead is twice each answer's centred value."""
     shift = weights.get("reference_words", 0.0) * table["words"]
     for signal, name in (("lead", "reference_likelihood"), ("check", "reference_check")):
         bound = 2 * (weights.get(f"{name}_bound") or np.inf)
         shift = shift + weights.get(name, 0.0) * np.clip(table[signal], -bound, bound)
+    behaviour = weights.get("reference_behaviour", 0.0)
+    return shift + behaviour * table[STACKED] if behaviour else shift
+
+
+def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
+    """The share of pairs each decision gets right (a zero lead counts as wrong)."""
+    without_code = {name: w for name, w in weights.items() if name != "reference_behaviour"}
+    shift = reference_shift(table, without_code)
     won = table["a_wins"] == 1
 
     def right(lead: np.ndarray) -> float:
@@ -166,6 +186,9 @@ def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
 
     return {
         "the criteria with the reference": right(table["levels"] + shift),
+        "the criteria with the reference, code run": right(
+            table["levels"] + reference_shift(table, weights)
+        ),
         "the criteria without it": right(table["levels"]),
         "the verdict head alone": right(table["head"]),
         "the longer answer": right(table["longer"]),
@@ -175,7 +198,7 @@ def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
 
 def report(train: dict[str, np.ndarray], test: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     choice = chosen(train, k)
-    weights = choice["weights"]
+    weights = {**choice["weights"], HEAD_FIELDS[STACKED]: choice["stacked_weight"]}
     by_family = {}
     for family in sorted(set(test["family"])):
         keep = test["family"] == family
@@ -203,15 +226,22 @@ def render(result: dict[str, Any]) -> str:
     for name, found in result["candidates"].items():
         mark = " (chosen)" if name == result["chosen"] else ""
         lines.append(f"| {name}{mark} | {100 * (found['cv_accuracy'] or 0):.1f} |")
-    lines += ["", f"Weights (level points): {result['weights']}", ""]
+    stacked = result["stacked"]
+    lines += [
+        "",
+        f"Weights (level points): {result['weights']}; the code's behaviour on top (code "
+        f"run): {result['stacked_weight']}, CV {100 * (stacked['cv_accuracy'] or 0):.1f} %",
+        "",
+    ]
     lines += ["| decision | train | test |", "|---|---:|---:|"]
     for name, value in result["test"].items():
         lines.append(f"| {name} | {result['train'][name]} | {value} |")
-    lines += ["", "| family | pairs | criteria with the reference | without |"]
-    lines.append("|---|---:|---:|---:|")
+    lines += ["", "| family | pairs | criteria with the reference | code run | without |"]
+    lines.append("|---|---:|---:|---:|---:|")
     for family, row in result["test_by_family"].items():
         lines.append(
             f"| {family} | {row['pairs']} | {row['the criteria with the reference']} | "
+            f"{row['the criteria with the reference, code run']} | "
             f"{row['the criteria without it']} |"
         )
     return "\n".join(lines) + "\n"
@@ -260,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     result = report(tables["train"], tables["test"], k)
     if args.write:
         unset = dict.fromkeys(REFERENCE, 0.0)  # a signal not chosen reads nothing
-        replace(criterion_head, **{**unset, **result["weights"]}).save(path)
+        stacked = {HEAD_FIELDS[STACKED]: result["stacked_weight"]}
+        replace(criterion_head, **{**unset, **result["weights"], **stacked}).save(path)
     write_report(args.run, result, render(result), "levels-report")
     return 0
 

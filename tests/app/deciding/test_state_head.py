@@ -205,6 +205,14 @@ def test_the_app_says_what_moved_a_head_verdict():
     assert "**The reference decided this verdict**: without it the head leaned to B." in turned
     checked = head_note({"states": -0.3, "reference": 0.9, "reference_check": 0.9, "score": 0.6})
     assert "the judge's check of each answer against it" in checked
+    ran = {"reference_behaviour_difference": -0.6667, "reference_behaviour_inputs": 27}
+    run = head_note({"states": 0.3, "reference": -40.0, "reference_behaviour": -40.0,
+                     "score": -39.7, **ran})  # fmt: skip
+    assert "each answer's function run beside it on the same inputs" in run
+    assert "on 27 inputs: answer B's gave its result on 67% more of them." in run
+    assert "without it the head leaned to A" in run
+    even = head_note({"states": 0.3, "score": 0.3, **ran, "reference_behaviour_difference": 0.0})
+    assert "gave its result equally often" in even
 
 
 def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):

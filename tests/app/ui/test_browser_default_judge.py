@@ -154,3 +154,42 @@ def criteria_off(tab) -> None:
     tab.locator(".st-key-criterion_scores label").first.click()
     settle(tab)
     assert not sidebar_switch(tab, "criterion_scores").is_checked()
+
+
+CODE_QUESTION = (
+    "Write a Python function `second_largest` that returns the second largest distinct value "
+    "of a list, or None when there are fewer than two."
+)
+CODE_ANSWERS = (  # the first polished and wrong (it repeats a duplicate), the second right
+    "Here is a clean and efficient solution!\n\n```python\ndef second_largest(xs):\n"
+    "    xs.sort()\n    return xs[-2]\n```\n\nThis sorts the list and returns the second to "
+    "last element, which is the second largest.",
+    "def second_largest(values):\n    found = sorted(set(values))\n"
+    "    return found[-2] if len(found) > 1 else None",
+)
+CODE_REFERENCE = (
+    "def second_largest(xs):\n    distinct = sorted(set(xs))\n"
+    "    return distinct[-2] if len(distinct) >= 2 else None"
+)
+
+
+def test_with_code_running_on_a_reference_function_decides_by_what_the_answers_return(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    page.reload()
+    pairwise_form(page)
+    switch = sidebar_switch(page, "run_code")
+    assert not switch.is_checked()  # off until the user turns it on
+    page.locator(".st-key-run_code label").first.click()
+    settle(page)
+    assert sidebar_switch(page, "run_code").is_checked()
+    page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
+    fields = {"question": CODE_QUESTION, "answer_1": CODE_ANSWERS[0], "answer_2": CODE_ANSWERS[1]}
+    shown = judge_pair(page, **fields)
+    assert shown == "Verdict: Answer B is better", shown
+    text = main_text(page)
+    assert "run beside the reference function on" in text
+    assert "answer B's gave its result on" in text
+    assert "each answer's function run beside it on the same inputs" in text
+    screenshot(page, shots / "default_judge_code_run.png", main_only=True)

@@ -136,3 +136,18 @@ def test_upload_limit_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert max_upload_bytes() == 2000
     monkeypatch.setenv(MAX_UPLOAD_ENV, "lots")
     assert max_upload_bytes() == 50_000_000
+
+
+def test_code_runs_only_where_the_user_turns_it_on_with_the_reference() -> None:
+    from app.catalog.criteria_resolution import CriteriaChoice
+    from app.cli import _parser
+    from app.cli.judge_command import run_fields
+
+    assert Settings(model="x").judge_config().run_code is False  # off unless asked
+    assert Settings(model="x", run_code=True).judge_config().run_code is True
+    unused = Settings(model="x", run_code=True, use_reference=False).judge_config()
+    assert unused.run_code is False  # no reference, nothing to run beside
+    args = _parser().parse_args(["judge", "rows.jsonl", "--out", "o.jsonl", "--run-code"])
+    assert run_fields(args, CriteriaChoice())["run_code"] is True
+    plain = _parser().parse_args(["judge", "rows.jsonl", "--out", "o.jsonl"])
+    assert run_fields(plain, CriteriaChoice())["run_code"] is False

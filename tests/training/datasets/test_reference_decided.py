@@ -91,6 +91,7 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
         "lead": np.array([0.1, 0.5, -1.0, -0.2]),
         "words": np.array([0.0, -0.5, 0.5, -1.0]),
         "check": np.array([2.0, 1.0, -1.0, 3.0]),
+        "behaviour": np.array([0.0, 0.0, -0.5, -1.0]),  # functions in the last two
         "criteria": np.array([0.0, 1.0, -1.0, 1.0]),
         "longer": np.array([10.0, -10.0, 10.0, 10.0]),
         "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
@@ -101,11 +102,14 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
     assert got["the reference's likelihood alone"] == 100.0
     assert got["the reference's words alone"] == 25.0  # the first pair's zero counts as wrong
     assert got["the judge's check alone"] == 75.0  # the last pair wrong
+    assert got["the code's behaviour alone (run)"] == 50.0  # no function: a zero, wrong
     assert got["the longer answer"] == 25.0 and got["the shorter answer"] == 75.0
     both = accuracies(found, {"lead": 4.0, "words": 2.0})
     assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
     checked = accuracies(found, {"lead": 4.0, "words": 2.0, "check": 1.0})
     assert checked["verdict with the reference"] == 100.0  # the second: -1 + 2 - 1 + 1 > 0
+    ran = accuracies(found, {"head": 0.0, "behaviour": 10.0})
+    assert ran["verdict with the reference"] == 75.0  # the last: -0.5 + 1 * 1 - 10 < 0
 
 
 def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_path):
@@ -122,6 +126,7 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
         "words": signs * rng.uniform(0.2, 1.0, n) * (rng.random(n) < 0.9),  # mostly right
         "lead": rng.normal(0, 1.0, n),  # noise
         "check": rng.normal(0, 1.0, n),  # noise
+        "behaviour": signs * (rng.random(n) < 0.2),  # a function in a fifth: always right
         "a_wins": a_wins.astype(float),
     }
     groups = [f"q{i // 2}" for i in range(n)]
@@ -130,6 +135,8 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
     assert choice["weights"]["words"] > 1.0 and set(choice["weights"]) == {"words"}
     words_cv = choice["candidates"]["the reference's words"]["accuracy"]
     assert words_cv > 0.85 > choice["candidates"]["the reference's likelihood"]["accuracy"]
+    # the code's behaviour is fitted on top of the chosen, which stay as they are
+    assert choice["stacked_weight"] > 1.0 and choice["stacked"]["accuracy"] > words_cv
     head = tmp_path / "state_head.json"
     head.write_text('{"base_file": "x.gguf", "weights": [0.5, -0.5]}', encoding="utf-8")
     write_head(head, {**choice, "train_pairs": n})
@@ -138,7 +145,9 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
     written = load_state_head(head)
     assert written.reference_words_weight == choice["weights"]["words"]
     assert written.reference_likelihood_weight == written.reference_check_weight == 0.0
+    assert written.reference_behaviour_weight == choice["stacked_weight"]
     assert "the reference's words" in str(written.fitted_on["reference_signals"])
+    assert "the code's behaviour on top" in str(written.fitted_on["reference_signals"])
 
 
 def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
@@ -165,7 +174,16 @@ def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
     assert found["lead"][0] == pytest.approx(0.2)
     assert found["check"][0] == pytest.approx(-1.5)
     assert found["words"][0] == 0.0  # no reference: no words lead
+    assert found["behaviour"][0] == 0.0  # nor a function to run
     assert found["longer"][0] == 1.0 and found["a_wins"][0] == 0.0
+    code = item.model_copy(
+        update={
+            "answers": ("def f(x):\n    return x + 1", "def f(x):\n    return 2 * x"),
+            "reference": "def f(x):\n    return x * 2",
+        }
+    )
+    ran = features([InputRow(line=1, item=code, error=None, raw=None)], [judgment])
+    assert -1.0 < ran["behaviour"][0] < -0.5  # B's function gives the reference's results
 
 
 def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():

@@ -76,3 +76,21 @@ def test_the_check_turns_criteria_where_only_it_tells_the_right_answer():
     assert found["weights"]["reference_check"] > 0.8 / 2.0
     assert found["weights"]["reference_check_bound"] == pytest.approx(1.0)  # half the largest
     assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
+
+
+def test_the_codes_behaviour_is_fitted_on_top_and_turns_the_pairs_words_miss():
+    train, test = _table(80, 5), _table(40, 6)
+    for table in (train, test):  # a third are code: words say nothing, running tells
+        code = np.arange(len(table["a_wins"])) % 3 == 0
+        sign = 2 * table["a_wins"] - 1
+        table["words"] = np.where(code, -0.3 * sign, table["words"])  # misleading there
+        table["behaviour"] = np.where(code, 0.6 * sign, 0.0)
+    found = chosen(train, k=2.0)
+    assert found["stacked_weight"] > 0.0
+    assert found["stacked"]["cv_accuracy"] > found["candidates"][found["chosen"]]["cv_accuracy"]
+    result = report(train, test, k=2.0)
+    ran = result["test"]["the criteria with the reference, code run"]
+    assert ran == 100.0 > result["test"]["the criteria with the reference"]
+    assert "the code's behaviour on top (code run)" in render(result)
+    plain = _table(40, 7)  # no function anywhere: nothing fitted on top
+    assert chosen(plain, k=2.0)["stacked_weight"] == 0.0
