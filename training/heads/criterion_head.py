@@ -264,6 +264,9 @@ def cross_validate(
 GRID = (
     Settings(components=0, alpha=float("inf")),  # the criterion means alone
     Settings(components=0, alpha=100.0, head_directions=True),
+    Settings(components=0, alpha=300.0, head_directions=True),
+    Settings(components=0, alpha=1000.0, head_directions=True),  # CHOSEN
+    Settings(components=0, alpha=3000.0, head_directions=True),
     Settings(components=0, alpha=10.0, head_directions=True, within_pairs=True),
     Settings(components=0, alpha=100.0, head_directions=True, within_pairs=True),
     Settings(components=8, alpha=100.0, head_directions=True, within_pairs=True),
