@@ -70,6 +70,8 @@ def run_functions(
             )
         except subprocess.TimeoutExpired:
             return SandboxRun(0, nothing, ("",) * len(answers), "timed out")
+        except OSError as exc:  # no interpreter to start: the verdict reads no behaviour
+            return SandboxRun(0, nothing, ("",) * len(answers), f"could not start: {exc}")
     try:
         reply = json.loads(done.stdout)
     except json.JSONDecodeError:

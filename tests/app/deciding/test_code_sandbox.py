@@ -71,6 +71,14 @@ def test_a_loop_that_never_ends_is_stopped_and_printing_changes_nothing():
     assert _shares("def double(x):\n    a = [0] * 10**10\n    return 2 * x") == (0.0, 1.0)
 
 
+def test_a_child_that_cannot_start_gives_no_reading(monkeypatch):
+    monkeypatch.setattr("app.deciding.code_sandbox.sys.executable", "/nonexistent/python")
+    right = CodeFunction(REFERENCE, "double", 1)
+    run = run_functions(right, [right], [[1]])
+    assert run.error is not None and "could not start" in run.error
+    assert behaviour_reading([REFERENCE, REFERENCE], REFERENCE, QUESTION) is None
+
+
 def test_a_child_that_dies_gives_no_reading():
     dying = CodeFunction("import os\ndef double(x):\n    os._exit(3)", "double", 1)
     right = CodeFunction(REFERENCE, "double", 1)
