@@ -55,7 +55,6 @@ def run_functions(
         "memory_mb": MEMORY_MB,
         "keep": KEEP,
     }
-    nothing = (None,) * len(answers)
     with tempfile.TemporaryDirectory(prefix="pocketjudge-code-") as folder:
         try:
             done = subprocess.run(
@@ -69,14 +68,19 @@ def run_functions(
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return SandboxRun(0, nothing, ("",) * len(answers), "timed out")
+            return _failed(len(answers), "timed out")
         except OSError as exc:  # no interpreter to start: the verdict reads no behaviour
-            return SandboxRun(0, nothing, ("",) * len(answers), f"could not start: {exc}")
+            return _failed(len(answers), f"could not start: {exc}")
     try:
         reply = json.loads(done.stdout)
     except json.JSONDecodeError:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return SandboxRun(0, nothing, ("",) * len(answers), f"stopped: {why[:200]}")
+        return _failed(len(answers), f"stopped: {why[:200]}")
     found = reply["programs"][1:]
     agreed = tuple(p["agreed"] if p["status"] == "ok" else None for p in found)
     return SandboxRun(reply["inputs"], agreed, tuple(p["detail"] for p in found))
+
+
+def _failed(answers: int, why: str) -> SandboxRun:
+    """A run whose child gave no reply: no count for any of the `answers`."""
+    return SandboxRun(0, (None,) * answers, ("",) * answers, why)

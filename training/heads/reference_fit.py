@@ -43,7 +43,12 @@ from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment, Label
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
-from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
+from training.datasets.reference_pairs import (
+    cross_validated_weights,
+    fit_weights,
+    fitted_on_top,
+    head_score,
+)
 from training.evaluation.report_files import write_report
 
 OUT = Path(__file__).resolve().parents[1] / "runs" / "reference-fit"
@@ -199,13 +204,10 @@ def stacked_fit(
     """The code's behaviour fitted on top of the chosen signals (it counts only where a
     user runs code, so they stay as they are): its request-grouped CV and its weight; none
     where no training pair has a function to run."""
-    leads = fit.get(STACKED)
-    if leads is None or not leads.any():
-        return {"stacked": {"signal": STACKED, "accuracy": None}, "stacked_weight": 0.0}
-    offsets = with_weights(fit, chosen)
-    stacked = cross_validated_weights(offsets, leads, fit["a_wins"], groups)
-    on_top = fit_weights(offsets, leads, fit["a_wins"])
-    return {"stacked": {"signal": STACKED, **stacked}, "stacked_weight": round(float(on_top[0]), 3)}
+    found, weight = fitted_on_top(
+        with_weights(fit, chosen), fit.get(STACKED), fit["a_wins"], groups
+    )
+    return {"stacked": {"signal": STACKED, **found}, "stacked_weight": round(weight, 3)}
 
 
 def report(

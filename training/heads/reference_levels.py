@@ -43,10 +43,15 @@ from app.records import Judgment
 from training.datasets.criterion_head_data import cached_readings
 from training.datasets.criterion_rows import RUN_DIR as CRITERION_RUN
 from training.datasets.reference_decided import OUT as DATA
-from training.datasets.reference_pairs import cross_validated_weights, fit_weights, head_score
+from training.datasets.reference_pairs import (
+    cross_validated_weights,
+    fit_weights,
+    fitted_on_top,
+    head_score,
+)
 from training.evaluation.report_files import write_report
 from training.heads.reference_fit import OUT as RUN
-from training.heads.reference_fit import features
+from training.heads.reference_fit import STACKED, features
 
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
 CANDIDATES = {
@@ -61,7 +66,6 @@ HEAD_FIELDS = {
     "check": "reference_check",
     "behaviour": "reference_behaviour",
 }
-STACKED = "behaviour"  # fitted on top of the chosen (it counts only where a user runs code)
 
 
 def pair_table(
@@ -147,20 +151,15 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     ):
         if signal in signals:
             chosen_weights[field] = round(float(np.abs(table[signal]).max()) / 2, 4)
-    leads = table.get(STACKED)
-    stacked: dict[str, Any] = {"accuracy": None}
-    weight = 0.0
-    if leads is not None and leads.any():  # some training pair has a function to run
-        on_top = offsets + k * reference_shift(table, chosen_weights)
-        stacked = cross_validated_weights(on_top, leads, table["a_wins"], groups)
-        weight = fit_weights(on_top, leads, table["a_wins"])[0]
+    on_top = offsets + k * reference_shift(table, chosen_weights)
+    code_cv, weight = fitted_on_top(on_top, table.get(STACKED), table["a_wins"], groups)
     return {
         "logits_per_level": round(k, 4),
         "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
         "chosen": best,
         "weights": chosen_weights,
-        "stacked": {"signal": STACKED, "cv_accuracy": stacked["accuracy"]},
-        "stacked_weight": round(float(weight) / k, 4),
+        "stacked": {"signal": STACKED, "cv_accuracy": code_cv["accuracy"]},
+        "stacked_weight": round(weight / k, 4),
     }
 
 

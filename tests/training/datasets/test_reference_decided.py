@@ -108,8 +108,8 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
     assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
     checked = accuracies(found, {"lead": 4.0, "words": 2.0, "check": 1.0})
     assert checked["verdict with the reference"] == 100.0  # the second: -1 + 2 - 1 + 1 > 0
-    ran = accuracies(found, {"head": 0.0, "behaviour": 10.0})
-    assert ran["verdict with the reference"] == 75.0  # the last: -0.5 + 1 * 1 - 10 < 0
+    ran = accuracies(found, {"behaviour": 10.0})
+    assert ran["verdict with the reference"] == 75.0  # the second has no function: -1 stands
 
 
 def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_path):
