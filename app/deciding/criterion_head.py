@@ -71,6 +71,9 @@ class CriterionHead:
     # per unit of the share of inputs on which an answer's function gives the reference
     # function's result (where the user turned code running on)
     reference_behaviour: float = 0.0
+    # per unit of the share of the request's items stated in the reference's order (where
+    # the reference restates them: a sorting or ranking request)
+    reference_order: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
@@ -80,6 +83,7 @@ class CriterionHead:
             or self.reference_likelihood
             or self.reference_check
             or self.reference_behaviour
+            or self.reference_order
         )
 
     def reference_shift(
@@ -88,11 +92,13 @@ class CriterionHead:
         means: Sequence[float | None],
         checks: Sequence[float | None] = (),
         behaviours: Sequence[float | None] = (),
+        orders: Sequence[float | None] = (),
     ) -> np.ndarray:
         """Each answer's shift in level points: its share of the reference's own words, the
-        reference's mean log-probability after it, the log-odds of the judge's check and
-        the share of the reference function's results its function gives (code run),
-        each centred over the answers (the likelihood's and the check's kept within the fit's
+        reference's mean log-probability after it, the log-odds of the judge's check, the
+        share of the reference function's results its function gives (code run) and the
+        share of the request's items it states in the reference's order, each centred
+        over the answers (the likelihood's and the check's kept within the fit's
         bounds; a signal missing for any answer adds nothing)."""
         shift = np.zeros(len(shares))
         for weight, values, limit in (
@@ -100,6 +106,7 @@ class CriterionHead:
             (self.reference_likelihood, means, self.reference_likelihood_bound or np.inf),
             (self.reference_check, checks, self.reference_check_bound or np.inf),
             (self.reference_behaviour, behaviours, np.inf),
+            (self.reference_order, orders, np.inf),
         ):
             if weight and values and all(v is not None for v in values):
                 found = np.asarray(values, dtype=np.float64)
@@ -156,6 +163,7 @@ class CriterionHead:
             reference_check=np.float64(self.reference_check),
             reference_check_bound=np.float64(self.reference_check_bound),
             reference_behaviour=np.float64(self.reference_behaviour),
+            reference_order=np.float64(self.reference_order),
             **arrays,
         )
 
@@ -191,6 +199,7 @@ REFERENCE = (
     "reference_check",
     "reference_check_bound",
     "reference_behaviour",
+    "reference_order",
 )
 ARRAYS = (
     "state_mean",

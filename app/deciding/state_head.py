@@ -74,6 +74,10 @@ class StateHead(BaseModel):
     # lead in the log-odds of the judge's own "true" when asked whether the answer gives the
     # reference's result (the check, app/deciding/criterion_reads.py)
     reference_check_weight: float = Field(default=0.0, ge=0.0)
+    # pairwise with a reference that restates the request's items in an order (a sorting or
+    # ranking request): the score adds this times A's lead in the share of the items it
+    # states in that order (app/deciding/reference_order.py; read from the text)
+    reference_order_weight: float = Field(default=0.0, ge=0.0)
     # pairwise with a reference function, where the user turned code running on: the score
     # adds this times A's lead in the share of inputs on which its function gives the
     # reference function's result (app/deciding/reference_behaviour.py)
@@ -219,6 +223,7 @@ REFERENCE_SHARES = {
     "reference_criteria": "the criterion scores read with it",
     "reference_likelihood": "how likely it is after each answer",
     "reference_words": "how much of what it states each answer states",
+    "reference_order": "whether each answer states the request's items in its order",
     "reference_check": "the judge's check of each answer against it",
     "reference_behaviour": "each answer's function run beside it on the same inputs",
 }

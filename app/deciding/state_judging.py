@@ -23,6 +23,7 @@ from app.catalog.scoring import ScoringRule
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.reference_behaviour import BehaviourReading
+from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.state_head import (
     StateHead,
@@ -139,7 +140,8 @@ def _reference_shift(
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
     means = _reference_means(references)
-    return ask.head.reference_shift(shares, means, odds, ask.behaviour or ())
+    orders = order_shares(item.answers, ask.reference, item.question)
+    return ask.head.reference_shift(shares, means, odds, ask.behaviour or (), orders)
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -273,6 +275,8 @@ def with_reference_reading(
     check_weight: float = 0.0,
     behaviour_weight: float = 0.0,
     behaviour: BehaviourReading | None = None,
+    order_weight: float = 0.0,
+    order_lead: float | None = None,
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
     times A's lead in the criterion scores read with the reference (each answer's weighted
@@ -284,8 +288,10 @@ def with_reference_reading(
     log-odds of the judge's check against the reference (`reference_check_difference`, where
     it was read on), plus `behaviour_weight` times A's lead in the share of inputs on which
     its function gives the reference function's result (`behaviour`, where code was run;
-    recorded as `reference_behaviour_difference` with `reference_behaviour_inputs`). The
-    head reads no reference; these do, so
+    recorded as `reference_behaviour_difference` with `reference_behaviour_inputs`), plus
+    `order_weight` times A's lead in the share of the request's items it states in the
+    reference's order (`order_lead`, app/deciding/reference_order.py, recorded as
+    `reference_order_difference`). The head reads no reference; these do, so
     this is how a reference naming the right answer moves the verdict. The share is the
     verdict's part "reference". Unchanged without what a nonzero weight reads."""
     parts = judgment.verdict_parts
@@ -293,6 +299,8 @@ def with_reference_reading(
         return judgment
     if words_lead is not None:
         parts = {**parts, "reference_words_difference": round(words_lead, 4)}
+    if order_lead is not None:
+        parts = {**parts, "reference_order_difference": round(order_lead, 4)}
     behaviour_lead = behaviour.lead() if behaviour is not None else None
     if behaviour is not None and behaviour_lead is not None:
         parts = {
@@ -311,6 +319,8 @@ def with_reference_reading(
         shares["reference_likelihood"] = likelihood_weight * lead
     if words_weight and words_lead is not None:
         shares["reference_words"] = words_weight * words_lead
+    if order_weight and order_lead is not None:
+        shares["reference_order"] = order_weight * order_lead
     lead = parts.get("reference_check_difference")
     if check_weight and lead is not None:
         shares["reference_check"] = check_weight * lead

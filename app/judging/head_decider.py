@@ -9,8 +9,10 @@ from dataclasses import dataclass, replace
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.deciding import criterion_reads
+from app.deciding.code_answers import reference_function
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.reference_behaviour import BehaviourReading, behaviour_reading
+from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
@@ -242,7 +244,8 @@ class HeadDecider:
         """A pairwise head verdict with the reference's part (state_judging.
         with_reference_reading), where the item has a reference: the criterion scores read
         with it (`criteria`: they are read), its likelihood after each answer, the share
-        of its own words each answer states, and (`behaviour`, code run) the share of its
+        of its own words each answer states, the share of the request's items each states
+        in its order, and (`behaviour`, code run) the share of its
         function's results each answer's function gives."""
         head = self.settings.head
         item = plan.item
@@ -250,21 +253,40 @@ class HeadDecider:
             return judgment
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
-        words = None
+        words = order = None
         if head.reference_words_weight:
             words = reference_words_lead(item.answers, item.reference, item.question)
-        return with_reference_reading(
+        if head.reference_order_weight:
+            order = reference_order_lead(item.answers, item.reference, item.question)
+        judged = with_reference_reading(
             judgment,
             head.reference_weight if criteria else 0.0,
             plan.resolved.rule.overall_range(),
             self.settings.tie_within,
-            head.reference_likelihood_weight,
-            head.reference_words_weight,
-            words,
-            head.reference_check_weight,
-            head.reference_behaviour_weight,
-            behaviour,
+            likelihood_weight=head.reference_likelihood_weight,
+            words_weight=head.reference_words_weight,
+            words_lead=words,
+            check_weight=head.reference_check_weight,
+            behaviour_weight=head.reference_behaviour_weight,
+            behaviour=behaviour,
+            order_weight=head.reference_order_weight,
+            order_lead=order,
         )
+        flag = self.code_unread(item, behaviour)
+        if flag is None or judged.verdict_parts is None:
+            return judged
+        return judged.model_copy(update={"verdict_parts": {**judged.verdict_parts, flag: 1.0}})
+
+    def code_unread(self, item: JudgeItem, behaviour: BehaviourReading | None) -> str | None:
+        """Where the reference is a function whose behaviour the head weighs but no answer's
+        function was run beside it, why, as a verdict part's name for the page to say:
+        `reference_code_not_run` (code running is off) or `reference_code_unread` (on, but
+        no answer had a matching function, or the sandbox gave no results)."""
+        if behaviour is not None or not self.settings.head.reference_behaviour_weight:
+            return None
+        if reference_function(item.reference or "", item.question) is None:
+            return None
+        return "reference_code_unread" if self.settings.run_code else "reference_code_not_run"
 
 
 def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
@@ -284,6 +306,8 @@ def reference_note(config: JudgeConfig) -> str | None:
     reads = []
     if head.reference_words_weight and pairs:
         reads.append("how much of what the reference states each answer states")
+    if head.reference_order_weight and pairs:
+        reads.append("for a reference that orders the request's items, each answer's order")
     if head.reference_likelihood_weight and head.reads == "reply" and pairs:
         reads.append("how much likelier the reference is after one answer than the other")
     if head.reference_check_weight and head.reads == "reply" and pairs:

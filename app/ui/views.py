@@ -210,6 +210,8 @@ REFERENCE_ADDS = {
     "the other",
     "reference_words": "how much more of what the reference states one answer states than "
     "the other",
+    "reference_order": "how much more of the request's items one answer states in the "
+    "reference's order than the other",
     "reference_check": "how much surer the judge is that one answer gives the reference's "
     "result than the other",
     "reference_behaviour": "how much more often one answer's function gives the reference "
@@ -294,10 +296,40 @@ def head_note(parts: dict[str, float]) -> str:
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
         f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
     )
-    note += behaviour_note(parts)
+    note += order_note(parts) + behaviour_note(parts) + code_unread_note(parts)
     if (leaned := reference_decided(parts)) is not None:
         note += f" **The reference decided this verdict**: without it the head leaned to {leaned}."
     return note
+
+
+def order_note(parts: dict[str, float]) -> str:
+    """What reading the request's items along each answer in the reference's order found,
+    in words ("" where the reference restates no items or an answer leaves one out)."""
+    lead = parts.get("reference_order_difference")
+    if lead is None:
+        return ""
+    read = " The reference puts the request's items in an order"
+    if not lead:
+        return f"{read}: both answers state them in it equally."
+    ahead = "A" if lead > 0 else "B"
+    return f"{read}: answer {ahead} states {abs(lead):.0%} more of them in that order."
+
+
+CODE_UNREAD = {  # training/EXPERIMENTS.md, session 32: 84 held-out reference-decided pairs
+    "reference_code_not_run": "The reference is a Python function and code running is off, so "
+    "the verdict reads its text, which cannot tell a buggy function from a right one (held "
+    "out, such verdicts were right on 9 of 15 code pairs; 15 of 15 with code run). Turn on "
+    "running code answers against the reference function to judge them by what they do.",
+    "reference_code_unread": "The reference is a Python function, but no answer's function "
+    "could be run beside it (none of the same name or number of parameters, or the sandbox "
+    "gave no results), so the verdict reads its text alone.",
+}
+
+
+def code_unread_note(parts: dict[str, float]) -> str:
+    """Why a reference function's behaviour did not reach the verdict ("" where it did or
+    the reference is no function)."""
+    return "".join(f" {text}" for name, text in CODE_UNREAD.items() if parts.get(name))
 
 
 def behaviour_note(parts: dict[str, float]) -> str:

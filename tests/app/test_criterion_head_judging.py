@@ -20,7 +20,7 @@ from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
-from app.ui.views import criteria_agreement_note
+from app.ui.views import criteria_agreement_note, head_note
 from models.foundation.errors import ConfigError
 from models.judge_settings import JudgeSettings
 from models.readings import FEATURES
@@ -238,6 +238,62 @@ def test_code_run_beside_a_reference_function_decides_where_the_user_turned_it_o
         assert gap == pytest.approx(2.0 * lead, abs=2e-3)
     assert "run beside it" in (reference_note(_config(running, run_code=True)) or "")
     assert "run beside it" not in (reference_note(_config(running)) or "")
+    # off, the page says the function's behaviour was not read and how to read it
+    assert off.verdict_parts["reference_code_not_run"] == 1.0
+    assert "code running is off" in head_note(off.verdict_parts)
+    assert "reference_code_not_run" not in parts and "reference_code_unread" not in parts
+
+
+def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads):
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    prose = CODE_PAIR.model_copy(update={"answers": ("Sort it and take one.", "Use a set.")})
+    judged = service.judge(prose, _config(running, run_code=True))
+    assert "reference_behaviour_difference" not in judged.verdict_parts
+    assert judged.verdict_parts["reference_code_unread"] == 1.0
+    assert "no answer's function could be run" in head_note(judged.verdict_parts)
+    # a reference that is no function: nothing to say
+    capital = service.judge(CAPITAL_PAIR, _config(running, run_code=True))
+    assert not {"reference_code_unread", "reference_code_not_run"} & set(capital.verdict_parts)
+
+
+SORTING_PAIR = JudgeItem(
+    id="sorting",
+    question="Sort these numbers from smallest to largest: 80, 41, 85, 16, 93, 39.",
+    answers=(  # A: polished, two swapped; B: right
+        "Certainly! Comparing them one by one puts them in order. **Answer: 16, 39, 41, 80, "
+        "93, 85**",
+        "16, 39, 41, 80, 85, 93.",
+    ),
+    reference="In order: 16, 39, 41, 80, 85, 93.",
+)
+
+
+def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    ordering = (  # the criteria move by the order alone
+        verdict.model_copy(update={"reference_order_weight": 30.0}),
+        replace(
+            heads[1],
+            weights=np.zeros_like(heads[1].weights),
+            cross=np.zeros_like(heads[1].cross),
+            reference_order=6.0,
+        ),
+    )
+    judged = service.judge(SORTING_PAIR, _config(ordering))
+    plain = service.judge(SORTING_PAIR, _config(heads))  # reads no order
+    parts = judged.verdict_parts
+    lead = parts["reference_order_difference"]
+    assert lead == pytest.approx(-1 / 6, abs=1e-4) and "reference_order" not in plain.verdict_parts
+    assert parts["reference_order"] == pytest.approx(30.0 * lead, abs=1e-2)
+    assert judged.winner == "B" and "reference_order" in reference_signals(parts)
+    assert "answer B states 17% more of them in that order" in head_note(parts)
+    for key in judged.criteria:  # each criterion's gap is the order's shift
+        levels = [a.expected_criteria[key] for a in judged.answers]
+        assert levels[0] - levels[1] == pytest.approx(6.0 * lead, abs=2e-3)
+    assert "each answer's order" in (reference_note(_config(ordering)) or "")
 
 
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
@@ -275,6 +331,16 @@ def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
     assert bounded.reference_shift([0.5, 0.5], [-1.0, -1.0], [4.0, -4.0]).tolist() == (
         pytest.approx([0.5, -0.5])
     )
+    # the items' order: centred like the rest; nothing where an answer has no reading
+    ordering = replace(criteria, reference_order=6.0)
+    assert ordering.reads_reference
+    assert ordering.reference_shift([0.5, 0.5], [None, None], (), (), [1.0, 0.5]).tolist() == (
+        pytest.approx([1.5, -1.5])
+    )
+    assert ordering.reference_shift([0.5, 0.5], [None, None], (), (), [1.0, None]).tolist() == [
+        0.0,
+        0.0,
+    ]
 
 
 def test_a_rubric_is_read_apart(tiny, heads):

@@ -12,12 +12,13 @@ answer against the reference (`reference_check_difference`: asked after the refe
 whether the answer gives its result, the judge's true against false) and the criterion
 scores read with the reference. Judgments are saved row by row, so a stopped run goes on.
 
-Three signals of the reference are candidates: the likelihood lead, the check's lead, and
-A's lead in the share of the reference's own words each answer states
-(app/deciding/reference_words.py, read from the text, at no cost). Each candidate
-(`CANDIDATES`) gets the
-maximum-likelihood weights >= 0 with the head's logit as a fixed offset
-(training/datasets/reference_pairs.fit_weights), and the one with the best
+Four signals of the reference are candidates: the likelihood lead, the check's lead, A's
+lead in the share of the reference's own words each answer states
+(app/deciding/reference_words.py) and, where the reference restates the request's items in
+an order, A's lead in the share of them it states in that order
+(app/deciding/reference_order.py); the last two are read from the text, at no cost. Each
+candidate (`CANDIDATES`) gets the maximum-likelihood weights >= 0 with the head's logit as
+a fixed offset (training/datasets/reference_pairs.fit_weights), and the one with the best
 request-grouped cross-validation on `train.jsonl` alone is chosen (the cheaper on a tie).
 `test.jsonl` is read after, with the weights fitted on all training pairs: the verdict
 with the reference against the head alone (the verdict without it), each signal alone,
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from app.deciding.reference_behaviour import behaviour_reading
+from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.io.reader import InputRow, read_rows
 from app.records import JudgeItem, Judgment, Label
@@ -55,16 +57,20 @@ OUT = Path(__file__).resolve().parents[1] / "runs" / "reference-fit"
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `features`
 CANDIDATES = {
     "the reference's words": ("words",),
+    "the words and the order": ("words", "order"),
     "the reference's likelihood": ("lead",),
     "both": ("words", "lead"),
+    "both and the order": ("words", "lead", "order"),
     "the judge's check": ("check",),
     "both and the check": ("words", "lead", "check"),
+    "both, the check and the order": ("words", "lead", "check", "order"),
 }
 # where each chosen signal's weight goes in a state head (app/deciding/state_head.py)
 HEAD_FIELDS = {
     "words": "reference_words_weight",
     "lead": "reference_likelihood_weight",
     "check": "reference_check_weight",
+    "order": "reference_order_weight",
     "behaviour": "reference_behaviour_weight",
 }
 # fitted on top of the chosen signals (they stay as they are for a user who does not run code)
@@ -121,7 +127,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
     0 where the reference is no function), the criteria's lead (where they were read), A's
     length lead, and whether A is right."""
     heads, leads, words, checks, criteria, longer, a_wins = [], [], [], [], [], [], []
-    behaviours = []
+    behaviours, orders = [], []
     for row, judgment in zip(rows, judgments, strict=True):
         assert row.item is not None and row.item.label is not None
         parts = judgment.verdict_parts or {}
@@ -130,6 +136,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         checks.append(parts.get("reference_check_difference", 0.0))
         item = row.item
         words.append(reference_words_lead(item.answers, item.reference or "", item.question))
+        orders.append(reference_order_lead(item.answers, item.reference or "", item.question))
         run = behaviour_reading(item.answers, item.reference or "", item.question)
         behaviours.append((run.lead() if run is not None else None) or 0.0)
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
@@ -141,6 +148,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         "lead": np.array(leads),
         "words": np.array([w or 0.0 for w in words]),
         "check": np.array(checks),
+        "order": np.array([o or 0.0 for o in orders]),
         "behaviour": np.array(behaviours),
         "criteria": np.array(criteria),
         "longer": np.array(longer, dtype=float),
@@ -171,6 +179,7 @@ def accuracies(found: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
         "the reference's likelihood alone": right(found["lead"]),
         "the reference's words alone": right(found["words"]),
         "the judge's check alone": right(found["check"]),
+        "the items' order alone": right(found["order"]),
         "the code's behaviour alone (run)": right(found["behaviour"]),
         "the longer answer": right(found["longer"]),
         "the shorter answer": right(-found["longer"]),
@@ -250,6 +259,7 @@ def report(
             "reference_likelihood_difference": round(float(one["lead"][0]), 4),
             "reference_words_difference": round(float(one["words"][0]), 4),
             "reference_check_difference": round(float(one["check"][0]), 4),
+            "reference_order_difference": round(float(one["order"][0]), 4),
             "with_code_run": "A" if with_weights(one, with_code)[0] > 0 else "B",
             "reference_behaviour_difference": round(float(one["behaviour"][0]), 4),
         },

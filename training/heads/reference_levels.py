@@ -4,12 +4,14 @@
                                               [--head NPZ] [--write]
 
 With a reference in use, the criterion head (app/deciding/criterion_head.py) moves every
-criterion of an answer by `words * share + likelihood * mean lp + check * log-odds` (each
-centred over the item's answers): the share of the reference's own words the answer
-states, the reference's mean log-probability after it and the log-odds of the judge's
-check of the answer against it, the readings of the reference the verdict adds too. This
-fits their weights on the pairs of training/datasets/reference_decided.py (one answer
-agrees with the reference, the label), as judged by
+criterion of an answer by `words * share + likelihood * mean lp + check * log-odds + order *
+in-order share` (each centred over the item's answers): the share of the reference's own
+words the answer states, the reference's mean log-probability after it, the log-odds of the
+judge's check of the answer against it and the share of the request's items it states in
+the reference's order (where the reference restates them), the readings of the reference
+the verdict adds too. This fits their weights on the pairs of
+training/datasets/reference_decided.py (one answer agrees with the reference, the label), as
+judged by
 `python -m training.heads.reference_fit --reading-cache DIR` (its run folder holds the
 judgments and, under readings*/, each answer's read, from which the criterion head's own
 levels are computed here as the engine computes them).
@@ -56,14 +58,17 @@ from training.heads.reference_fit import STACKED, features
 # the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
 CANDIDATES = {
     "the reference's words": ("words",),
+    "the words and the order": ("words", "order"),
     "the reference's likelihood": ("lead",),
     "both": ("words", "lead"),
     "both and the judge's check": ("words", "lead", "check"),
+    "both, the check and the order": ("words", "lead", "check", "order"),
 }
 HEAD_FIELDS = {
     "words": "reference_words",
     "lead": "reference_likelihood",
     "check": "reference_check",
+    "order": "reference_order",
     "behaviour": "reference_behaviour",
 }
 
@@ -167,6 +172,7 @@ def reference_shift(table: dict[str, np.ndarray], weights: dict[str, float]) -> 
     """A's lead in the criteria's shift (level points) under `weights` (HEAD_FIELDS' and
     the bounds' names): a pair's lead is twice each answer's centred value."""
     shift = weights.get("reference_words", 0.0) * table["words"]
+    shift = shift + weights.get("reference_order", 0.0) * table["order"]
     for signal, name in (("lead", "reference_likelihood"), ("check", "reference_check")):
         bound = 2 * (weights.get(f"{name}_bound") or np.inf)
         shift = shift + weights.get(name, 0.0) * np.clip(table[signal], -bound, bound)

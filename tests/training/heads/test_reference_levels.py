@@ -20,6 +20,7 @@ def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
         "words": 0.5 * sign + 0.05 * rng.normal(size=pairs),
         "lead": rng.normal(size=pairs),
         "check": rng.normal(size=pairs),
+        "order": np.zeros(pairs),  # the reference restates no items of the request
         "head": -sign,
         "longer": -sign * 10.0,
         "a_wins": a_wins,
@@ -75,6 +76,18 @@ def test_the_check_turns_criteria_where_only_it_tells_the_right_answer():
     assert found["chosen"] == "both and the judge's check"
     assert found["weights"]["reference_check"] > 0.8 / 2.0
     assert found["weights"]["reference_check_bound"] == pytest.approx(1.0)  # half the largest
+    assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
+
+
+def test_the_order_turns_criteria_where_the_words_cannot_tell():
+    """Sorting pairs: both answers state every item, only the order tells them apart."""
+    train = _table(60, 7)
+    sorting = train["family"] == "sorting"
+    train["words"] = np.where(sorting, 0.0, train["words"])
+    train["order"] = np.where(sorting, 0.2 * (2 * train["a_wins"] - 1), 0.0)
+    found = chosen(train, k=2.0)
+    assert found["chosen"] in ("the words and the order", "both, the check and the order")
+    assert found["weights"]["reference_order"] > 0
     assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
 
 

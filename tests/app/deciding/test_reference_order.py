@@ -1,0 +1,86 @@
+"""Whether an answer states the request's items in the reference's order
+(app/deciding/reference_order.py), and its part of a pair's verdict and the criteria."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.deciding.reference_order import (
+    in_order_share,
+    order_shares,
+    reference_order_lead,
+    request_items,
+)
+from app.deciding.reference_words import reference_words_lead
+from app.deciding.state_judging import with_reference_reading
+from app.records import Judgment, Protocol, Status
+
+QUESTION = "Sort these numbers from smallest to largest: 80, 41, 85, 16, 93, 39."
+REFERENCE = "In order: 16, 39, 41, 80, 85, 93."
+RIGHT = "16, 39, 41, 80, 85, 93."
+POLISHED_WRONG = (
+    "Certainly! Comparing the numbers one by one puts them in order.\n\n"
+    "**Answer: 16, 39, 41, 80, 93, 85**\n\nThis is the result you can rely on."
+)
+
+
+def test_the_items_are_the_requests_words_in_the_references_order():
+    assert request_items(REFERENCE, QUESTION) == ["16", "39", "41", "80", "85", "93"]
+    # a reference that is mostly words of its own restates no items
+    open_ended = "Paris is the capital of France, famous for its museums and its cafes."
+    assert request_items(open_ended, "What is the capital of France?") == []
+    assert request_items("In order: 2, 1.", "Sort 1, 2.") == []  # fewer than three
+
+
+def test_an_answer_in_the_references_order_leads_one_that_swaps_two():
+    items = request_items(REFERENCE, QUESTION)
+    assert in_order_share(RIGHT, items) == 1.0
+    assert in_order_share(POLISHED_WRONG, items) == pytest.approx(5 / 6)
+    assert in_order_share("16, 39, 41.", items) is None  # leaves items out: no reading
+    lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
+    assert lead == pytest.approx(-1 / 6)
+    assert reference_order_lead([RIGHT, POLISHED_WRONG], REFERENCE, QUESTION) == -lead
+    # the reference's words cannot tell them apart: the polished one even says "order"
+    assert reference_words_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION) == 1.0
+
+
+def test_a_restated_unsorted_list_does_not_count_as_the_order():
+    restating = f"{QUESTION} becomes 16, 39, 41, 80, 93, 85."
+    assert in_order_share(restating, request_items(REFERENCE, QUESTION)) == pytest.approx(5 / 6)
+
+
+def test_no_lead_where_it_is_undefined():
+    assert reference_order_lead([RIGHT], REFERENCE, QUESTION) is None  # not a pair
+    assert reference_order_lead([RIGHT, "I do not know."], REFERENCE, QUESTION) is None
+    assert order_shares([RIGHT, "I do not know."], REFERENCE, QUESTION) == [1.0, None]
+    assert reference_order_lead(["a b c", "c b a"], "Paris.", "Capital of France?") is None
+
+
+def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
+    judged = Judgment(
+        id="p",
+        protocol=Protocol.PAIRWISE,
+        status=Status.OK,
+        winner="A",
+        leaning="A",
+        verdict_parts={"states": 0.9, "score": 0.9},
+    )
+    lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
+    moved = with_reference_reading(
+        judged,
+        0.0,
+        (1, 10),
+        0.0,
+        order_weight=12.0,
+        order_lead=lead,
+        words_weight=1.0,
+        words_lead=1.0,
+    )
+    parts = moved.verdict_parts
+    assert parts["reference_order"] == pytest.approx(-2.0)
+    assert parts["reference"] == pytest.approx(-1.0)
+    assert parts["reference_order_difference"] == pytest.approx(round(lead, 4))
+    assert moved.winner == "B"  # the order turned it to the right answer
+    unweighted = with_reference_reading(judged, 0.0, (1, 10), 0.0, order_lead=lead)
+    assert unweighted.winner == "A" and "reference_order" not in unweighted.verdict_parts
+    assert unweighted.verdict_parts["reference_order_difference"] == pytest.approx(-0.1667)
