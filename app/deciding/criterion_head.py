@@ -6,13 +6,15 @@ answer once as the model's reply to its request (state_judging.py): its pooled s
 its likelihoods and its length. A criterion head maps that read to the level the reads
 apart would give, for any criterion, named by the MiniLM embedding of its text:
 
-    z           = standardized (PCA of the states, likelihood features, log length)
+    z           = standardized (PCA of the states, likelihood features, log length[,
+                  request relevance])
     level(a, c) = mean(c) + w . z(a) + z(a)[:k]^T M e(c)[:m]
 
 `mean(c)` is a criterion's mean level on the training rows (shrunk toward the overall mean;
 a criterion never seen gets the overall mean), `w` what moves every criterion, `M` how the
-criteria differ in what they see. Fitted by `python -m training.heads.criterion_head` on
-Auto-J training pairs read apart.
+criteria differ in what they see. A head with `relevance` also reads how close each answer
+is to its request (MiniLM's cosine, the verdict's relevance: app/deciding/relevance.py).
+Fitted by `python -m training.heads.criterion_head` on Auto-J training pairs read apart.
 
 With a reference in use, a pair's answers read no reference in the verdict's read either,
 but the verdict reads two things of it beside (state_judging.with_reference_reading): the
@@ -58,6 +60,8 @@ class CriterionHead:
     cross_components: int
     e_mean: np.ndarray  # (384,) mean criterion embedding
     e_basis: np.ndarray  # (m, 384)
+    # z ends with the answer's request relevance (cos of MiniLM's request and answer vectors)
+    relevance: bool = False
     # level points per unit of an answer's reference evidence, centred over the item's answers
     reference_words: float = 0.0  # per share of the reference's own words stated
     reference_likelihood: float = 0.0  # per nat of the reference's mean log-probability
@@ -114,20 +118,35 @@ class CriterionHead:
         return shift
 
     def features(
-        self, states: np.ndarray, likelihood: dict[str, float], characters: int
+        self,
+        states: np.ndarray,
+        likelihood: dict[str, float],
+        characters: int,
+        relevance: float | None = None,
     ) -> np.ndarray:
-        """z of one answer from the verdict's read of it."""
+        """z of one answer from the verdict's read of it (and its request relevance, where
+        the head reads it)."""
         row = np.array([[likelihood[name] for name in FEATURES]])
-        return self.features_of(np.atleast_2d(states), row, np.array([characters]))[0]
+        near = None if relevance is None else np.array([relevance])
+        return self.features_of(np.atleast_2d(states), row, np.array([characters]), near)[0]
 
     def features_of(
-        self, states: np.ndarray, likelihood: np.ndarray, characters: np.ndarray
+        self,
+        states: np.ndarray,
+        likelihood: np.ndarray,
+        characters: np.ndarray,
+        relevance: np.ndarray | None = None,
     ) -> np.ndarray:
-        """z of many answers (rows): their states, likelihood features (FEATURES' order) and
-        lengths in characters."""
+        """z of many answers (rows): their states, likelihood features (FEATURES' order),
+        lengths in characters and (a head with `relevance`) request relevance."""
         projected = (np.asarray(states, dtype=np.float64) - self.state_mean) @ self.state_basis.T
         lengths = np.log(np.maximum(np.asarray(characters, dtype=np.float64), 1))
-        return (np.column_stack([projected, likelihood, lengths]) - self.z_mean) / self.z_scale
+        columns = [projected, likelihood, lengths]
+        if self.relevance:
+            if relevance is None:
+                raise ValueError("this criterion head reads request relevance: pass it")
+            columns.append(np.asarray(relevance, dtype=np.float64))
+        return (np.column_stack(columns) - self.z_mean) / self.z_scale
 
     def levels(
         self,
@@ -164,6 +183,7 @@ class CriterionHead:
             reference_check_bound=np.float64(self.reference_check_bound),
             reference_behaviour=np.float64(self.reference_behaviour),
             reference_order=np.float64(self.reference_order),
+            relevance=np.bool_(self.relevance),
             **arrays,
         )
 
@@ -182,10 +202,11 @@ class CriterionHead:
                 criteria=tuple(str(c) for c in data["criteria"]),
                 overall=float(data["overall"]),
                 cross_components=int(data["cross_components"]),
+                relevance="relevance" in data.files and bool(data["relevance"]),
                 **{name: float(data[name]) for name in REFERENCE if name in data.files},
                 **arrays,
             )
-        width = head.state_basis.shape[0] + len(FEATURES) + 1
+        width = head.state_basis.shape[0] + len(FEATURES) + 1 + int(head.relevance)
         if head.weights.shape != (width,) or len(head.means) != len(head.criteria):
             raise ConfigError(path, "criterion_head", "arrays of mismatched shapes")
         return head
@@ -248,18 +269,23 @@ def head_levels(
     likelihoods: Sequence[dict[str, float] | None],
     answers: Sequence[str],
     shift: Sequence[float] | None = None,
+    relevance: Sequence[float] | None = None,
 ) -> dict[int, dict[str, float]] | None:
     """Each answer's level on each criterion of `specs`, from the verdict's read of it
-    (moved by `shift[n]` level points: the reference's, CriterionHead.reference_shift);
-    None where the read lacks the states or likelihoods the head needs."""
+    (moved by `shift[n]` level points: the reference's, CriterionHead.reference_shift) and
+    its request relevance (`relevance[n]`, where the head reads it); None where the read
+    lacks the states, likelihoods or relevance the head needs."""
     if any(s is None for s in states) or any(x is None for x in likelihoods):
+        return None
+    if head.relevance and relevance is None:
         return None
     texts = [criterion_text(spec.name, spec.description) for spec in specs]
     vectors = np.array([_vector(t) for t in texts]) if head.cross.size else None
     keys = [spec.key for spec in specs]
     levels: dict[int, dict[str, float]] = {}
     for n, (state, likelihood, answer) in enumerate(zip(states, likelihoods, answers)):
-        z = head.features(state, likelihood, len(answer))  # type: ignore[arg-type]
+        near = float(relevance[n]) if head.relevance and relevance is not None else None
+        z = head.features(state, likelihood, len(answer), near)  # type: ignore[arg-type]
         rows = np.repeat(z[None, :], len(specs), axis=0)
         found = head.levels(rows, keys, vectors, shift[n] if shift is not None else 0.0)
         levels[n] = {key: float(value) for key, value in zip(keys, found)}

@@ -64,6 +64,7 @@ def head_judgment(
     ask = criteria.ask if criteria is not None else None
     features, likelihoods, found, references, checks = read_features(item, head, source, ask)
     odds = [None if p is None else check_log_odds(p) for p in checks]
+    similarities = None
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
@@ -74,7 +75,13 @@ def head_judgment(
         judgment = _ranking(base, item, head, features, likelihoods, similarities)
     if levels is not None:
         shift = _reference_shift(item, levels, references, odds)
-        judgment = _with_head_levels(judgment, item, levels, features, likelihoods, shift)
+        if levels.head.relevance and similarities is None:
+            from app.deciding.relevance import request_similarities
+
+            similarities = request_similarities(item.question, item.answers)
+        judgment = _with_head_levels(
+            judgment, item, levels, features, likelihoods, shift, similarities
+        )
     if criteria is None:
         return judgment
     if criteria.ask.keys:
@@ -156,8 +163,11 @@ def _with_head_levels(
     features: Sequence[np.ndarray | None],
     likelihoods: Likelihoods,
     shift: np.ndarray | None = None,
+    similarities: np.ndarray | None = None,
 ) -> Judgment:
-    found = head_levels(ask.head, ask.rule.specs, features, likelihoods, item.answers, shift)
+    found = head_levels(
+        ask.head, ask.rule.specs, features, likelihoods, item.answers, shift, similarities
+    )
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"

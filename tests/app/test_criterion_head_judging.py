@@ -360,6 +360,48 @@ def test_head_criteria_need_a_head_file():
     assert caught.value.field == "criteria_read" and "--criteria-apart" in str(caught.value)
 
 
+def _reading_relevance(criteria: CriterionHead) -> CriterionHead:
+    """`criteria` with a last z column, the answer's request relevance, that moves levels."""
+    return replace(
+        criteria,
+        relevance=True,
+        z_mean=np.append(criteria.z_mean, 0.2),
+        z_scale=np.append(criteria.z_scale, 0.1),
+        weights=np.append(criteria.weights, 1.5),
+    )
+
+
+def test_a_head_that_reads_request_relevance_gets_it_from_the_engine(tiny, heads):
+    from app.deciding.relevance import request_similarities
+
+    service, backend = tiny
+    verdict, criteria = heads
+    near = _reading_relevance(criteria)
+    judged = service.judge(PLANET_PAIR, _config((verdict, near)))
+    plain = service.judge(PLANET_PAIR, _config(heads))
+    similar = request_similarities(PLANET_PAIR.question, PLANET_PAIR.answers)
+    moved = [
+        a.expected_criteria["accuracy"] - b.expected_criteria["accuracy"]
+        for a, b in zip(judged.answers, plain.answers)
+    ]
+    # each answer's level moves by 1.5 per z unit of its relevance (inside the scale)
+    expected = [1.5 * (s - 0.2) / 0.1 for s in similar]
+    for got, want, level in zip(moved, expected, (a.expected_criteria for a in judged.answers)):
+        if 1.0 < level["accuracy"] < 10.0:
+            assert got == pytest.approx(want, abs=2e-3)
+    assert moved[0] != pytest.approx(moved[1])  # the answers differ in relevance
+    # a single answer reads it too (no verdict relevance is computed for grades)
+    single = JudgeItem(id="s", question=PLANET_PAIR.question, answers=(PLANET_PAIR.answers[0],))
+    grading = StateHead(**{**verdict.model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
+    graded = service.judge(single, _config((grading, near), Protocol.SINGLE))
+    assert graded.criteria_by_head and graded.answers[0].expected_criteria
+    readings = backend.read_answers(PLANET_PAIR.question, [PLANET_PAIR.answers[0]])
+    likelihood = readings[0].features()
+    with pytest.raises(ValueError, match="relevance"):
+        near.features(readings[0].states, likelihood, len(PLANET_PAIR.answers[0]))
+    assert head_levels(near, [], [readings[0].states], [likelihood], ["x"]) is None
+
+
 def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     _, criteria = heads
     path = tmp_path / "criterion_head.npz"
@@ -376,6 +418,12 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
         older = {k: data[k] for k in data.files if not k.startswith("reference_")}
     np.savez(tmp_path / "older.npz", **older)
     assert not CriterionHead.load(tmp_path / "older.npz").reads_reference
+    assert not CriterionHead.load(tmp_path / "older.npz").relevance  # none before it
+    _reading_relevance(criteria).save(path)
+    assert CriterionHead.load(path).relevance
+    replace(_reading_relevance(criteria), relevance=False).save(path)  # one z column too many
+    with pytest.raises(ConfigError, match="mismatched shapes"):
+        CriterionHead.load(path)
     np.savez(tmp_path / "bad.npz", weights=np.zeros(2))
     with pytest.raises(ConfigError) as caught:
         CriterionHead.load(tmp_path / "bad.npz")

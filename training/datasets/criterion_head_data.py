@@ -42,6 +42,8 @@ class AnswerTable:
     scenario: list[str | None] = field(default_factory=list)  # per pair
     ids: list[str] = field(default_factory=list)  # per pair: the row's id
     missing: int = 0  # judged pairs without a cached read of both answers
+    # answers: cos(request, answer) of MiniLM's vectors (app/deciding/relevance.py)
+    relevance: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # (a scenario's first two criteria count double, as in the page's overall)
 
     @property
@@ -109,7 +111,9 @@ def answer_table(
     judgments: Sequence[dict], items: dict[str, JudgeItem], caches: Sequence, head: StateHead
 ) -> AnswerTable:
     """The answers of `judgments` whose reads are in one of `caches` (ReadingCache)."""
-    states, likelihood, characters, pairs = [], [], [], []
+    from app.deciding.relevance import request_similarities
+
+    states, likelihood, characters, pairs, relevance = [], [], [], [], []
     table = AnswerTable(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
     for row in judgments:
         item = items.get(row["id"])
@@ -122,6 +126,7 @@ def answer_table(
             continue
         number = len(table.label)
         levels = scenario_levels(row, len(readings))
+        relevance.extend(request_similarities(item.question, item.answers).tolist())
         for reading, answer, judged in zip(readings, item.answers, levels):
             feats = reading.features()
             for index, (name, level) in enumerate(judged.items()):
@@ -141,6 +146,7 @@ def answer_table(
     table.likelihood = np.asarray(likelihood, dtype=np.float64)
     table.characters = np.asarray(characters, dtype=np.float64)
     table.pair = np.asarray(pairs)
+    table.relevance = np.asarray(relevance, dtype=np.float64)
     return table
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from app.deciding.criterion_head import REFERENCE, CriterionHead
+from app.deciding.relevance import request_similarities
 from app.deciding.state_head import StateHead
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment
@@ -94,9 +95,10 @@ def pair_table(
         readings = cached_readings(item, state_head, caches)
         if readings is None:
             continue
+        near = request_similarities(item.question, item.answers)
         first, second = (
-            criterion_head.features(r.states, r.features(), len(answer))
-            for r, answer in zip(readings, item.answers)
+            criterion_head.features(r.states, r.features(), len(answer), float(relevance))
+            for r, answer, relevance in zip(readings, item.answers, near)
         )
         levels.append(float((first - second) @ criterion_head.weights))
         kept.append(row)

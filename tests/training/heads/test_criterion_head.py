@@ -117,3 +117,27 @@ def test_held_out_scores_compare_the_head_with_the_verdict_the_labels_and_length
     assert scores["pairs where they agree"] == 60 and scores["pairs where they disagree"] == 0
     table.target = [float("nan")] * len(table.target)  # rows judged without criteria
     assert "values r against the reads apart" not in held_out(table, np.zeros(len(table.target)))
+
+
+def test_a_head_with_request_relevance_learns_what_it_adds_and_reads_as_the_engine():
+    """Levels that also follow each answer's request relevance: only the head that reads it
+    follows them, and its features of a row are the engine's with the same relevance."""
+    from models.readings import FEATURES
+
+    table = _table()
+    rng = np.random.default_rng(5)
+    table.likelihood = rng.normal(size=(len(table.states), len(FEATURES)))
+    table.relevance = rng.uniform(0.0, 0.8, size=len(table.states))
+    table.target = [
+        level + 4.0 * table.relevance[answer] for level, answer in zip(table.target, table.answer)
+    ]
+    plain = agreement(table, out_of_fold(table, Settings(components=4, alpha=1.0), _vectors()))
+    settings = Settings(components=4, alpha=1.0, relevance=True)
+    near = agreement(table, out_of_fold(table, settings, _vectors()))
+    assert near["values r"] > plain["values r"] + 0.05 and near["values r"] > 0.9
+    head = fit_head(table, np.arange(len(table.target)), settings, _vectors())
+    assert head.relevance and head.weights.shape == (4 + len(FEATURES) + 2,)
+    likelihood = dict(zip(FEATURES, table.likelihood[5]))
+    characters, relevance = int(table.characters[5]), table.relevance[5]
+    engine = head.features(table.states[5], likelihood, characters, relevance)
+    assert np.allclose(engine, table_z(head, table, np.array([5]))[0])
