@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.deciding.reference_words import FUNCTION_WORDS, WORD
+from app.deciding.reference_words import FUNCTION_WORDS, WORD, share_lead
 
 MIN_ITEMS = 3
 ITEM_SHARE = 0.5
@@ -57,13 +57,8 @@ def in_order_share(answer: str, items: Sequence[str]) -> float | None:
 def reference_order_lead(answers: Sequence[str], reference: str, question: str) -> float | None:
     """A's in-order share minus B's, in -1..1; None without two answers, where the
     reference restates no items of the request, or where an answer leaves one out."""
-    if len(answers) != 2:
-        return None
     items = request_items(reference, question)
-    first, second = (in_order_share(answer, items) for answer in answers)
-    if first is None or second is None:
-        return None
-    return first - second
+    return share_lead(answers, lambda answer: in_order_share(answer, items))
 
 
 def order_shares(answers: Sequence[str], reference: str, question: str) -> list[float | None]:
