@@ -196,10 +196,10 @@ DISAGREEMENT = (
     "criteria: on 57 % of such pairs of Auto-J dev (ties left out), 68 % of LLMBar natural "
     "and 86 % of its adversarial neighbours."
 )
-HEAD_DISAGREEMENT = (  # training/EXPERIMENTS.md, sessions 27, 28, 30 and 31
+HEAD_DISAGREEMENT = (  # training/EXPERIMENTS.md, session 32
     "Where the criterion head disagreed with the verdict on Auto-J dev, each was right about "
-    "half the time (37 pairs, ties left out); on LLMBar the verdict was right on 68 % of such "
-    "pairs (natural) and 93 % (adversarial neighbours, whose polished off-topic answers the "
+    "half the time (29 pairs, ties left out); on LLMBar the verdict was right on 67 % of such "
+    "pairs (natural) and 92 % (adversarial neighbours, whose polished off-topic answers the "
     "criteria favour): treat this verdict as unsure, the criteria more so."
 )
 

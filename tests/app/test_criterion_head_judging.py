@@ -444,6 +444,6 @@ def test_a_disagreement_with_the_head_is_told_with_the_heads_own_record():
     )
     note = criteria_agreement_note(judged)
     assert "criterion head disagreed with the verdict" in note and "right about half" in note
-    assert "93 %" in note  # LLMBar's neighbours: the verdict, not the criteria
+    assert "92 %" in note  # LLMBar's neighbours: the verdict, not the criteria
     read = criteria_agreement_note(judged.model_copy(update={"criteria_by_head": None}))
     assert "criterion head" not in read and "the verdict was right more often" in read
