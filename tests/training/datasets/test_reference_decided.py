@@ -92,6 +92,7 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
         "words": np.array([0.0, -0.5, 0.5, -1.0]),
         "check": np.array([2.0, 1.0, -1.0, 3.0]),
         "behaviour": np.array([0.0, 0.0, -0.5, -1.0]),  # functions in the last two
+        "order": np.array([0.0, 0.0, -0.2, 0.0]),  # the third restates the request's items
         "criteria": np.array([0.0, 1.0, -1.0, 1.0]),
         "longer": np.array([10.0, -10.0, 10.0, 10.0]),
         "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
@@ -103,6 +104,7 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
     assert got["the reference's words alone"] == 25.0  # the first pair's zero counts as wrong
     assert got["the judge's check alone"] == 75.0  # the last pair wrong
     assert got["the code's behaviour alone (run)"] == 50.0  # no function: a zero, wrong
+    assert got["the items' order alone"] == 25.0  # defined on the third pair alone
     assert got["the longer answer"] == 25.0 and got["the shorter answer"] == 75.0
     both = accuracies(found, {"lead": 4.0, "words": 2.0})
     assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
@@ -127,6 +129,7 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
         "lead": rng.normal(0, 1.0, n),  # noise
         "check": rng.normal(0, 1.0, n),  # noise
         "behaviour": signs * (rng.random(n) < 0.2),  # a function in a fifth: always right
+        "order": np.zeros(n),  # no reference restates the request's items
         "a_wins": a_wins.astype(float),
     }
     groups = [f"q{i // 2}" for i in range(n)]
@@ -145,6 +148,7 @@ def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_pa
     written = load_state_head(head)
     assert written.reference_words_weight == choice["weights"]["words"]
     assert written.reference_likelihood_weight == written.reference_check_weight == 0.0
+    assert written.reference_order_weight == 0.0
     assert written.reference_behaviour_weight == choice["stacked_weight"]
     assert "the reference's words" in str(written.fitted_on["reference_signals"])
     assert "the code's behaviour on top" in str(written.fitted_on["reference_signals"])
