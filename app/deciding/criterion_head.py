@@ -284,7 +284,7 @@ def head_levels(
     keys = [spec.key for spec in specs]
     levels: dict[int, dict[str, float]] = {}
     for n, (state, likelihood, answer) in enumerate(zip(states, likelihoods, answers)):
-        near = float(relevance[n]) if head.relevance and relevance is not None else None
+        near = float(relevance[n]) if relevance is not None else None
         z = head.features(state, likelihood, len(answer), near)  # type: ignore[arg-type]
         rows = np.repeat(z[None, :], len(specs), axis=0)
         found = head.levels(rows, keys, vectors, shift[n] if shift is not None else 0.0)

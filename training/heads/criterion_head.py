@@ -87,8 +87,6 @@ def fit_head(
     basis = np.linalg.svd(centred, full_matrices=False)[2][: s.components]
     if s.head_directions and directions is not None:
         basis = np.vstack([directions / np.linalg.norm(directions, axis=1, keepdims=True), basis])
-    columns = [centred @ basis.T, table.likelihood[used], np.log(table.characters[used])]
-    raw = np.column_stack(columns + ([table.relevance[used]] if s.relevance else []))
     overall = float(y.mean())
     criteria = tuple(sorted(set(names)))
     means = []
@@ -97,12 +95,12 @@ def fit_head(
         means.append((mine.sum() + MEAN_SHRINK * overall) / (len(mine) + MEAN_SHRINK))
     embedded = np.array([vectors[n] for n in criteria])
     e_basis = np.linalg.svd(embedded - embedded.mean(axis=0), full_matrices=False)[2]
-    head = CriterionHead(
+    unscaled = CriterionHead(  # z before standardizing: the engine's features, one place
         state_mean=state_mean,
         state_basis=basis,
-        z_mean=raw.mean(axis=0),
-        z_scale=raw.std(axis=0) + 1e-9,
-        weights=np.zeros(raw.shape[1]),
+        z_mean=np.zeros(1),
+        z_scale=np.ones(1),
+        weights=np.zeros(0),
         criteria=criteria,
         means=np.array(means),
         overall=overall,
@@ -111,6 +109,13 @@ def fit_head(
         e_mean=embedded.mean(axis=0),
         e_basis=e_basis[: s.criterion_components],
         relevance=s.relevance,
+    )
+    raw = table_z(unscaled, table, used)
+    head = replace(
+        unscaled,
+        z_mean=raw.mean(axis=0),
+        z_scale=raw.std(axis=0) + 1e-9,
+        weights=np.zeros(raw.shape[1]),
     )
     z = table_z(head, table, answers)
     residual = y - _means(head, names)
