@@ -25,7 +25,13 @@ from models.verdict_settings import PairCombine, RelevanceJoin
 DEFAULT_TEMPLATE = "pocketjudge"
 _MODELS_DIR = Path(__file__).resolve().parent
 # files under models/
-JUDGE_FILES = ("state_head", "calibration", "scenario_classifier", "criterion_head")
+JUDGE_FILES = (
+    "state_head",
+    "calibration",
+    "scenario_classifier",
+    "criterion_head",
+    "rubric_grade",
+)
 
 
 class JudgeSettings(BaseModel):
@@ -69,6 +75,10 @@ class JudgeSettings(BaseModel):
     # `criteria_read: head`: the criterion head, an .npz file under models/
     # (app/deciding/criterion_head.py, fitted by training.heads.criterion_head)
     criterion_head: str | None = None
+    # A single answer's rubric grade with a reference, combined from the rubric read, the head's
+    # grade and the reference turn's reads: a JSON file under models/ (app/deciding/
+    # rubric_grade.py, fitted by training.heads.rubric_grade_fit); None: the rubric read alone.
+    rubric_grade: str | None = None
 
     @model_validator(mode="after")
     def _judge_files_exist(self) -> JudgeSettings:

@@ -95,11 +95,13 @@ def _with_reference_leads(
     """A verdict's parts with A's lead in the reference's mean log-probability after each
     answer (`reference_likelihood_difference`) and in the log-odds of the judge's check
     (`reference_check_difference`), each where both answers' were read."""
+    means = _reference_means(references)
+    if judgment.protocol is Protocol.SINGLE:
+        return _with_grade_reads(judgment, means[0] if means else None, odds)
     parts = judgment.verdict_parts
     if parts is None:
         return judgment
     leads = {}
-    means = _reference_means(references)
     if len(means) == 2 and None not in means:
         leads["reference_likelihood_difference"] = round(means[0] - means[1], 4)  # type: ignore[operator]
     if len(odds) == 2 and None not in odds:
@@ -107,6 +109,22 @@ def _with_reference_leads(
     if not leads:
         return judgment
     return judgment.model_copy(update={"verdict_parts": {**parts, **leads}})
+
+
+def _with_grade_reads(judgment: Judgment, mean: float | None, odds: list[float | None]) -> Judgment:
+    """A single answer's grade with what the reference turn read of it, as its parts: the
+    reference's mean log-probability after the answer (`reference_likelihood`) and the
+    log-odds of the judge's check (`reference_check`), where each was read. The rubric
+    grade's combination (app/deciding/rubric_grade.py) reads them."""
+    reads = {}
+    if mean is not None:
+        reads["reference_likelihood"] = round(mean, 4)
+    if odds and odds[0] is not None:
+        reads["reference_check"] = round(odds[0], 4)
+    if not reads:
+        return judgment
+    parts = {**(judgment.verdict_parts or {}), **reads}
+    return judgment.model_copy(update={"verdict_parts": parts})
 
 
 CHECK_FLOOR = 1e-6  # a check's probability is kept this far from 0 and 1 (finite log-odds)

@@ -14,6 +14,7 @@ from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.reference_behaviour import BehaviourReading, behaviour_reading
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
+from app.deciding.rubric_grade import RubricGrade, fits, with_rubric_grade
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
     LevelAsk,
@@ -44,6 +45,8 @@ class HeadSettings:
     tie_within: float  # |expected A - B| up to this is a tie
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
     fit: PromptFit  # the criterion reads' prompts, always scored
+    # a single answer's rubric grade with a reference, combined from its reads
+    rubric_grade: RubricGrade | None = None
 
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
@@ -59,6 +62,7 @@ class HeadSettings:
             tie_within=config.judge.tie_margin,
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
+            rubric_grade=config.parts.rubric_grade,
         )
 
 
@@ -251,6 +255,8 @@ class HeadDecider:
         item = plan.item
         if not (item.reference and self.settings.use_reference):
             return judgment
+        if judgment.protocol is Protocol.SINGLE:
+            return self.graded_with_reference(plan, judgment)
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
         words = order = None
@@ -276,6 +282,14 @@ class HeadDecider:
         if flag is None or judged.verdict_parts is None:
             return judged
         return judged.model_copy(update={"verdict_parts": {**judged.verdict_parts, flag: 1.0}})
+
+    def graded_with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
+        """A single answer's rubric grade combined from its reads (app/deciding/
+        rubric_grade.py), where the judge has a combination fitted on such a rubric."""
+        grade = self.settings.rubric_grade
+        if grade is None or not fits(grade, plan.resolved.rule.specs):
+            return judgment
+        return with_rubric_grade(judgment, plan.item.answers[0], grade)
 
     def code_unread(self, item: JudgeItem, behaviour: BehaviourReading | None) -> str | None:
         """Where the reference is a function whose behaviour the head weighs but no answer's

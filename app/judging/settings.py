@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.criterion_head import load_criterion_head
+from app.deciding.rubric_grade import RubricGrade
 from app.deciding.state_head import load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
@@ -110,6 +111,9 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             load_criterion_head(MODELS_DIR / settings.criterion_head)
             if settings.criterion_head
             else None
+        ),
+        rubric_grade=(
+            RubricGrade.load(MODELS_DIR / settings.rubric_grade) if settings.rubric_grade else None
         ),
     )
 

@@ -69,6 +69,8 @@ def show_judgment(
         )
     if (note := criteria_agreement_note(judgment)) is not None:
         st.caption(note)
+    if (note := rubric_grade_note(judgment)) is not None:
+        st.caption(note)
     if judgment.answers and judgment.answers[0].criteria:
         _charts(judgment, names, scale, key)
     if charts.has_reference_metrics(judgment):
@@ -267,6 +269,36 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
         f"{read}; they {favour} while the verdict leans to {leaning}: the two readings "
         f"disagree. {_disagreement(judgment)}"
     )
+
+
+RUBRIC_GRADE_SIGNALS = {
+    "grade": "its own grade of the answer",
+    "check": "its check of the answer against the reference",
+    "likelihood": "how likely it finds the reference after the answer",
+    "length": "the answer's length (longer answers grade higher, as GPT-4's grades did on "
+    "the rows it was fitted on)",
+}
+
+
+def rubric_grade_note(judgment: Judgment) -> str | None:
+    """How a single answer's rubric grade was made, where the judge's combination made it
+    (app/deciding/rubric_grade.py): from what, and how far it can be trusted."""
+    from app.deciding.rubric_grade import PEARSON_PART, READ_PART, SHARE_PREFIX
+
+    parts = judgment.verdict_parts or {}
+    if READ_PART not in parts:
+        return None
+    used = [
+        phrase for name, phrase in RUBRIC_GRADE_SIGNALS.items() if f"{SHARE_PREFIX}{name}" in parts
+    ]
+    note = f"The rubric grade combines the model's read of the rubric ({parts[READ_PART]:.2f})"
+    note += f" with {_listed(used)}." if used else "."
+    if (pearson := parts.get(PEARSON_PART)) is not None:
+        note += (
+            f" Out of fold on Prometheus's vicuna_eval it correlates {pearson:.2f} (Pearson) "
+            "with GPT-4's grades: a rough grade."
+        )
+    return note
 
 
 def _disagreement(judgment: Judgment) -> str:

@@ -7,8 +7,12 @@ Every row of a Prometheus absolute-grading file (../shared/data/prometheus/vicun
 80 requests x 4 answers, one rubric each, three GPT-4 grades 1-5) is judged by the engine
 as a user's row with its rubric would be: the rubric grade is the criterion read's
 expected level (app/deciding/criterion_reads.py), read once with the row's reference answer in
-the prompt and once without it. Beside it, on the same rows: the judge's own grade (its
-grade head, which reads neither rubric nor reference) and the length of the answer.
+the prompt and once without it. With the reference, a judge that has a rubric grade's
+combination (app/deciding/rubric_grade.py) gives the combination, fitted on this file: the
+report shows the read alone beside it, and the combination's out-of-fold figure is
+`training.heads.rubric_grade_fit`'s over these judgments. Beside them, on the same rows: the
+judge's own grade (its grade head, which reads neither rubric nor reference) and the length
+of the answer.
 Correlations are with the mean of GPT-4's three grades (Pearson, Spearman, Kendall).
 
 No head is fitted here: these are the engine's grades as a user gets them. Judgments go
@@ -23,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.deciding.rubric_grade import READ_PART
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment, Status
 from training.evaluation.meta_metrics import correlations
@@ -43,18 +48,30 @@ def rubric_grade(judgment: Judgment) -> float | None:
     return next(iter(expected.values()), None)
 
 
+def read_level(judgment: Judgment) -> float | None:
+    """The rubric read's own level where the judge's combination replaced it, or None."""
+    return (judgment.verdict_parts or {}).get(READ_PART)
+
+
+COMBINED = (
+    "rubric grade, with the reference: the judge's combination (fitted on this file, so "
+    "in-sample; out of fold: training.heads.rubric_grade_fit)"
+)
+
+
 def report(
     rows: Sequence[InputRow], judged: dict[str, list[Judgment]], model: str
 ) -> dict[str, Any]:
     labels = [row.item.label.score for row in rows]
     table: dict[str, Any] = {}
     for name, judgments in judged.items():
+        combined = any(read_level(j) is not None for j in judgments)
+        if combined:
+            table[f"rubric grade, {name}: the read alone"] = _graded(
+                [read_level(j) for j in judgments], labels
+            )
         grades = [rubric_grade(j) for j in judgments]
-        kept = [(g, y) for g, y in zip(grades, labels) if g is not None]
-        table[f"rubric grade, {name}"] = {
-            **correlations([g for g, _ in kept], [y for _, y in kept]),
-            "not_read": len(grades) - len(kept),
-        }
+        table[COMBINED if combined else f"rubric grade, {name}"] = _graded(grades, labels)
     first = next(iter(judged.values()))
     heads = [(j.answers[0].expected_overall, y) for j, y in zip(first, labels) if j.answers]
     table["the judge's own grade (no rubric, no reference)"] = correlations(
@@ -67,6 +84,14 @@ def report(
         "rows": len(rows),
         "label": "mean of GPT-4's three grades",
         **{"grades": table},
+    }
+
+
+def _graded(grades: Sequence[float | None], labels: Sequence[float]) -> dict[str, Any]:
+    kept = [(g, y) for g, y in zip(grades, labels) if g is not None]
+    return {
+        **correlations([g for g, _ in kept], [y for _, y in kept]),
+        "not_read": len(grades) - len(kept),
     }
 
 

@@ -123,3 +123,24 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
     assert said.count(" and ") >= 1 and "after the other, how much more" in said
     assert "apart from the verdict's head" in agree  # no reference read into the verdict
     assert "likelier" not in agree
+
+
+def test_the_rubric_grade_note_names_what_the_grade_combines_and_its_record() -> None:
+    from app.records import AnswerScores, Judgment, Protocol, Status
+    from app.ui.views import rubric_grade_note
+
+    scores = AnswerScores(criteria={"rubric": 3.6}, overall=6, expected_criteria={"rubric": 3.6})
+    judged = Judgment(id="x", protocol=Protocol.SINGLE, status=Status.OK, answers=(scores,))
+    assert rubric_grade_note(judged) is None  # the rubric read alone: nothing to say
+    parts = {
+        "rubric_read": 4.1,
+        "rubric_grade_pearson": 0.436,
+        "rubric_grade_level": 2.2,
+        "rubric_grade_check": 0.4,
+        "rubric_grade_length": 1.5,
+    }
+    note = rubric_grade_note(judged.model_copy(update={"verdict_parts": parts}))
+    assert "read of the rubric (4.10)" in note
+    assert "check of the answer against the reference and the answer's length" in note
+    assert "own grade" not in note  # a signal the combination does not weigh is not named
+    assert "0.44 (Pearson)" in note

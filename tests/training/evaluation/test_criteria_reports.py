@@ -64,8 +64,8 @@ def test_no_criteria_verdict_means_no_figures():
 
 
 def test_the_rubric_report_puts_the_grades_beside_length():
+    from training.evaluation.rubric_eval import COMBINED, report
     from training.evaluation.rubric_eval import render as render_rubric
-    from training.evaluation.rubric_eval import report
 
     scores = [1.0, 2.0, 4.0, 5.0]
     rows = [
@@ -108,6 +108,16 @@ def test_the_rubric_report_puts_the_grades_beside_length():
     assert grades["rubric grade, without it"]["spearman"] < 0.5
     assert grades["the longer, the better (answer length)"]["spearman"] == pytest.approx(1.0)
     assert "| rubric grade, with the reference | 4 |" in render_rubric(result)
+    # a judge's combination: its grade labelled as fitted on the file, the read beside it
+    combined = [
+        j.model_copy(update={"verdict_parts": {"rubric_read": level}})
+        for j, level in zip(graded([1.1, 2.0, 3.9, 5.0]), [3.0, 2.0, 1.0, 4.0])
+    ]
+    result = report(rows, {"with the reference": combined}, "m")
+    grades = result["grades"]
+    assert grades[COMBINED]["spearman"] == pytest.approx(1.0)
+    assert grades["rubric grade, with the reference: the read alone"]["spearman"] < 0.5
+    assert "in-sample" in render_rubric(result)
 
 
 def _graded_row(line: int, question: str, answer: str, score: float) -> InputRow:

@@ -1,0 +1,140 @@
+"""A single answer's rubric grade with a reference, through the engine on the tiny real model:
+the reference turn's reads kept in the judgment, and the judge's combination
+(app/deciding/rubric_grade.py) grading the rubric from them, the read level kept beside."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.catalog.criteria_resolution import CriteriaChoice
+from app.catalog.rubrics import load_rubric
+from app.deciding.rubric_grade import READ_PART, RubricGrade, signals_of
+from app.deciding.state_head import StateHead
+from app.judging.config import JudgeConfig, JudgeParts
+from app.judging.settings import SettingsLayer, judge_config, with_changes
+from app.records import JudgeItem, Protocol, Status
+from models.foundation.errors import ConfigError
+from models.judge_settings import JudgeSettings
+from tests.support.head_configs import HEAD_CONTEXT, HELPFULNESS_RUBRIC, tiny_service
+
+ITEM = JudgeItem(
+    id="capital",
+    question="What is the capital of Australia?",
+    answers=("Sydney is the capital of Australia, a vibrant harbour city.",),
+    reference="Canberra is the capital.",
+)
+COMBINATION = RubricGrade(
+    {"level": 0.5, "grade": 0.1, "check": 0.3, "likelihood": 0.2, "length": 0.05},
+    intercept=1.0,
+    cv_pearson=0.4,
+    rows=320,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_gguf_model: Path):
+    yield from tiny_service(tiny_gguf_model, "tiny-rubric-grade")
+
+
+@pytest.fixture(scope="module")
+def head(tiny) -> StateHead:
+    _, backend = tiny
+    size = backend.read_answers("q", ["a"])[0].states.shape[0]
+    rng = np.random.default_rng(7)
+    return StateHead(
+        base_file="tiny.gguf",
+        reads="reply",
+        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
+        likelihood={"pmi_mean": 1.0},
+        grade_likelihood={"pmi_mean": 0.5},
+        reference_likelihood_weight=1.0,
+        reference_check_weight=2.0,
+    )
+
+
+def _config(head: StateHead, grade: RubricGrade | None, rubric_path: Path = HELPFULNESS_RUBRIC):
+    rubric = load_rubric(rubric_path)
+    base = JudgeConfig(
+        protocol=Protocol.SINGLE,
+        judge=JudgeSettings(template="pocketjudge-decision"),
+        parts=JudgeParts(head=head, context_tokens=HEAD_CONTEXT, rubric_grade=grade),
+    )
+    return with_changes(base, {"choice": CriteriaChoice(rubric=rubric)})
+
+
+ONE_CRITERION = """
+id: correctness_1to5
+name: Correctness (1-5)
+description: One criterion with a text for each level, as a Prometheus row's rubric.
+criteria:
+  - id: correctness
+    name: Correctness
+    description: Does the response give the right answer to the request?
+    scale: {min: 1, max: 5}
+    levels:
+      1: Wrong.
+      2: Mostly wrong.
+      3: Partly right.
+      4: Right with small errors.
+      5: Right.
+"""
+
+
+def test_a_single_answers_reference_reads_are_kept_and_graded_by_the_combination(
+    tiny, head, tmp_path
+):
+    service, _ = tiny
+    rubric_path = tmp_path / "one.yaml"
+    rubric_path.write_text(ONE_CRITERION, encoding="utf-8")
+    read = service.judge(ITEM, _config(head, None, rubric_path))
+    assert read.status is Status.OK
+    parts = read.verdict_parts
+    assert set(parts) == {"reference_likelihood", "reference_check"}  # read, not yet weighed
+    combined = service.judge(ITEM, _config(head, COMBINATION, rubric_path))
+    signals = signals_of(read, ITEM.answers[0])
+    assert signals is not None
+    key = next(iter(read.answers[0].expected_criteria))
+    assert combined.answers[0].expected_criteria[key] == pytest.approx(
+        COMBINATION.grade(signals), abs=1e-3
+    )
+    assert combined.verdict_parts[READ_PART] == pytest.approx(signals["level"], abs=1e-3)
+    assert combined.verdict_parts["rubric_grade_pearson"] == COMBINATION.cv_pearson
+    assert combined.verdict_parts["rubric_grade_check"] == pytest.approx(
+        0.3 * signals["check"], abs=1e-3
+    )
+    assert combined.answers[0].expected_overall == pytest.approx(read.answers[0].expected_overall)
+    # without the reference nothing is read of it, and the rubric's read (its prompt without
+    # the reference) stands
+    alone = service.judge(
+        ITEM, replace(_config(head, COMBINATION, rubric_path), use_reference=False)
+    )
+    assert alone.verdict_parts is None
+    assert 1 <= alone.answers[0].expected_criteria[key] <= 5
+
+
+def test_a_rubric_unlike_the_fits_keeps_its_read_levels(tiny, head):
+    service, _ = tiny
+    # several criteria (the shipped helpfulness rubric): the combination was fitted on one
+    judged = service.judge(ITEM, _config(head, COMBINATION))
+    assert judged.status is Status.OK and READ_PART not in (judged.verdict_parts or {})
+    assert len(judged.answers[0].expected_criteria) > 1
+
+
+def test_a_judge_names_its_combination_file_and_a_bad_one_is_named(tmp_path, monkeypatch):
+    import app.judging.settings as settings
+    import models.judge_settings as judge_settings
+
+    path = tmp_path / "rubric_grade.json"
+    path.write_text(json.dumps(COMBINATION.as_json()), encoding="utf-8")
+    monkeypatch.setattr(settings, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(judge_settings, "_MODELS_DIR", tmp_path)
+    config = judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))
+    assert config.parts.rubric_grade == COMBINATION
+    path.write_text(json.dumps({**COMBINATION.as_json(), "scale": [1]}))
+    with pytest.raises(ConfigError, match=r"rubric_grade\.json: scale: not a valid value"):
+        judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))

@@ -1,0 +1,212 @@
+"""A rubric grade's combination, fitted by request-grouped CV on a Prometheus file's rows.
+
+    python -m training.heads.rubric_grade_fit [FILE] --reads DIR [--write PATH]
+
+The rubric read alone (its expected level) is a weak grade: the 1.5B puts most of its mass on
+one high level. A single answer judged with a reference is read further anyway: the head's
+own grade, the reference's mean log-probability after the answer and the judge's check of the
+answer against the reference (training/heads/rubric_grade_reads.py keeps them). A ridge over
+them, chosen among candidate signal sets and ridge strengths by cross-validation with every
+request's answers in one fold, gives the grade; `--write` saves the chosen one for the engine
+(app/deciding/rubric_grade.py). Pearson with the label is out of fold, beside the read alone
+and the answer's length on the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.deciding.rubric_grade import SIGNALS, RubricGrade, signals_of
+from app.io.reader import InputRow, read_rows
+from app.records import Judgment
+from training.evaluation.reference_runs import DEFAULT_FILE
+
+READS_DIR = Path(__file__).resolve().parents[1] / "runs" / "rubric-grade"
+FOLDS = 5
+ALPHAS = (0.1, 1.0, 10.0, 100.0)
+CANDIDATES: dict[str, tuple[str, ...]] = {
+    "the rubric read alone": ("level",),
+    "read + head grade": ("level", "grade"),
+    "read + check": ("level", "check"),
+    "read + check + likelihood": ("level", "check", "likelihood"),
+    "read + head grade + check": ("level", "grade", "check"),
+    "read + head grade + check + likelihood": ("level", "grade", "check", "likelihood"),
+    "read + head grade + check + likelihood + length": SIGNALS,
+}
+
+
+def loaded_judgments(reads: Path) -> dict[str, Judgment]:
+    found: dict[str, Judgment] = {}
+    paths = [*sorted(reads.glob("judgments-part*.jsonl")), reads / "judgments-with-reference.jsonl"]
+    for path in (p for p in paths if p.is_file()):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                judgment = Judgment.model_validate_json(line)
+                found[judgment.id] = judgment
+    return found
+
+
+def table(rows: Sequence[InputRow], judged: dict[str, Judgment]) -> dict[str, Any]:
+    """The signals, labels and request of each row whose every signal was read."""
+    x, y, groups, skipped = [], [], [], 0
+    for row in rows:
+        judgment = judged.get(row.item.id)
+        values = signals_of(judgment, row.item.answers[0]) if judgment is not None else None
+        if values is None:
+            skipped += 1
+            continue
+        x.append([values[name] for name in SIGNALS])
+        y.append(row.item.label.score)
+        groups.append(row.item.question)
+    return {
+        "x": np.asarray(x, dtype=np.float64),
+        "y": np.asarray(y, dtype=np.float64),
+        "groups": groups,
+        "skipped": skipped,
+    }
+
+
+def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
+    """Weights and intercept of a ridge on standardized columns, given back in raw units."""
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = (x - mean) / scale
+    centred = y - y.mean()
+    w = np.linalg.solve(z.T @ z + alpha * np.eye(z.shape[1]), z.T @ centred)
+    weights = w / scale
+    return weights, float(y.mean() - mean @ weights)
+
+
+def fold_of(groups: Sequence[str], folds: int = FOLDS) -> np.ndarray:
+    """Each row's fold: requests in order of first appearance, dealt round the folds."""
+    order = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    return np.asarray([order[g] % folds for g in groups])
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, alpha: float) -> np.ndarray:
+    predicted = np.empty_like(y)
+    for fold in np.unique(folds):
+        held = folds == fold
+        weights, intercept = ridge(x[~held], y[~held], alpha)
+        predicted[held] = x[held] @ weights + intercept
+    return predicted
+
+
+def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def cross_validated(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each candidate's best ridge strength by out-of-fold Pearson."""
+    x, y = found["x"], found["y"]
+    folds = fold_of(found["groups"])
+    result = {}
+    for name, signals in CANDIDATES.items():
+        columns = [SIGNALS.index(s) for s in signals]
+        scores = {a: pearson(out_of_fold(x[:, columns], y, folds, a), y) for a in ALPHAS}
+        alpha = max(scores, key=lambda a: scores[a])
+        pearson_cv = round(scores[alpha], 4)
+        result[name] = {"signals": list(signals), "alpha": alpha, "pearson": pearson_cv}
+    return result
+
+
+def nested(found: dict[str, Any]) -> float:
+    """Out-of-fold Pearson with the choice itself made inside each fold (candidate and ridge
+    chosen by CV on the other requests alone): the figure the choice cannot flatter."""
+    x, y, groups = found["x"], found["y"], found["groups"]
+    outer = fold_of(groups)
+    predicted = np.empty_like(y)
+    for fold in np.unique(outer):
+        held = outer == fold
+        inner = {
+            "x": x[~held],
+            "y": y[~held],
+            "groups": [g for g, h in zip(groups, held) if not h],
+        }
+        candidates = cross_validated(inner)
+        best = candidates[max(candidates, key=lambda n: candidates[n]["pearson"])]
+        columns = [SIGNALS.index(s) for s in best["signals"]]
+        weights, intercept = ridge(x[~held][:, columns], y[~held], best["alpha"])
+        predicted[held] = x[held][:, columns] @ weights + intercept
+    return round(pearson(predicted, y), 4)
+
+
+def report(found: dict[str, Any]) -> dict[str, Any]:
+    x, y = found["x"], found["y"]
+    single = {s: round(pearson(x[:, i], y), 4) for i, s in enumerate(SIGNALS)}
+    candidates = cross_validated(found)
+    chosen = max(candidates, key=lambda n: candidates[n]["pearson"])
+    signals = candidates[chosen]["signals"]
+    columns = [SIGNALS.index(s) for s in signals]
+    weights, intercept = ridge(x[:, columns], y, candidates[chosen]["alpha"])
+    held_out = nested(found)
+    return {
+        "rows": len(y),
+        "skipped": found["skipped"],
+        "each signal alone (Pearson, all rows)": single,
+        "candidates (request-grouped CV Pearson)": candidates,
+        "chosen": chosen,
+        "nested CV Pearson (the choice made inside each fold)": held_out,
+        "grade": RubricGrade(
+            dict(zip(signals, (round(float(w), 6) for w in weights))),
+            round(intercept, 6),
+            held_out,
+            len(y),
+        ),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['rows']} rows ({result['skipped']} without every signal left out)",
+        "",
+        "| signal alone | Pearson |",
+        "|---|---:|",
+    ]
+    alone = result["each signal alone (Pearson, all rows)"]
+    lines += [f"| {k} | {v:.3f} |" for k, v in alone.items()]
+    lines += ["", "| candidate | ridge | CV Pearson |", "|---|---:|---:|"]
+    for name, c in result["candidates (request-grouped CV Pearson)"].items():
+        mark = " (chosen)" if name == result["chosen"] else ""
+        lines.append(f"| {name}{mark} | {c['alpha']} | {c['pearson']:.3f} |")
+    grade = result["grade"]
+    lines += [
+        "",
+        "nested CV Pearson (candidate and ridge chosen inside each fold): "
+        f"{result['nested CV Pearson (the choice made inside each fold)']:.3f}",
+        f"weights {grade.weights}, intercept {grade.intercept}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.heads.rubric_grade_fit", description=__doc__
+    )
+    parser.add_argument("file", type=Path, nargs="?", default=DEFAULT_FILE)
+    parser.add_argument(
+        "--reads",
+        type=Path,
+        default=READS_DIR,
+        help="rubric_grade_reads' --out, or rubric_eval's (its judgments with the reference)",
+    )
+    parser.add_argument("--write", type=Path, help="save the chosen combination (JSON) here")
+    args = parser.parse_args(argv)
+    rows = [row for row in read_rows(args.file) if row.item is not None]
+    result = report(table(rows, loaded_judgments(args.reads)))
+    print(render(result))
+    if args.write:
+        args.write.write_text(json.dumps(result["grade"].as_json(), indent=2) + "\n")
+        print(f"wrote {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
