@@ -27,7 +27,6 @@ SIGNALS = ("level", "grade", "check", "likelihood", "length")
 READ_PART = "rubric_read"  # the rubric read's own level, kept where the combination replaced it
 PEARSON_PART = "rubric_grade_pearson"  # the combination's out-of-fold Pearson, for the page
 SHARE_PREFIX = "rubric_grade_"  # + a signal's name: its weight times its value
-FILE_NAME = "rubric_grade.json"
 
 
 def answer_length(answer: str) -> float:

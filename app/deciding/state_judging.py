@@ -127,6 +127,7 @@ def _with_grade_reads(judgment: Judgment, mean: float | None, odds: list[float |
     return judgment.model_copy(update={"verdict_parts": parts})
 
 
+GRADE_SCALE = (1, 10)  # a head's grade: clipped to it
 CHECK_FLOOR = 1e-6  # a check's probability is kept this far from 0 and 1 (finite log-odds)
 
 
@@ -405,6 +406,8 @@ def _grades(
         if head.grade_likelihood:
             assert likelihood is not None
             value += sum(w * likelihood[name] for name, w in head.grade_likelihood.items())
-        value = min(max(value, 1.0), 10.0)
+        value = min(max(value, GRADE_SCALE[0]), GRADE_SCALE[1])
         answers.append(AnswerScores(criteria={}, overall=round(value), expected_overall=value))
-    return base.model_copy(update={"status": Status.OK, "answers": tuple(answers)})
+    # the head's grade is on 1-10 whatever the criteria's scale (a rubric's may be 1-5)
+    update = {"status": Status.OK, "answers": tuple(answers), "overall_scale": GRADE_SCALE}
+    return base.model_copy(update=update)

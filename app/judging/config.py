@@ -58,7 +58,7 @@ class JudgeParts:
     # criterion levels from the verdict's read (app/deciding/criterion_head.py)
     criterion_levels: CriterionHead | None = None
     # a single answer's rubric grade with a reference (app/deciding/rubric_grade.py)
-    rubric_grade: RubricGrade | None = None
+    rubric_combination: RubricGrade | None = None
 
 
 @dataclass(frozen=True)

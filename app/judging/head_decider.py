@@ -46,7 +46,7 @@ class HeadSettings:
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
     fit: PromptFit  # the criterion reads' prompts, always scored
     # a single answer's rubric grade with a reference, combined from its reads
-    rubric_grade: RubricGrade | None = None
+    rubric_combination: RubricGrade | None = None
 
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
@@ -62,7 +62,7 @@ class HeadSettings:
             tie_within=config.judge.tie_margin,
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
-            rubric_grade=config.parts.rubric_grade,
+            rubric_combination=config.parts.rubric_combination,
         )
 
 
@@ -286,7 +286,7 @@ class HeadDecider:
     def graded_with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
         """A single answer's rubric grade combined from its reads (app/deciding/
         rubric_grade.py), where the judge has a combination fitted on such a rubric."""
-        grade = self.settings.rubric_grade
+        grade = self.settings.rubric_combination
         if grade is None or not fits(grade, plan.resolved.rule.specs):
             return judgment
         return with_rubric_grade(judgment, plan.item.answers[0], grade)

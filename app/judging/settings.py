@@ -112,7 +112,7 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             if settings.criterion_head
             else None
         ),
-        rubric_grade=(
+        rubric_combination=(
             RubricGrade.load(MODELS_DIR / settings.rubric_grade) if settings.rubric_grade else None
         ),
     )

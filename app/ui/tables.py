@@ -137,7 +137,10 @@ def rubric_scale(rubric: Rubric | None, judgment: Judgment) -> tuple[float, floa
 
 
 def overall_top(rubric: Rubric | None, judgment: Judgment) -> float | None:
-    """The highest overall score possible (a sum rubric adds its criteria's maxima)."""
+    """The highest overall score possible (a sum rubric adds its criteria's maxima; a grade
+    on a scale of its own, such as a head's 1-10 beside a 1-5 rubric, its scale's)."""
+    if judgment.overall_scale is not None:
+        return judgment.overall_scale[1]
     if not _uses_rubric(judgment):
         return LIBRARY_SCALE[1]
     if rubric is None:

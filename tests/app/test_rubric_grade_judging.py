@@ -62,7 +62,7 @@ def _config(head: StateHead, grade: RubricGrade | None, rubric_path: Path = HELP
     base = JudgeConfig(
         protocol=Protocol.SINGLE,
         judge=JudgeSettings(template="pocketjudge-decision"),
-        parts=JudgeParts(head=head, context_tokens=HEAD_CONTEXT, rubric_grade=grade),
+        parts=JudgeParts(head=head, context_tokens=HEAD_CONTEXT, rubric_combination=grade),
     )
     return with_changes(base, {"choice": CriteriaChoice(rubric=rubric)})
 
@@ -108,6 +108,7 @@ def test_a_single_answers_reference_reads_are_kept_and_graded_by_the_combination
         0.3 * signals["check"], abs=1e-3
     )
     assert combined.answers[0].expected_overall == pytest.approx(read.answers[0].expected_overall)
+    assert combined.overall_scale == (1, 10)  # the head's grade, beside the rubric's 1-5
     # without the reference nothing is read of it, and the rubric's read (its prompt without
     # the reference) stands
     alone = service.judge(
@@ -134,7 +135,7 @@ def test_a_judge_names_its_combination_file_and_a_bad_one_is_named(tmp_path, mon
     monkeypatch.setattr(settings, "MODELS_DIR", tmp_path)
     monkeypatch.setattr(judge_settings, "_MODELS_DIR", tmp_path)
     config = judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))
-    assert config.parts.rubric_grade == COMBINATION
+    assert config.parts.rubric_combination == COMBINATION
     path.write_text(json.dumps({**COMBINATION.as_json(), "scale": [1]}))
     with pytest.raises(ConfigError, match=r"rubric_grade\.json: scale: not a valid value"):
         judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))

@@ -21,6 +21,7 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     IDLE,
     app_server,
     chromium,  # noqa: F401 - a fixture
+    go_to,
     main_text,
     page,  # noqa: F401 - a fixture
     screenshot,
@@ -193,3 +194,56 @@ def test_with_code_running_on_a_reference_function_decides_by_what_the_answers_r
     assert "answer B's gave its result on" in text
     assert "each answer's function run beside it on the same inputs" in text
     screenshot(page, shots / "default_judge_code_run.png", main_only=True)
+
+
+ONE_CRITERION_RUBRIC = """\
+id: right_answer_1to5
+name: Right answer (1-5)
+description: One criterion with a text for each level, as a Prometheus row's rubric.
+criteria:
+  - id: right_answer
+    name: Right answer
+    description: Does the response give the right answer to the request, as the reference does?
+    scale: {min: 1, max: 5}
+    levels:
+      1: Gives a wrong answer.
+      2: Mostly wrong, with a right detail.
+      3: Partly right.
+      4: Right, with a small error or gap.
+      5: Right and complete.
+"""
+
+
+def test_a_single_answer_on_a_one_criterion_rubric_with_a_reference_says_how_it_was_graded(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    rubric = tmp_path / "right_answer_1to5.yaml"
+    rubric.write_text(ONE_CRITERION_RUBRIC, encoding="utf-8")
+    page.reload()
+    go_to(page, "Scenario and criteria")
+    page.get_by_text("A custom rubric").click()
+    settle(page)
+    page.locator(".st-key-rubric_path input").fill(str(rubric))
+    page.locator(".st-key-load_rubric button").click()
+    page.get_by_text("in use.").first.wait_for()
+    go_to(page, "Judge one item")
+    page.locator(".st-key-protocol").get_by_text("Single answer grading").click()
+    settle(page)
+    page.locator(".st-key-reference textarea").fill("Canberra.")
+    page.locator(".st-key-question textarea").fill(QUESTION)
+    page.locator(".st-key-answer_1 textarea").fill(ANSWERS[1])
+    page.locator(".st-key-judge button").click()
+    page.get_by_role("heading", name="Grade").wait_for(timeout=900_000)
+    page.wait_for_selector(IDLE, timeout=900_000)
+    settle(page)
+    text = main_text(page)
+    assert "The rubric grade combines the model's read of the rubric (" in text, text
+    assert "its check of the answer against the reference" in text
+    assert "correlates 0.44 (Pearson)" in text
+    grade = page.locator('[data-testid="stMetric"]', has_text="Answer 1").inner_text()
+    assert re.search(r"\d+ / 10", grade), grade  # the head's grade, on its own 1-10 scale
+    wait_for_charts(page, 1)
+    assert "Right answer" in page.locator(".js-plotly-plot").first.inner_text()
+    screenshot(page, shots / "default_judge_rubric_grade.png", main_only=True)

@@ -123,3 +123,6 @@ def test_scales_for_library_criteria_and_rubrics() -> None:
     assert rubric_scale(vqa, by_rubric) == (0, 5)
     assert overall_top(vqa, by_rubric) == 15  # 2 + 3 + 5 + 2 + 3 points
     assert (rubric_scale(None, by_rubric), overall_top(None, by_rubric)) == (None, None)
+    # a head's grade is on 1-10 beside the rubric's criteria, and the judgment says so
+    by_head = by_rubric.model_copy(update={"overall_scale": (1, 10)})
+    assert overall_top(vqa, by_head) == 10 and rubric_scale(vqa, by_head) == (0, 5)
