@@ -22,6 +22,7 @@ from tests.support.head_configs import (
     HEAD_CONTEXT,
     HELPFULNESS_RUBRIC,
     PLANET_PAIR,
+    random_reply_head,
     tiny_service,
 )
 
@@ -38,16 +39,8 @@ def tiny(tiny_gguf_model: Path):
 @pytest.fixture(scope="module")
 def head(tiny) -> StateHead:
     _, backend = tiny
-    size = backend.read_answers("q", ["a"])[0].states.shape[0]
-    rng = np.random.default_rng(2)
-    return StateHead(
-        base_file="tiny.gguf",
-        reads="reply",
-        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
-        likelihood={"pmi_mean": 1.0},
-        grade_weights=(),
-        grade_likelihood={"pmi_mean": 0.5},
-        grade_intercept=5.0,
+    return random_reply_head(
+        backend, 2, grade_weights=(), grade_likelihood={"pmi_mean": 0.5}, grade_intercept=5.0
     )
 
 

@@ -8,7 +8,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from app.catalog.criteria_resolution import CriteriaChoice
@@ -20,7 +19,12 @@ from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from models.foundation.errors import ConfigError
 from models.judge_settings import JudgeSettings
-from tests.support.head_configs import HEAD_CONTEXT, HELPFULNESS_RUBRIC, tiny_service
+from tests.support.head_configs import (
+    HEAD_CONTEXT,
+    HELPFULNESS_RUBRIC,
+    random_reply_head,
+    tiny_service,
+)
 
 ITEM = JudgeItem(
     id="capital",
@@ -44,13 +48,9 @@ def tiny(tiny_gguf_model: Path):
 @pytest.fixture(scope="module")
 def head(tiny) -> StateHead:
     _, backend = tiny
-    size = backend.read_answers("q", ["a"])[0].states.shape[0]
-    rng = np.random.default_rng(7)
-    return StateHead(
-        base_file="tiny.gguf",
-        reads="reply",
-        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
-        likelihood={"pmi_mean": 1.0},
+    return random_reply_head(
+        backend,
+        7,
         grade_likelihood={"pmi_mean": 0.5},
         reference_likelihood_weight=1.0,
         reference_check_weight=2.0,

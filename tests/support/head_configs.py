@@ -39,3 +39,19 @@ def tiny_service(model: Path, name: str) -> Iterator[tuple[JudgeService, Any]]:
     backend = LlamaCppBackend(str(model), BackendOptions(n_ctx=HEAD_CONTEXT, n_threads=1))
     yield JudgeService(backend, name), backend
     backend.close()
+
+
+def random_reply_head(backend: Any, seed: int, **fields: Any) -> StateHead:
+    """A head that reads each answer as the tiny model's reply, with small random state
+    weights of the backend's width and the PMI's mean; `fields`: the head's other fields."""
+    import numpy as np
+
+    size = backend.read_answers("q", ["a"])[0].states.shape[0]
+    rng = np.random.default_rng(seed)
+    return StateHead(
+        base_file="tiny.gguf",
+        reads="reply",
+        weights=tuple((0.05 * rng.normal(size=size)).tolist()),
+        likelihood={"pmi_mean": 1.0},
+        **fields,
+    )
