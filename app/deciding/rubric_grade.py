@@ -98,7 +98,7 @@ class RubricGrade:
             "intercept": float,
             "cv_pearson": float,
             "rows": int,
-            "scale": lambda v: (int(v[0]), int(v[1])) if len(v) == 2 else _no_scale(),
+            "scale": _scale,
         }
         values: dict[str, Any] = {}
         for field, convert in read.items():
@@ -109,8 +109,10 @@ class RubricGrade:
         return cls(**values)
 
 
-def _no_scale() -> tuple[int, int]:
-    raise ValueError("a scale is [lowest, highest]")
+def _scale(value: Any) -> tuple[int, int]:
+    """[lowest, highest] as whole numbers (a ValueError or TypeError otherwise)."""
+    low, high = value
+    return int(low), int(high)
 
 
 def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from app.deciding.rubric_grade import SIGNALS, RubricGrade, signals_of
+from app.io.judgments import read_judgments
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment
 from training.evaluation.reference_runs import DEFAULT_FILE
@@ -46,10 +47,7 @@ def loaded_judgments(reads: Path) -> dict[str, Judgment]:
     found: dict[str, Judgment] = {}
     paths = [*sorted(reads.glob("judgments-part*.jsonl")), reads / "judgments-with-reference.jsonl"]
     for path in (p for p in paths if p.is_file()):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                judgment = Judgment.model_validate_json(line)
-                found[judgment.id] = judgment
+        found.update((judgment.id, judgment) for judgment in read_judgments(path))
     return found
 
 

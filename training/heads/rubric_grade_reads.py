@@ -7,36 +7,37 @@ Each row (a request, one answer, its rubric and its reference) is judged through
 with the reference in use, as `python -m app judge` would; the judgment keeps the rubric
 read's expected level, the head's grade and what the reference turn read (its mean
 log-probability after the answer and the log-odds of the judge's check, in its parts).
-Rows are taken `K, K+N, K+2N, ...` so that N processes (one per core) share a file, and each
-judgment is appended to `DIR/judgments-partK.jsonl` as it is done: a run stopped anywhere
-goes on from the next row it has not judged.
+Rows are taken `K, K+N, K+2N, ...` so that N processes (one per core) share a file. Each
+judgment is written as it is done (app/io/resumable.py), and `DIR/judgments-partK.jsonl`
+holds the part once every row is judged: a run stopped anywhere goes on from the next row it
+has not judged.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from app.io.reader import InputRow, read_rows
+from app.io.resumable import ResumableOutput
 from training.evaluation.reference_runs import DEFAULT_FILE
 
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs" / "rubric-grade"
 
 
-def done_ids(path: Path) -> set[str]:
-    """The ids of the rows a part's file already holds (a torn last line is judged again)."""
-    if not path.is_file():
-        return set()
-    ids = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            ids.add(json.loads(line)["id"])
-        except (json.JSONDecodeError, KeyError):
-            continue
-    return ids
+def part_output(out: Path, part: int, parts: int) -> ResumableOutput:
+    """Where a part's judgments go: `judgments-partK.jsonl` once every row is judged, a
+    partial file beside it until then (app/io/resumable.py: a row torn by a kill is cut off
+    and judged again)."""
+    return ResumableOutput(out / f"judgments-part{part}.jsonl", f"of{parts}")
+
+
+def remaining(rows: list[InputRow], output: ResumableOutput) -> list[InputRow]:
+    """The rows an earlier run into `output` did not finish."""
+    seen = {judgment.id for judgment in output.load()}
+    return [row for row in rows if row.item.id not in seen]
 
 
 def part_rows(file: Path, part: int, parts: int) -> list[InputRow]:
@@ -51,28 +52,30 @@ def part_rows(file: Path, part: int, parts: int) -> list[InputRow]:
 
 
 def judge_part(file: Path, out: Path, part: int, parts: int, model: str | None) -> int:
-    """Judge this part's rows not yet in its file; the number judged."""
+    """Judge this part's rows an earlier run did not finish; the number judged."""
     from app.batches.progress_bar import ProgressBar
     from models.backends.base import BackendOptions
     from models.run_settings import RUN_DEFAULTS
     from training.evaluation.evaluate import open_evaluated
 
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"judgments-part{part}.jsonl"
-    seen = done_ids(path)
-    todo = [row for row in part_rows(file, part, parts) if row.item.id not in seen]
+    output = part_output(out, part, parts)
+    if output.out.is_file():  # this part was finished
+        return 0
+    todo = remaining(part_rows(file, part, parts), output)
     if not todo:
+        output.finish()
         return 0
     options = BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=1)
     judge = open_evaluated(model, options, kind="single")
     config = replace(judge.config, use_reference=True)
     try:
-        with ProgressBar(total=len(todo)) as bar, path.open("a", encoding="utf-8") as sink:
+        with ProgressBar(total=len(todo)) as bar:
             for judgment in judge.judge_rows(todo, config, on_judgment=bar.update):
-                sink.write(judgment.model_dump_json() + "\n")
-                sink.flush()
+                output.append(judgment)
     finally:
         judge.close()
+        output.close()
+    output.finish()
     return len(todo)
 
 

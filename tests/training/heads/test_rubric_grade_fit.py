@@ -12,7 +12,7 @@ from app.deciding.rubric_grade import RubricGrade
 from app.io.reader import InputRow
 from app.records import AnswerScores, JudgeItem, Judgment, Label, Protocol, Status
 from training.heads.rubric_grade_fit import fold_of, main, report, table
-from training.heads.rubric_grade_reads import done_ids, part_rows
+from training.heads.rubric_grade_reads import part_output, part_rows, remaining
 
 
 def _rows_and_judgments(count: int = 80) -> tuple[list[InputRow], dict[str, Judgment]]:
@@ -103,10 +103,14 @@ def test_parts_share_a_file_by_request_and_a_run_goes_on_where_it_stopped(tmp_pa
     both = [r.item.id for r in part_rows(data, 0, 1)]
     assert both == ["0-first", "0-second", "1-first", "1-second", "2-first", "2-second"]
     assert [r.item.id for r in part_rows(data, 1, 2)] == ["0-second", "1-second", "2-second"]
-    saved = tmp_path / "judgments-part0.jsonl"
-    saved.write_text('{"id": "0-first"}\n{"id": "1-fi', encoding="utf-8")  # torn last line
-    assert done_ids(saved) == {"0-first"}
-    assert done_ids(tmp_path / "none.jsonl") == set()
+    # a run killed while writing its second row: that row is cut off and judged again
+    output = part_output(tmp_path, 0, 2)
+    first = Judgment(id="0-first", protocol=Protocol.SINGLE, status=Status.ERROR, error="x")
+    output.partial.write_text(first.model_dump_json() + '\n{"id": "1-fi', encoding="utf-8")
+    zeroth = part_rows(data, 0, 2)
+    assert [r.item.id for r in remaining(zeroth, output)] == ["1-first", "2-first"]
+    assert output.partial.read_text(encoding="utf-8").count("\n") == 1  # the torn line is gone
+    assert not output.out.exists()  # the part's file is written once it is finished
 
 
 def _ours(item: JudgeItem) -> dict:
