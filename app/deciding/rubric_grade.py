@@ -8,6 +8,11 @@ log-probability after the answer, the log-odds of the judge's check that the ans
 the reference's result). A linear combination of these, fitted by request-grouped CV on
 Prometheus rows (training/heads/rubric_grade_fit.py), is the grade the page shows; the read
 level is kept beside it (the judgment's part `rubric_read`).
+
+Each signal is held inside the range it took on the rows the combination was fitted on
+(`bounds`): Prometheus references are paragraphs, and a one-word reference after a wrong
+answer gives a likelihood far below any of them, where a linear weight would say anything.
+The page says when a signal was held (the part `rubric_grade_held`).
 """
 
 from __future__ import annotations
@@ -15,18 +20,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.catalog.criteria_types import CriterionSpec
-from app.records import Judgment
+from app.deciding.reference_words import reference_words, stated_share
+from app.records import JudgeItem, Judgment
 from models.foundation.errors import ConfigError
 
-SIGNALS = ("level", "grade", "check", "likelihood", "length")
+SIGNALS = ("level", "grade", "check", "likelihood", "length", "reference_words")
 READ_PART = "rubric_read"  # the rubric read's own level, kept where the combination replaced it
 PEARSON_PART = "rubric_grade_pearson"  # the combination's out-of-fold Pearson, for the page
 SHARE_PREFIX = "rubric_grade_"  # + a signal's name: its weight times its value
+HELD_PART = "rubric_grade_held"  # how many signals lay outside the fitted range
 
 
 def answer_length(answer: str) -> float:
@@ -34,10 +41,12 @@ def answer_length(answer: str) -> float:
     return math.log1p(len(answer.split()))
 
 
-def signals_of(judgment: Judgment, answer: str) -> dict[str, float] | None:
-    """Every signal of a single answer's judgment, or None where one was not read."""
-    if not judgment.answers:
+def signals_of(judgment: Judgment, item: JudgeItem) -> dict[str, float] | None:
+    """Every signal of a single answer's judgment of `item`, or None where one was not read
+    (or the item has no reference adding a word to its request)."""
+    if not judgment.answers or not item.answers or item.reference is None:
         return None
+    answer = item.answers[0]
     scores = judgment.answers[0]
     parts = judgment.verdict_parts or {}
     level = parts.get(READ_PART)
@@ -49,6 +58,7 @@ def signals_of(judgment: Judgment, answer: str) -> dict[str, float] | None:
         "check": parts.get("reference_check"),
         "likelihood": parts.get("reference_likelihood"),
         "length": answer_length(answer),
+        "reference_words": stated_share(answer, reference_words(item.reference, item.question)),
     }
     if any(value is None for value in found.values()):
         return None
@@ -66,9 +76,21 @@ class RubricGrade:
     cv_pearson: float
     rows: int
     scale: tuple[int, int] = (1, 5)
+    # each weighed signal's lowest and highest value on the rows it was fitted on
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def held(self, signals: dict[str, float]) -> dict[str, float]:
+        """The weighed signals, each held inside its fitted range."""
+        return {
+            name: min(max(signals[name], self.bounds[name][0]), self.bounds[name][1])
+            if name in self.bounds
+            else signals[name]
+            for name in self.weights
+        }
 
     def grade(self, signals: dict[str, float]) -> float:
-        value = self.intercept + sum(w * signals[name] for name, w in self.weights.items())
+        held = self.held(signals)
+        value = self.intercept + sum(w * held[name] for name, w in self.weights.items())
         return min(max(value, self.scale[0]), self.scale[1])
 
     def as_json(self) -> dict[str, Any]:
@@ -78,6 +100,7 @@ class RubricGrade:
             "cv_pearson": self.cv_pearson,
             "rows": self.rows,
             "scale": list(self.scale),
+            "bounds": {name: list(bound) for name, bound in self.bounds.items()},
         }
 
     @classmethod
@@ -87,25 +110,29 @@ class RubricGrade:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(path, "", f"cannot be read as JSON ({exc})") from exc
-        for field in ("weights", "intercept", "cv_pearson", "rows", "scale"):
-            if field not in data:
-                raise ConfigError(path, field, "missing")
-        unknown = sorted(set(data["weights"]) - set(SIGNALS))
-        if unknown:
-            raise ConfigError(path, "weights", f"unknown signals {unknown}; known: {SIGNALS}")
+        for name in ("weights", "intercept", "cv_pearson", "rows", "scale"):
+            if name not in data:
+                raise ConfigError(path, name, "missing")
+        for name in ("weights", "bounds"):
+            unknown = sorted(set(data.get(name) or {}) - set(SIGNALS))
+            if unknown:
+                raise ConfigError(path, name, f"unknown signals {unknown}; known: {SIGNALS}")
         read = {
             "weights": lambda v: {str(k): float(w) for k, w in v.items()},
             "intercept": float,
             "cv_pearson": float,
             "rows": int,
             "scale": _scale,
+            "bounds": lambda v: {str(k): _bound(b) for k, b in v.items()},
         }
         values: dict[str, Any] = {}
-        for field, convert in read.items():
+        for name, convert in read.items():
+            if name == "bounds" and name not in data:
+                continue  # a combination saved before signals were held: none held
             try:
-                values[field] = convert(data[field])
+                values[name] = convert(data[name])
             except (TypeError, ValueError, AttributeError) as exc:
-                raise ConfigError(path, field, f"not a valid value: {data[field]!r}") from exc
+                raise ConfigError(path, name, f"not a valid value: {data[name]!r}") from exc
         return cls(**values)
 
 
@@ -113,6 +140,14 @@ def _scale(value: Any) -> tuple[int, int]:
     """[lowest, highest] as whole numbers (a ValueError or TypeError otherwise)."""
     low, high = value
     return int(low), int(high)
+
+
+def _bound(value: Any) -> tuple[float, float]:
+    """[lowest, highest], lowest <= highest (a ValueError or TypeError otherwise)."""
+    low, high = (float(v) for v in value)
+    if low > high:
+        raise ValueError(f"{low} > {high}")
+    return low, high
 
 
 def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:
@@ -125,10 +160,10 @@ def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:
     )
 
 
-def with_rubric_grade(judgment: Judgment, answer: str, grade: RubricGrade) -> Judgment:
+def with_rubric_grade(judgment: Judgment, item: JudgeItem, grade: RubricGrade) -> Judgment:
     """A single answer's judgment with its rubric criterion graded by the combination, the
     read level kept as the part `rubric_read`; unchanged where a signal was not read."""
-    signals = signals_of(judgment, answer)
+    signals = signals_of(judgment, item)
     if signals is None or READ_PART in (judgment.verdict_parts or {}):
         return judgment
     scores = judgment.answers[0]
@@ -137,13 +172,16 @@ def with_rubric_grade(judgment: Judgment, answer: str, grade: RubricGrade) -> Ju
     combined = scores.model_copy(
         update={"criteria": {key: round(value, 1)}, "expected_criteria": {key: value}}
     )
-    # each signal's part of the grade (its weight times its value)
-    shares = {f"{SHARE_PREFIX}{n}": round(w * signals[n], 4) for n, w in grade.weights.items()}
+    # each signal's part of the grade (its weight times its value, held in its fitted range)
+    held = grade.held(signals)
+    shares = {f"{SHARE_PREFIX}{n}": round(w * held[n], 4) for n, w in grade.weights.items()}
+    outside = sum(held[name] != signals[name] for name in held)
     parts = {
         **(judgment.verdict_parts or {}),
         READ_PART: round(signals["level"], 4),
         PEARSON_PART: grade.cv_pearson,
         **shares,
+        **({HELD_PART: float(outside)} if outside else {}),
     }
     return judgment.model_copy(
         update={"answers": (combined, *judgment.answers[1:]), "verdict_parts": parts}

@@ -289,7 +289,7 @@ class HeadDecider:
         grade = self.settings.rubric_combination
         if grade is None or not fits(grade, plan.resolved.rule.specs):
             return judgment
-        return with_rubric_grade(judgment, plan.item.answers[0], grade)
+        return with_rubric_grade(judgment, plan.item, grade)
 
     def code_unread(self, item: JudgeItem, behaviour: BehaviourReading | None) -> str | None:
         """Where the reference is a function whose behaviour the head weighs but no answer's

@@ -33,7 +33,14 @@ ITEM = JudgeItem(
     reference="Canberra is the capital.",
 )
 COMBINATION = RubricGrade(
-    {"level": 0.5, "grade": 0.1, "check": 0.3, "likelihood": 0.2, "length": 0.05},
+    {
+        "level": 0.5,
+        "grade": 0.1,
+        "check": 0.3,
+        "likelihood": 0.2,
+        "length": 0.05,
+        "reference_words": 1.0,
+    },
     intercept=1.0,
     cv_pearson=0.4,
     rows=320,
@@ -96,7 +103,7 @@ def test_a_single_answers_reference_reads_are_kept_and_graded_by_the_combination
     parts = read.verdict_parts
     assert set(parts) == {"reference_likelihood", "reference_check"}  # read, not yet weighed
     combined = service.judge(ITEM, _config(head, COMBINATION, rubric_path))
-    signals = signals_of(read, ITEM.answers[0])
+    signals = signals_of(read, ITEM)
     assert signals is not None
     key = next(iter(read.answers[0].expected_criteria))
     assert combined.answers[0].expected_criteria[key] == pytest.approx(
@@ -107,6 +114,8 @@ def test_a_single_answers_reference_reads_are_kept_and_graded_by_the_combination
     assert combined.verdict_parts["rubric_grade_check"] == pytest.approx(
         0.3 * signals["check"], abs=1e-3
     )
+    # "Sydney" states none of the reference's own words ("canberra")
+    assert signals["reference_words"] == 0.0
     assert combined.answers[0].expected_overall == pytest.approx(read.answers[0].expected_overall)
     assert combined.overall_scale == (1, 10)  # the head's grade, beside the rubric's 1-5
     # without the reference nothing is read of it, and the rubric's read (its prompt without

@@ -5,11 +5,13 @@
 The rubric read alone (its expected level) is a weak grade: the 1.5B puts most of its mass on
 one high level. A single answer judged with a reference is read further anyway: the head's
 own grade, the reference's mean log-probability after the answer and the judge's check of the
-answer against the reference (training/heads/rubric_grade_reads.py keeps them). A ridge over
+answer against the reference (training/heads/rubric_grade_reads.py keeps them); the share of
+the reference's own words the answer states is read from the text. A ridge over
 them, chosen among candidate signal sets and ridge strengths by cross-validation with every
 request's answers in one fold, gives the grade; `--write` saves the chosen one for the engine
 (app/deciding/rubric_grade.py). Pearson with the label is out of fold, beside the read alone
-and the answer's length on the same rows.
+and the answer's length on the same rows, and again over random request-grouped splits: how
+much the figure owes to one split.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from training.evaluation.reference_runs import DEFAULT_FILE
 
 READS_DIR = Path(__file__).resolve().parents[1] / "runs" / "rubric-grade"
 FOLDS = 5
+SPLITS = 10  # random request-grouped splits the nested figure is also taken over
 ALPHAS = (0.1, 1.0, 10.0, 100.0)
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "the rubric read alone": ("level",),
@@ -39,7 +42,22 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "read + check + likelihood": ("level", "check", "likelihood"),
     "read + head grade + check": ("level", "grade", "check"),
     "read + head grade + check + likelihood": ("level", "grade", "check", "likelihood"),
-    "read + head grade + check + likelihood + length": SIGNALS,
+    "read + head grade + check + likelihood + length": (
+        "level",
+        "grade",
+        "check",
+        "likelihood",
+        "length",
+    ),
+    "read + check + length + reference words": ("level", "check", "length", "reference_words"),
+    "read + head grade + check + length + reference words": (
+        "level",
+        "grade",
+        "check",
+        "length",
+        "reference_words",
+    ),
+    "every signal": SIGNALS,
 }
 
 
@@ -56,7 +74,7 @@ def table(rows: Sequence[InputRow], judged: dict[str, Judgment]) -> dict[str, An
     x, y, groups, skipped = [], [], [], 0
     for row in rows:
         judgment = judged.get(row.item.id)
-        values = signals_of(judgment, row.item.answers[0]) if judgment is not None else None
+        values = signals_of(judgment, row.item) if judgment is not None else None
         if values is None:
             skipped += 1
             continue
@@ -88,12 +106,17 @@ def fold_of(groups: Sequence[str], folds: int = FOLDS) -> np.ndarray:
     return np.asarray([order[g] % folds for g in groups])
 
 
+def held_in(x: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    """`x` with each column held inside its range on `fitted` (as RubricGrade.held)."""
+    return np.clip(x, fitted.min(axis=0), fitted.max(axis=0))
+
+
 def out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, alpha: float) -> np.ndarray:
     predicted = np.empty_like(y)
     for fold in np.unique(folds):
         held = folds == fold
         weights, intercept = ridge(x[~held], y[~held], alpha)
-        predicted[held] = x[held] @ weights + intercept
+        predicted[held] = held_in(x[held], x[~held]) @ weights + intercept
     return predicted
 
 
@@ -115,11 +138,20 @@ def cross_validated(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return result
 
 
-def nested(found: dict[str, Any]) -> float:
+def random_folds(groups: Sequence[str], seed: int, folds: int = FOLDS) -> np.ndarray:
+    """Each row's fold: requests shuffled by `seed`, dealt round the folds."""
+    requests = list(dict.fromkeys(groups))
+    shuffled = np.random.default_rng(seed).permutation(len(requests))
+    fold = {requests[i]: k % folds for k, i in enumerate(shuffled)}
+    return np.asarray([fold[g] for g in groups])
+
+
+def nested(found: dict[str, Any], outer: np.ndarray | None = None) -> float:
     """Out-of-fold Pearson with the choice itself made inside each fold (candidate and ridge
-    chosen by CV on the other requests alone): the figure the choice cannot flatter."""
+    chosen by CV on the other requests alone): the figure the choice cannot flatter.
+    `outer`: each row's outer fold (fold_of's by default)."""
     x, y, groups = found["x"], found["y"], found["groups"]
-    outer = fold_of(groups)
+    outer = fold_of(groups) if outer is None else outer
     predicted = np.empty_like(y)
     for fold in np.unique(outer):
         held = outer == fold
@@ -131,9 +163,23 @@ def nested(found: dict[str, Any]) -> float:
         candidates = cross_validated(inner)
         best = candidates[max(candidates, key=lambda n: candidates[n]["pearson"])]
         columns = [SIGNALS.index(s) for s in best["signals"]]
-        weights, intercept = ridge(x[~held][:, columns], y[~held], best["alpha"])
-        predicted[held] = x[held][:, columns] @ weights + intercept
+        fitted = x[~held][:, columns]
+        weights, intercept = ridge(fitted, y[~held], best["alpha"])
+        predicted[held] = held_in(x[held][:, columns], fitted) @ weights + intercept
     return round(pearson(predicted, y), 4)
+
+
+def split_spread(found: dict[str, Any], splits: int = SPLITS) -> dict[str, float]:
+    """The nested figure over `splits` random request-grouped splits: mean, sd, lowest."""
+    figures = np.asarray(
+        [nested(found, random_folds(found["groups"], seed)) for seed in range(splits)]
+    )
+    return {
+        "splits": splits,
+        "mean": round(float(figures.mean()), 4),
+        "sd": round(float(figures.std()), 4),
+        "lowest": round(float(figures.min()), 4),
+    }
 
 
 def report(found: dict[str, Any]) -> dict[str, Any]:
@@ -152,11 +198,16 @@ def report(found: dict[str, Any]) -> dict[str, Any]:
         "candidates (request-grouped CV Pearson)": candidates,
         "chosen": chosen,
         "nested CV Pearson (the choice made inside each fold)": held_out,
+        "nested CV Pearson over random request-grouped splits": split_spread(found),
         "grade": RubricGrade(
             dict(zip(signals, (round(float(w), 6) for w in weights))),
             round(intercept, 6),
             held_out,
             len(y),
+            bounds={
+                name: (round(float(x[:, c].min()), 4), round(float(x[:, c].max()), 4))
+                for name, c in zip(signals, columns)
+            },
         ),
     }
 
@@ -179,6 +230,10 @@ def render(result: dict[str, Any]) -> str:
         "",
         "nested CV Pearson (candidate and ridge chosen inside each fold): "
         f"{result['nested CV Pearson (the choice made inside each fold)']:.3f}",
+        "over {splits} random request-grouped splits: {mean:.3f} ± {sd:.3f} "
+        "(lowest {lowest:.3f})".format(
+            **result["nested CV Pearson over random request-grouped splits"]
+        ),
         f"weights {grade.weights}, intercept {grade.intercept}",
     ]
     return "\n".join(lines) + "\n"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from models.registry import load_registry
+from app.deciding.rubric_grade import RubricGrade
+from models.registry import MODELS_DIR, load_registry
 from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     IDLE,
     app_server,
@@ -241,7 +242,13 @@ def test_a_single_answer_on_a_one_criterion_rubric_with_a_reference_says_how_it_
     text = main_text(page)
     assert "The rubric grade combines the model's read of the rubric (" in text, text
     assert "its check of the answer against the reference" in text
-    assert "correlates 0.44 (Pearson)" in text
+    assert "how much of what the reference states the answer states" in text
+    shipped = load_registry().get().judging.rubric_grade
+    assert shipped, "the default judge ships a rubric grade's combination"
+    fitted = RubricGrade.load(MODELS_DIR / shipped)
+    assert f"correlates {fitted.cv_pearson:.2f} (Pearson)" in text
+    # a one-word reference and a short answer lie outside Prometheus's paragraphs
+    assert "outside the range the grade was fitted on" in text
     grade = page.locator('[data-testid="stMetric"]', has_text="Answer 1").inner_text()
     assert re.search(r"\d+ / 10", grade), grade  # the head's grade, on its own 1-10 scale
     wait_for_charts(page, 1)

@@ -138,9 +138,17 @@ def test_the_rubric_grade_note_names_what_the_grade_combines_and_its_record() ->
         "rubric_grade_level": 2.2,
         "rubric_grade_check": 0.4,
         "rubric_grade_length": 1.5,
+        "rubric_grade_reference_words": 0.6,
     }
     note = rubric_grade_note(judged.model_copy(update={"verdict_parts": parts}))
     assert "read of the rubric (4.10)" in note
-    assert "check of the answer against the reference and the answer's length" in note
+    assert "check of the answer against the reference, the answer's length" in note
+    assert "and how much of what the reference states the answer states." in note
     assert "own grade" not in note  # a signal the combination does not weigh is not named
     assert "0.44 (Pearson)" in note
+    assert "outside the range" not in note
+    held = rubric_grade_note(
+        judged.model_copy(update={"verdict_parts": {**parts, "rubric_grade_held": 2.0}})
+    )
+    assert "Here 2 of its signals lie outside the range the grade was fitted on" in held
+    assert "were held at their edges: trust it less." in held

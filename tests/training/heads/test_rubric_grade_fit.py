@@ -11,7 +11,7 @@ import pytest
 from app.deciding.rubric_grade import RubricGrade
 from app.io.reader import InputRow
 from app.records import AnswerScores, JudgeItem, Judgment, Label, Protocol, Status
-from training.heads.rubric_grade_fit import fold_of, main, report, table
+from training.heads.rubric_grade_fit import fold_of, main, random_folds, report, table
 from training.heads.rubric_grade_reads import part_output, part_rows, remaining
 
 
@@ -25,7 +25,7 @@ def _rows_and_judgments(count: int = 80) -> tuple[list[InputRow], dict[str, Judg
         item = JudgeItem(
             id=f"r{n}",
             question=f"request {n // 4}",
-            answers=("word " * (5 + n % 7),),
+            answers=("word " * (5 + n % 7) + ("right" if n % 3 else "wrong"),),
             reference="the right answer",
             label=Label(score=label),
         )
@@ -51,6 +51,11 @@ def test_the_folds_keep_every_requests_answers_together():
     folds = fold_of(["a", "a", "b", "c", "b", "d", "e", "f"], folds=5)
     assert folds[0] == folds[1] and folds[2] == folds[4]
     assert len(set(folds.tolist())) == 5
+    groups = [f"q{n // 4}" for n in range(40)]
+    shuffled = [random_folds(groups, seed) for seed in range(3)]
+    for folds in shuffled:
+        assert all(len({folds[i] for i in range(q, q + 4)}) == 1 for q in range(0, 40, 4))
+    assert not np.array_equal(shuffled[0], shuffled[1])  # another split for another seed
 
 
 def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
@@ -66,6 +71,10 @@ def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
     held_out = result["nested CV Pearson (the choice made inside each fold)"]
     assert result["grade"].cv_pearson == held_out
     assert result["grade"].cv_pearson > 0.95
+    low, high = result["grade"].bounds["check"]  # the range the fit saw, kept to hold to
+    assert low == pytest.approx(found["x"][:, 2].min(), abs=1e-4) and high > low
+    spread = result["nested CV Pearson over random request-grouped splits"]
+    assert spread["splits"] == 10 and spread["lowest"] > 0.9 and spread["sd"] < 0.05
 
 
 def test_a_row_without_every_signal_is_left_out_and_counted():
