@@ -41,9 +41,12 @@ def answer_length(answer: str) -> float:
     return math.log1p(len(answer.split()))
 
 
-def signals_of(judgment: Judgment, item: JudgeItem) -> dict[str, float] | None:
-    """Every signal of a single answer's judgment of `item`, or None where one was not read
-    (or the item has no reference adding a word to its request)."""
+def signals_of(
+    judgment: Judgment, item: JudgeItem, needed: Sequence[str] = SIGNALS
+) -> dict[str, float] | None:
+    """The signals of a single answer's judgment of `item`, or None where one of `needed`
+    was not read (or, for the reference's words, the reference adds no word to the
+    request)."""
     if not judgment.answers or not item.answers or item.reference is None:
         return None
     answer = item.answers[0]
@@ -60,9 +63,9 @@ def signals_of(judgment: Judgment, item: JudgeItem) -> dict[str, float] | None:
         "length": answer_length(answer),
         "reference_words": stated_share(answer, reference_words(item.reference, item.question)),
     }
-    if any(value is None for value in found.values()):
+    if any(found[name] is None for name in needed):
         return None
-    return {name: float(value) for name, value in found.items()}  # type: ignore[arg-type]
+    return {name: float(value) for name, value in found.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:
 def with_rubric_grade(judgment: Judgment, item: JudgeItem, grade: RubricGrade) -> Judgment:
     """A single answer's judgment with its rubric criterion graded by the combination, the
     read level kept as the part `rubric_read`; unchanged where a signal was not read."""
-    signals = signals_of(judgment, item)
+    signals = signals_of(judgment, item, ("level", *grade.weights))
     if signals is None or READ_PART in (judgment.verdict_parts or {}):
         return judgment
     scores = judgment.answers[0]

@@ -61,6 +61,10 @@ def test_a_signal_not_read_gives_no_signals():
     # a reference that adds no word to the request has no share to read
     echo = ITEM.model_copy(update={"reference": "The capital of France?"})
     assert signals_of(read, echo) is None
+    # a combination that does not weigh the reference's words needs none
+    assert "reference_words" not in signals_of(read, echo, ("level", "check"))
+    unweighed = RubricGrade({"level": 1.0, "check": 0.5}, intercept=0.0, cv_pearson=0.4, rows=9)
+    assert with_rubric_grade(read, echo, unweighed).verdict_parts[READ_PART] == 4.2
     assert signals_of(read, ITEM.model_copy(update={"reference": None})) is None
 
 
