@@ -15,6 +15,8 @@ from app.catalog.scenarios import load_catalog
 from app.deciding.state_head import REFERENCE_SHARES, reference_signals
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
+from app.ui.phrases import listed
+from app.ui.rubric_grade_note import rubric_grade_note
 from app.ui.tables import plain_feedback
 from models.cards import MeasuredRow
 from models.foundation.errors import EngineStopped
@@ -271,54 +273,8 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     )
 
 
-RUBRIC_GRADE_SIGNALS = {
-    "grade": "its own grade of the answer",
-    "check": "its check of the answer against the reference",
-    "likelihood": "how likely it finds the reference after the answer",
-    "length": "the answer's length (longer answers grade higher, as GPT-4's grades did on "
-    "the rows it was fitted on)",
-    "reference_words": "how much of what the reference states the answer states",
-}
-
-
-def rubric_grade_note(judgment: Judgment) -> str | None:
-    """How a single answer's rubric grade was made, where the judge's combination made it
-    (app/deciding/rubric_grade.py): from what, and how far it can be trusted."""
-    from app.deciding.rubric_grade import HELD_PART, PEARSON_PART, READ_PART, SHARE_PREFIX
-
-    parts = judgment.verdict_parts or {}
-    if READ_PART not in parts:
-        return None
-    used = [
-        phrase for name, phrase in RUBRIC_GRADE_SIGNALS.items() if f"{SHARE_PREFIX}{name}" in parts
-    ]
-    note = f"The rubric grade combines the model's read of the rubric ({parts[READ_PART]:.2f})"
-    note += f" with {_listed(used)}." if used else "."
-    if (pearson := parts.get(PEARSON_PART)) is not None:
-        note += (
-            f" Out of fold on Prometheus's vicuna_eval it correlates {pearson:.2f} (Pearson) "
-            "with GPT-4's grades: a rough grade."
-        )
-    if held := parts.get(HELD_PART):
-        count, edge = (
-            ("one of its signals lies", "was held at its edge")
-            if held == 1
-            else (f"{held:.0f} of its signals lie", "were held at their edges")
-        )
-        note += (
-            f" Here {count} outside the range the grade was fitted on (Prometheus's answers "
-            f"and references are paragraphs) and {edge}: trust it less."
-        )
-    return note
-
-
 def _disagreement(judgment: Judgment) -> str:
     return HEAD_DISAGREEMENT if judgment.criteria_by_head else DISAGREEMENT
-
-
-def _listed(items: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
 
 
 def head_note(parts: dict[str, float]) -> str:
@@ -331,7 +287,7 @@ def head_note(parts: dict[str, float]) -> str:
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
     through = [REFERENCE_SHARES[name] for name in reference_signals(parts)]
     sees = (
-        f"a reference reaches it through {_listed(through)}"
+        f"a reference reaches it through {listed(through)}"
         if through
         else "it reads neither the criteria nor a reference"
     )

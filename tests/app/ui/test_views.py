@@ -127,7 +127,7 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
 
 def test_the_rubric_grade_note_names_what_the_grade_combines_and_its_record() -> None:
     from app.records import AnswerScores, Judgment, Protocol, Status
-    from app.ui.views import rubric_grade_note
+    from app.ui.rubric_grade_note import rubric_grade_note
 
     scores = AnswerScores(criteria={"rubric": 3.6}, overall=6, expected_criteria={"rubric": 3.6})
     judged = Judgment(id="x", protocol=Protocol.SINGLE, status=Status.OK, answers=(scores,))
