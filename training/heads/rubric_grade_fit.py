@@ -182,6 +182,15 @@ def split_spread(found: dict[str, Any], splits: int = SPLITS) -> dict[str, float
     }
 
 
+def _range(column: np.ndarray) -> tuple[float, float]:
+    """The column's lowest and highest value, rounded outward to 4 places (no fitted row
+    falls outside its own range once saved)."""
+    return (
+        float(np.floor(column.min() * 1e4) / 1e4),
+        float(np.ceil(column.max() * 1e4) / 1e4),
+    )
+
+
 def report(found: dict[str, Any]) -> dict[str, Any]:
     x, y = found["x"], found["y"]
     single = {s: round(pearson(x[:, i], y), 4) for i, s in enumerate(SIGNALS)}
@@ -204,10 +213,7 @@ def report(found: dict[str, Any]) -> dict[str, Any]:
             round(intercept, 6),
             held_out,
             len(y),
-            bounds={
-                name: (round(float(x[:, c].min()), 4), round(float(x[:, c].max()), 4))
-                for name, c in zip(signals, columns)
-            },
+            bounds={name: _range(x[:, c]) for name, c in zip(signals, columns)},
         ),
     }
 

@@ -73,6 +73,7 @@ def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
     assert result["grade"].cv_pearson > 0.95
     low, high = result["grade"].bounds["check"]  # the range the fit saw, kept to hold to
     assert low == pytest.approx(found["x"][:, 2].min(), abs=1e-4) and high > low
+    assert low <= found["x"][:, 2].min() and high >= found["x"][:, 2].max()  # rounded outward
     spread = result["nested CV Pearson over random request-grouped splits"]
     assert spread["splits"] == 10 and spread["lowest"] > 0.9 and spread["sd"] < 0.05
 
