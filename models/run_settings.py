@@ -77,11 +77,14 @@ class RunSettings(BaseModel):
         flag="--run-code",
         widget="toggle",
         label="Run code answers against a reference function",
-        help="Pairs whose reference is a Python function: each answer's function is run beside "
-        "it on the same inputs, and the share of the reference's results it gives counts in "
-        "the verdict. The answers' code runs on this machine in a separate, restricted "
-        "process (capped memory and time; no file writes, processes or network): turn it on "
-        "for code you would run yourself.",
+        help="Pairs whose reference is a Python function: the share of the reference's results "
+        "each answer's function gives on the same inputs counts in the verdict. Off, "
+        "PocketJudge's own evaluator works that out without running the answers' code, for "
+        "the Python it follows (functions, loops, comprehensions, builtins, string and "
+        "container methods, math, re, collections...); other code is judged by its text. On, "
+        "the answers' code runs as Python on this machine in a separate, restricted process "
+        "(capped memory and time; no file writes, processes or network): turn it on for code "
+        "you would run yourself.",
     )
     swap: bool = _setting(
         True,

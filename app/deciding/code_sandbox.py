@@ -4,8 +4,10 @@ process (app/deciding/sandbox_child.py), and counts where each gives the referen
 The child is a fresh interpreter (`-s`: no user site; a clean environment, an empty
 temporary folder as its working folder), which caps its memory, CPU time, file size and
 process count and refuses writes, processes and sockets before an answer's code runs.
-It is defence in depth, not a jail: PocketJudge runs it only where the user turned code
-running on (the `run_code` setting).
+Running the answers' code as Python is defence in depth, not a jail: PocketJudge does it
+only where the user turned code running on (the `run_code` setting). Otherwise the child
+evaluates the programs with app/deciding/code_interpreter.py, which runs none of their
+code, and a program outside the Python it follows gives no reading.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.deciding.code_answers import CodeFunction
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
+ROOT = Path(__file__).resolve().parents[2]  # the folder that holds `app`, for the evaluator
 CALL_SECONDS = 0.5  # one call of one function
 CPU_SECONDS = 10  # the whole child
 WALL_SECONDS = 20.0
@@ -42,11 +45,17 @@ class SandboxRun:
 
 
 def run_functions(
-    reference: CodeFunction, answers: Sequence[CodeFunction | None], inputs: list[list[Any]]
+    reference: CodeFunction,
+    answers: Sequence[CodeFunction | None],
+    inputs: list[list[Any]],
+    *,
+    run_python: bool,
 ) -> SandboxRun:
-    """`reference` and each answer's function called on `inputs` in the sandboxed child."""
+    """`reference` and each answer's function called on `inputs` in the sandboxed child:
+    run as Python (`run_python`, the user's choice) or evaluated by the evaluator."""
     programs = [reference, *answers]
     request = {
+        "interpreter": None if run_python else str(ROOT),
         "programs": [p.source if p else "" for p in programs],
         "names": [p.name if p else None for p in programs],
         "inputs": inputs,
@@ -78,7 +87,11 @@ def run_functions(
         return _failed(len(answers), f"stopped: {why[:200]}")
     found = reply["programs"][1:]
     agreed = tuple(p["agreed"] if p["status"] == "ok" else None for p in found)
-    return SandboxRun(reply["inputs"], agreed, tuple(p["detail"] for p in found))
+    run = SandboxRun(reply["inputs"], agreed, tuple(p["detail"] for p in found))
+    unsupported = [p["detail"] for p in reply["programs"] if p["status"] == "unsupported"]
+    if unsupported:  # not the program's fault: the evaluator cannot compare them all
+        return replace(run, error=f"the evaluator does not follow {unsupported[0]}")
+    return run
 
 
 def _failed(answers: int, why: str) -> SandboxRun:

@@ -1,5 +1,6 @@
 """How often each answer's function gives the reference function's result: the reference's
-part of a verdict for code, read by running it (the `run_code` setting turns it on).
+part of a verdict for code, read by evaluating both (app/deciding/code_interpreter.py, none
+of their code run) or, where the user turned `run_code` on, by running them as Python.
 
 For a request answered by a function, the reference's words and likelihood see the wrong
 things (a buggy function can share more of the reference's names than a right one), and a
@@ -31,6 +32,7 @@ class BehaviourReading:
     inputs: int
     shares: tuple[float, ...]
     notes: tuple[str, ...]  # per answer: why it has no function to call, else ""
+    ran_python: bool = False  # run as Python (run_code), else evaluated
 
     def lead(self) -> float | None:
         """A's share minus B's, in -1..1 (None without two answers)."""
@@ -40,22 +42,24 @@ class BehaviourReading:
 
 
 def behaviour_reading(
-    answers: Sequence[str], reference: str, question: str
+    answers: Sequence[str], reference: str, question: str, *, run_python: bool
 ) -> BehaviourReading | None:
     """Each answer's share of the reference's results, where the reference is a Python
     function and some answer defines one; None where the reference is not code, no answer
-    has a function, or the reference returned on fewer than MIN_INPUTS inputs."""
+    has a function, the reference returned on fewer than MIN_INPUTS inputs, or (evaluated,
+    not `run_python`) a program uses Python the evaluator does not follow."""
     wanted = reference_function(reference, question)
     if wanted is None:
         return None
     functions = [answer_function(answer, wanted) for answer in answers]
     if not any(functions):
         return None
-    run = run_functions(wanted, functions, candidate_inputs(wanted.parameters))
+    inputs = candidate_inputs(wanted.parameters)
+    run = run_functions(wanted, functions, inputs, run_python=run_python)
     if run.error is not None or run.inputs < MIN_INPUTS:
         return None
     shares = tuple((count or 0) / run.inputs for count in run.agreed)
     notes = tuple(
         note if function else "no function to call" for note, function in zip(run.notes, functions)
     )
-    return BehaviourReading(wanted.name, run.inputs, shares, notes)
+    return BehaviourReading(wanted.name, run.inputs, shares, notes, run_python)

@@ -8,11 +8,16 @@ process count, and installs an audit hook that refuses writing files, starting p
 sockets, ctypes and the like (an audit hook cannot be removed once added). That is defence
 in depth, not a jail: the caller runs it only when the user turns code running on.
 
+With "interpreter" set (the folder that holds PocketJudge's `app`), the programs are not
+run as Python: app/deciding/code_interpreter.py evaluates them (imported before the caps and
+the hook), and a program outside the Python it follows has the status "unsupported".
+
 Request: {"programs": [reference, answer, ...] (source), "names": [function name or null
 per program], "inputs": [[arg, ...], ...], "call_seconds": float, "cpu_seconds": int,
-"memory_mb": int, "keep": int}. Reply: {"inputs": n kept, "programs": [{"status": "ok" |
-"no function" | "did not load", "agreed": k, "detail": str}, ...]} where the first program
-is the reference; an input is kept where the reference returns (the first `keep` of them).
+"memory_mb": int, "keep": int, "interpreter": folder or null}. Reply: {"inputs": n kept,
+"programs": [{"status": "ok" | "no function" | "did not load" | "unsupported", "agreed": k,
+"detail": str}, ...]} where the first program is the reference; an input is kept where the
+reference returns (the first `keep` of them).
 """
 
 import copy
@@ -80,8 +85,17 @@ def call(function, args, seconds):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def load(source, name):
-    """The function `name` defined by `source`, or (None, why)."""
+def load(source, name, evaluate=None):
+    """The function `name` defined by `source` (run as Python, or by `evaluate`, the
+    evaluator's load_function), or (None, why)."""
+    if evaluate is not None and name:
+        try:
+            return evaluate(source, name), ""
+        except LookupError:
+            return None, "no function"
+        except BaseException as exc:
+            why = "unsupported" if type(exc).__name__ == "Unsupported" else "did not load"
+            return None, f"{why}: {type(exc).__name__}: {str(exc)[:120]}"
     space = {"__name__": "answer", "__builtins__": __builtins__}
     try:
         exec(compile(source, "<answer>", "exec"), space)
@@ -93,8 +107,36 @@ def load(source, name):
     return found, ""
 
 
+def evaluator(folder):
+    """The evaluator's load_function, from PocketJudge's folder (None: run as Python)."""
+    if not folder:
+        return None
+    sys.path.insert(0, folder)
+    from app.deciding.code_interpreter import load_function
+
+    sys.setrecursionlimit(12000)  # the evaluator spends several frames on each call
+    return load_function
+
+
+def compared(function, why, kept, seconds):
+    """A program's entry of the reply: on how many `kept` inputs it gives the reference's
+    result, or why it has no count."""
+    if function is None:
+        return {"status": why.split(":")[0], "agreed": 0, "detail": why}
+    agreed = 0
+    for args, expected in kept:
+        ran, result = call(function, args, seconds)
+        if not ran and result == "Unsupported":
+            return {"status": "unsupported", "agreed": 0, "detail": "unsupported: in a call"}
+        if result == "timed out" and not ran:
+            break  # one that loops once would spend the child's CPU time on every input
+        agreed += ran and same(result, expected)
+    return {"status": "ok", "agreed": agreed, "detail": ""}
+
+
 def main():
     request = json.loads(sys.stdin.read())
+    evaluate = evaluator(request.get("interpreter"))
     # the reply goes to a copy of stdout; what an answer prints goes nowhere
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
@@ -105,31 +147,27 @@ def main():
     resource.setrlimit(resource.RLIMIT_CPU, (request["cpu_seconds"], request["cpu_seconds"]))
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     signal.signal(signal.SIGALRM, on_alarm)
-    sys.setrecursionlimit(2000)
+    if evaluate is None:
+        sys.setrecursionlimit(2000)
     sys.addaudithook(refuse)
     seconds = request["call_seconds"]
-    loaded = [load(source, name) for source, name in zip(request["programs"], request["names"])]
+    loaded = [
+        load(source, name, evaluate) for source, name in zip(request["programs"], request["names"])
+    ]
     reference = loaded[0][0]
     kept = []
     if reference is not None:
         for args in request["inputs"]:
             ran, result = call(reference, args, seconds)
+            if not ran and result == "Unsupported":
+                loaded[0] = (None, "unsupported: in a call")
+                kept = []
+                break
             if ran:
                 kept.append((args, result))
             if len(kept) >= request["keep"]:
                 break
-    programs = []
-    for function, why in loaded:
-        if function is None:
-            programs.append({"status": why.split(":")[0], "agreed": 0, "detail": why})
-            continue
-        agreed = 0
-        for args, expected in kept:
-            ran, result = call(function, args, seconds)
-            if result == "timed out" and not ran:
-                break  # one that loops once would spend the child's CPU time on every input
-            agreed += ran and same(result, expected)
-        programs.append({"status": "ok", "agreed": agreed, "detail": ""})
+    programs = [compared(function, why, kept, seconds) for function, why in loaded]
     reply.write(json.dumps({"inputs": len(kept), "programs": programs}))
     reply.flush()
 

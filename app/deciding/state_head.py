@@ -225,7 +225,7 @@ REFERENCE_SHARES = {
     "reference_words": "how much of what it states each answer states",
     "reference_order": "whether each answer states the request's items in its order",
     "reference_check": "the judge's check of each answer against it",
-    "reference_behaviour": "each answer's function run beside it on the same inputs",
+    "reference_behaviour": "each answer's function compared with it on the same inputs",
 }
 
 

@@ -336,6 +336,7 @@ def with_reference_reading(
             **parts,
             "reference_behaviour_difference": round(behaviour_lead, 4),
             "reference_behaviour_inputs": behaviour.inputs,
+            "reference_behaviour_ran_python": float(behaviour.ran_python),
         }
     shares = {}  # each signal's part of the reference's share, by REFERENCE_SHARES' names
     overall = [a.expected_overall for a in judgment.answers]

@@ -71,7 +71,8 @@ class JudgeConfig:
     choice: CriteriaChoice = field(default_factory=CriteriaChoice)
     # what the run asks: the defaults are the declared ones (models/run_settings.py)
     use_reference: bool = RUN_DEFAULTS.use_reference
-    # a reference function: each answer's function is run beside it (app/deciding/code_sandbox.py)
+    # a reference function: each answer's function run as Python beside it (code_sandbox.py),
+    # not only evaluated (app/deciding/code_interpreter.py)
     run_code: bool = RUN_DEFAULTS.run_code
     swap: bool = RUN_DEFAULTS.swap  # pairwise: judge both orders
     sampling: SamplingParams = field(default_factory=run_sampling)

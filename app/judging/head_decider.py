@@ -186,17 +186,20 @@ class HeadDecider:
         )
 
     def behaviour(self, item: JudgeItem) -> BehaviourReading | None:
-        """Each answer's function run beside a reference function, where the user turned code
-        running on and the head weighs it (app/deciding/reference_behaviour.py)."""
+        """Each answer's function compared with a reference function on the same inputs,
+        where the head weighs it (app/deciding/reference_behaviour.py): evaluated without
+        running their code, or run as Python where the user turned code running on."""
         settings = self.settings
         weighed = settings.head.reference_behaviour_weight or (
             settings.level_head is not None and settings.level_head.reference_behaviour
         )
-        if not (settings.run_code and settings.use_reference and item.reference and weighed):
+        if not (settings.use_reference and item.reference and weighed):
             return None
         if len(item.answers) < 2:
             return None
-        return behaviour_reading(item.answers, item.reference, item.question)
+        return behaviour_reading(
+            item.answers, item.reference, item.question, run_python=settings.run_code
+        )
 
     def verdict(self, plan: Plan, behaviour: BehaviourReading | None = None) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
@@ -293,9 +296,11 @@ class HeadDecider:
 
     def code_unread(self, item: JudgeItem, behaviour: BehaviourReading | None) -> str | None:
         """Where the reference is a function whose behaviour the head weighs but no answer's
-        function was run beside it, why, as a verdict part's name for the page to say:
-        `reference_code_not_run` (code running is off) or `reference_code_unread` (on, but
-        no answer had a matching function, or the sandbox gave no results)."""
+        function was compared with it, why, as a verdict part's name for the page to say:
+        `reference_code_not_run` (code running is off and the evaluator could not compare
+        them: Python it does not follow, or no matching function) or
+        `reference_code_unread` (on, but no answer had a matching function, or the sandbox
+        gave no results)."""
         if behaviour is not None or not self.settings.head.reference_behaviour_weight:
             return None
         if reference_function(item.reference or "", item.question) is None:
@@ -326,11 +331,13 @@ def reference_note(config: JudgeConfig) -> str | None:
         reads.append("how much likelier the reference is after one answer than the other")
     if head.reference_check_weight and head.reads == "reply" and pairs:
         reads.append("the judge's own check of each answer against it (same result or not)")
-    if head.reference_behaviour_weight and config.run_code and pairs:
-        reads.append(
-            "for a reference function, each answer's function run beside it on the same "
-            "inputs (in a sandboxed process)"
+    if head.reference_behaviour_weight and pairs:
+        how = (
+            "run beside it on the same inputs (in a sandboxed process)"
+            if config.run_code
+            else "evaluated beside it on the same inputs, none of the answers' code run"
         )
+        reads.append(f"for a reference function, each answer's function {how}")
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
     if config.judge.criterion_scores and head.reference_weight and pairs:

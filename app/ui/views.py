@@ -219,7 +219,7 @@ REFERENCE_ADDS = {
     "reference_check": "how much surer the judge is that one answer gives the reference's "
     "result than the other",
     "reference_behaviour": "how much more often one answer's function gives the reference "
-    "function's result than the other's, both run on the same inputs",
+    "function's result than the other's, on the same inputs",
 }
 
 
@@ -315,10 +315,12 @@ def order_note(parts: dict[str, float]) -> str:
 
 
 CODE_UNREAD = {  # training/EXPERIMENTS.md, session 32: 84 held-out reference-decided pairs
-    "reference_code_not_run": "The reference is a Python function and code running is off, so "
-    "the verdict reads its text, which cannot tell a buggy function from a right one (held "
-    "out, such verdicts were right on 9 of 15 code pairs; 15 of 15 with code run). Turn on "
-    "running code answers against the reference function to judge them by what they do.",
+    "reference_code_not_run": "The reference is a Python function, but PocketJudge's evaluator "
+    "could not compare the answers' functions with it (Python beyond what it follows, or no "
+    "function of the same name or number of parameters), and code running is off, so the "
+    "verdict reads its text, which cannot tell a buggy function from a right one (held out, "
+    "verdicts from the text alone were right on 9 of 15 code pairs). Turn on running code "
+    "answers against the reference function to judge them by what they do.",
     "reference_code_unread": "The reference is a Python function, but no answer's function "
     "could be run beside it (none of the same name or number of parameters, or the sandbox "
     "gave no results), so the verdict reads its text alone.",
@@ -338,7 +340,12 @@ def behaviour_note(parts: dict[str, float]) -> str:
     if lead is None:
         return ""
     inputs = int(parts.get("reference_behaviour_inputs", 0))
-    ran = f" Each answer's function was run beside the reference function on {inputs} inputs"
+    how = (
+        "run beside the reference function"
+        if parts.get("reference_behaviour_ran_python")
+        else "evaluated beside the reference function (none of their code run)"
+    )
+    ran = f" Each answer's function was {how} on {inputs} inputs"
     if not lead:
         return f"{ran}: they gave its result equally often."
     ahead = "A" if lead > 0 else "B"

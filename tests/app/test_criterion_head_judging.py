@@ -16,6 +16,7 @@ from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.rubrics import load_rubric
 from app.deciding.criterion_head import CriterionHead, head_levels, load_criterion_head
 from app.deciding.state_head import StateHead, reference_signals
+from app.judging import head_decider
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
 from app.judging.settings import SettingsLayer, judge_config, with_changes
@@ -208,10 +209,10 @@ CODE_PAIR = JudgeItem(
 )
 
 
-def test_code_run_beside_a_reference_function_decides_where_the_user_turned_it_on(tiny, heads):
+def test_a_reference_function_decides_by_behaviour_evaluated_or_run(tiny, heads):
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
-    running = (  # the criteria move by the code's behaviour alone
+    weighing = (  # the criteria move by the code's behaviour alone
         verdict.model_copy(update={"reference_behaviour_weight": 60.0}),
         replace(  # level: the criterion's mean (the tiny model's reads of code are far out)
             heads[1],
@@ -220,28 +221,45 @@ def test_code_run_beside_a_reference_function_decides_where_the_user_turned_it_o
             reference_behaviour=2.0,
         ),
     )
-    judged = service.judge(CODE_PAIR, _config(running, run_code=True))
-    off = service.judge(CODE_PAIR, _config(running))  # the default: no code runs
-    parts = judged.verdict_parts
+    evaluated = service.judge(CODE_PAIR, _config(weighing))  # the default: none of it runs
+    ran = service.judge(CODE_PAIR, _config(weighing, run_code=True))
+    with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
+        patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
+        unweighed = service.judge(CODE_PAIR, _config(weighing))
+    parts = evaluated.verdict_parts
     lead = parts["reference_behaviour_difference"]
     assert lead < -0.3 and parts["reference_behaviour_inputs"] >= 10  # B gives its results
+    assert parts["reference_behaviour_ran_python"] == 0.0
+    assert ran.verdict_parts["reference_behaviour_ran_python"] == 1.0
+    assert ran.verdict_parts["reference_behaviour_difference"] == lead  # the same behaviour
     assert parts["reference_behaviour"] == pytest.approx(60.0 * lead, abs=1e-2)  # lead: rounded
-    assert judged.winner == "B" and "reference_behaviour" in reference_signals(parts)
-    assert "reference_behaviour_difference" not in off.verdict_parts
-    assert parts["score"] == pytest.approx(off.verdict_parts["score"] + 60.0 * lead, abs=1e-2)
+    assert evaluated.winner == "B" and "reference_behaviour" in reference_signals(parts)
+    assert "reference_behaviour_difference" not in unweighed.verdict_parts
+    assert parts["score"] == pytest.approx(unweighed.verdict_parts["score"] + 60.0 * lead, abs=1e-2)
     # each criterion's gap moves by the same reading
-    assert judged.criteria
-    for key in judged.criteria:
-        with_it = [a.expected_criteria[key] for a in judged.answers]
-        without = [a.expected_criteria[key] for a in off.answers]
+    assert evaluated.criteria
+    for key in evaluated.criteria:
+        with_it = [a.expected_criteria[key] for a in evaluated.answers]
+        without = [a.expected_criteria[key] for a in unweighed.answers]
         gap = (with_it[0] - with_it[1]) - (without[0] - without[1])
         assert gap == pytest.approx(2.0 * lead, abs=2e-3)
-    assert "run beside it" in (reference_note(_config(running, run_code=True)) or "")
-    assert "run beside it" not in (reference_note(_config(running)) or "")
-    # off, the page says the function's behaviour was not read and how to read it
+    assert "run beside it" in (reference_note(_config(weighing, run_code=True)) or "")
+    assert "evaluated beside it" in (reference_note(_config(weighing)) or "")
+    assert "reference_code_not_run" not in parts and "reference_code_unread" not in parts
+    assert "evaluated beside the reference function" in head_note(parts)
+    # an answer beyond the evaluator's Python, code running off: the page says the function's
+    # behaviour was not read and how to read it
+    beyond = CODE_PAIR.model_copy(
+        update={"answers": (CODE_PAIR.answers[0], "import os\n" + CODE_PAIR.answers[1])}
+    )
+    off = service.judge(beyond, _config(weighing))
+    assert "reference_behaviour_difference" not in off.verdict_parts
     assert off.verdict_parts["reference_code_not_run"] == 1.0
     assert "code running is off" in head_note(off.verdict_parts)
-    assert "reference_code_not_run" not in parts and "reference_code_unread" not in parts
+    assert (
+        "reference_behaviour_difference"
+        in service.judge(beyond, _config(weighing, run_code=True)).verdict_parts
+    )
 
 
 def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads):

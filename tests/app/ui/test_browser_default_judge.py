@@ -175,26 +175,23 @@ CODE_REFERENCE = (
 )
 
 
-def test_with_code_running_on_a_reference_function_decides_by_what_the_answers_return(
+def test_a_reference_function_decides_by_what_the_answers_return_none_of_it_run(
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
     page.reload()
     pairwise_form(page)
-    switch = sidebar_switch(page, "run_code")
-    assert not switch.is_checked()  # off until the user turns it on
-    page.locator(".st-key-run_code label").first.click()
-    settle(page)
-    assert sidebar_switch(page, "run_code").is_checked()
+    assert not sidebar_switch(page, "run_code").is_checked()  # off until the user turns it on
     page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
     fields = {"question": CODE_QUESTION, "answer_1": CODE_ANSWERS[0], "answer_2": CODE_ANSWERS[1]}
     shown = judge_pair(page, **fields)
     assert shown == "Verdict: Answer B is better", shown
     text = main_text(page)
-    assert "run beside the reference function on" in text
+    assert "evaluated beside the reference function (none of their code run) on" in text
     assert "answer B's gave its result on" in text
-    assert "each answer's function run beside it on the same inputs" in text
-    screenshot(page, shots / "default_judge_code_run.png", main_only=True)
+    assert "each answer's function evaluated beside it on the same inputs" in text
+    assert "code running is off" not in text  # the evaluator followed both functions
+    screenshot(page, shots / "default_judge_code_evaluated.png", main_only=True)
 
 
 ONE_CRITERION_RUBRIC = """\
