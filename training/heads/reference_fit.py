@@ -137,9 +137,7 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         item = row.item
         words.append(reference_words_lead(item.answers, item.reference or "", item.question))
         orders.append(reference_order_lead(item.answers, item.reference or "", item.question))
-        run = behaviour_reading(
-            item.answers, item.reference or "", item.question, run_python=True
-        )
+        run = behaviour_reading(item.answers, item.reference or "", item.question, run_python=True)
         behaviours.append((run.lead() if run is not None else None) or 0.0)
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
         criteria.append(overall[0] - overall[1])
