@@ -29,10 +29,15 @@ class Evaluating(Protocol):
 class Scope:
     """The names of one function call, comprehension or the program's top level."""
 
-    def __init__(self, names: dict[str, Any], parent: Scope | None, node: ast.AST | None = None):
+    def __init__(
+        self,
+        names: dict[str, Any],
+        parent: Scope | None,
+        declared: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+    ):
         self.names = names
         self.parent = parent
-        self.declared_global, self.declared_nonlocal = _declarations(node)
+        self.declared_global, self.declared_nonlocal = declared  # by the function's body
 
     def lookup(self, name: str) -> Any:
         scope: Scope | None = self
@@ -95,11 +100,12 @@ class Function:
         self.evaluator = evaluator
         self.name = getattr(node, "name", "<lambda>")
         self.signature = _signature(node.args, scope, evaluator)
+        self.declared = _declarations(node)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        local = Scope(dict(bound.arguments), self.scope, self.node)
+        local = Scope(dict(bound.arguments), self.scope, self.declared)
         evaluator = self.evaluator
         if evaluator.depth >= MAX_DEPTH:
             raise RecursionError("maximum recursion depth exceeded")
