@@ -70,12 +70,6 @@ class Evaluator(Expressions):
             raise Unsupported(f"{type(node).__name__} (line {node.lineno})")
         method(node, scope)
 
-    def eval(self, node: ast.expr, scope: Scope) -> Any:
-        method = getattr(self, f"e_{type(node).__name__}", None)
-        if method is None:
-            raise Unsupported(f"{type(node).__name__} (line {node.lineno})")
-        return method(node, scope)
-
     # statements
 
     def s_FunctionDef(self, node: ast.FunctionDef, scope: Scope) -> None:
@@ -156,23 +150,25 @@ class Evaluator(Expressions):
     def s_For(self, node: ast.For, scope: Scope) -> None:
         for item in self.eval(node.iter, scope):
             self.store(node.target, item, scope)
-            try:
-                self.block(node.body, scope)
-            except BreakSignal:
+            if not self.loop_body(node.body, scope):
                 return
-            except ContinueSignal:
-                continue
         self.block(node.orelse, scope)
 
     def s_While(self, node: ast.While, scope: Scope) -> None:
         while self.eval(node.test, scope):
-            try:
-                self.block(node.body, scope)
-            except BreakSignal:
+            if not self.loop_body(node.body, scope):
                 return
-            except ContinueSignal:
-                continue
         self.block(node.orelse, scope)
+
+    def loop_body(self, body: list[ast.stmt], scope: Scope) -> bool:
+        """A loop's body once; False where it broke out of the loop (no `else` then)."""
+        try:
+            self.block(body, scope)
+        except BreakSignal:
+            return False
+        except ContinueSignal:
+            pass
+        return True
 
     def s_Break(self, node: ast.Break, scope: Scope) -> None:
         raise BreakSignal()
