@@ -32,6 +32,7 @@ class CriterionSpec(FrozenModel):
     scale_max: int = LIBRARY_SCALE[1]
     weight: float = 1.0
     levels: dict[str, str] = Field(default_factory=dict)
+    category: str | None = None  # the library's (basic, style, content, format); a rubric's: None
 
 
 def default_weight(index: int) -> float:

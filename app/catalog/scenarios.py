@@ -146,6 +146,7 @@ def library_spec(criterion: Criterion, weight: float = 1.0) -> CriterionSpec:
         name=criterion.name,
         description=criterion.description,
         weight=weight,
+        category=criterion.category,
     )
 
 

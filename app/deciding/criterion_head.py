@@ -262,6 +262,22 @@ def reads_by_head(specs: Sequence[CriterionSpec]) -> bool:
     )
 
 
+NOT_MOVED_BY_REFERENCE = frozenset({"style", "format"})  # how an answer is written
+
+
+def reference_spread(specs: Sequence[CriterionSpec]) -> np.ndarray:
+    """Per criterion, how much of an answer's reference shift it takes: none on the
+    library's style and format criteria (a reference says what is right, not how to write
+    it: a buggy function can be well formatted), the others more, so that the criteria's
+    weighted mean moves by the shift as it was fitted (training.heads.reference_levels);
+    every criterion alike where all are style or format."""
+    moved = np.array([spec.category not in NOT_MOVED_BY_REFERENCE for spec in specs], float)
+    weights = np.array([spec.weight for spec in specs], dtype=np.float64)
+    if not (moved * weights).sum():
+        return np.ones(len(specs))
+    return moved * weights.sum() / (moved * weights).sum()
+
+
 def head_levels(
     head: CriterionHead,
     specs: Sequence[CriterionSpec],
@@ -272,13 +288,15 @@ def head_levels(
     relevance: Sequence[float] | None = None,
 ) -> dict[int, dict[str, float]] | None:
     """Each answer's level on each criterion of `specs`, from the verdict's read of it
-    (moved by `shift[n]` level points: the reference's, CriterionHead.reference_shift) and
+    (moved by `shift[n]` level points, spread over the criteria by reference_spread: the
+    reference's, CriterionHead.reference_shift) and
     its request relevance (`relevance[n]`, where the head reads it); None where the read
     lacks the states, likelihoods or relevance the head needs."""
     if any(s is None for s in states) or any(x is None for x in likelihoods):
         return None
     if head.relevance and relevance is None:
         return None
+    spread = reference_spread(specs)
     texts = [criterion_text(spec.name, spec.description) for spec in specs]
     vectors = np.array([_vector(t) for t in texts]) if head.cross.size else None
     keys = [spec.key for spec in specs]
@@ -287,6 +305,6 @@ def head_levels(
         near = float(relevance[n]) if relevance is not None else None
         z = head.features(state, likelihood, len(answer), near)  # type: ignore[arg-type]
         rows = np.repeat(z[None, :], len(specs), axis=0)
-        found = head.levels(rows, keys, vectors, shift[n] if shift is not None else 0.0)
+        found = head.levels(rows, keys, vectors, (shift[n] if shift is not None else 0.0) * spread)
         levels[n] = {key: float(value) for key, value in zip(keys, found)}
     return levels

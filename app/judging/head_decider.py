@@ -347,7 +347,7 @@ def reference_note(config: JudgeConfig) -> str | None:
     if config.judge.criterion_scores and by_head and pairs:
         moved = (
             "; the criterion head moves each answer's criterion scores by the same reading of "
-            "the reference"
+            "the reference (all but style and format)"
         )
     if reads:
         return (

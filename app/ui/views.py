@@ -243,7 +243,8 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
     if judgment.criteria_by_head and signals:
         read = (
             f"{read}, each answer's moved by what the reference shows of it (the same "
-            f"reading of the reference the verdict adds)"
+            f"reading of the reference the verdict adds; not its style and format criteria: "
+            f"a reference says what is right, not how to write it)"
         )
     if "reference_criteria" in signals:
         read = (

@@ -13,8 +13,15 @@ import numpy as np
 import pytest
 
 from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.criteria_types import CriterionSpec
 from app.catalog.rubrics import load_rubric
-from app.deciding.criterion_head import CriterionHead, head_levels, load_criterion_head
+from app.catalog.scenarios import load_catalog
+from app.deciding.criterion_head import (
+    CriterionHead,
+    head_levels,
+    load_criterion_head,
+    reference_spread,
+)
 from app.deciding.state_head import StateHead, reference_signals
 from app.judging import head_decider
 from app.judging.config import JudgeConfig, JudgeParts
@@ -166,13 +173,14 @@ def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
     assert "reference_criteria" not in parts and "reference_likelihood" in parts
     # each criterion's gap moves by the weights times the two leads (A states none of it)
     moved = 1.0 * -1.0 + 0.5 * parts["reference_likelihood_difference"]
+    spread = _spread(judged)
     checked = 0
     for key in judged.criteria:
         with_it = [a.expected_criteria[key] for a in judged.answers]
         without = [a.expected_criteria[key] for a in unused.answers]
         if all(1.0 < v < 10.0 for v in with_it + without):
             gap = (with_it[0] - with_it[1]) - (without[0] - without[1])
-            assert gap == pytest.approx(moved, abs=2e-3)
+            assert gap == pytest.approx(moved * spread[key], abs=2e-3)
             checked += 1
     assert checked  # at least one criterion inside the scale's bounds
     note = criteria_agreement_note(judged)
@@ -236,13 +244,22 @@ def test_a_reference_function_decides_by_behaviour_evaluated_or_run(tiny, heads)
     assert evaluated.winner == "B" and "reference_behaviour" in reference_signals(parts)
     assert "reference_behaviour_difference" not in unweighed.verdict_parts
     assert parts["score"] == pytest.approx(unweighed.verdict_parts["score"] + 60.0 * lead, abs=1e-2)
-    # each criterion's gap moves by the same reading
-    assert evaluated.criteria
-    for key in evaluated.criteria:
-        with_it = [a.expected_criteria[key] for a in evaluated.answers]
-        without = [a.expected_criteria[key] for a in unweighed.answers]
-        gap = (with_it[0] - with_it[1]) - (without[0] - without[1])
-        assert gap == pytest.approx(2.0 * lead, abs=2e-3)
+    # each criterion's gap moves by the same reading, but for style and format criteria
+    specs = load_catalog().specs_for(evaluated.scenario)
+    categories = {spec.category for spec in specs}
+    assert "content" in categories and categories & {"style", "format"}
+    weights = np.array([spec.weight for spec in specs])
+    gaps = []
+    for spec in specs:
+        with_it = [a.expected_criteria[spec.key] for a in evaluated.answers]
+        without = [a.expected_criteria[spec.key] for a in unweighed.answers]
+        gaps.append((with_it[0] - with_it[1]) - (without[0] - without[1]))
+        if spec.category in ("style", "format"):
+            assert gaps[-1] == pytest.approx(0.0, abs=1e-6), spec.key
+        else:
+            assert gaps[-1] < 2.0 * lead - 0.1, spec.key  # more than their share, toward B
+    # the criteria's weighted mean moves as fitted
+    assert weights @ np.array(gaps) / weights.sum() == pytest.approx(2.0 * lead, abs=2e-3)
     assert "run beside it" in (reference_note(_config(weighing, run_code=True)) or "")
     assert "evaluated beside it" in (reference_note(_config(weighing)) or "")
     assert "reference_code_not_run" not in parts and "reference_code_unread" not in parts
@@ -308,9 +325,10 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     assert parts["reference_order"] == pytest.approx(30.0 * lead, abs=1e-2)
     assert judged.winner == "B" and "reference_order" in reference_signals(parts)
     assert "answer B states 17% more of them in that order" in head_note(parts)
-    for key in judged.criteria:  # each criterion's gap is the order's shift
+    spread = _spread(judged)
+    for key in judged.criteria:  # each criterion's gap is its part of the order's shift
         levels = [a.expected_criteria[key] for a in judged.answers]
-        assert levels[0] - levels[1] == pytest.approx(6.0 * lead, abs=2e-3)
+        assert levels[0] - levels[1] == pytest.approx(6.0 * lead * spread[key], abs=2e-3)
     assert "each answer's order" in (reference_note(_config(ordering)) or "")
 
 
@@ -323,6 +341,29 @@ def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
     judged = service.judge(single, config)
     assert judged.raw_output.count('{"overall": ') == len(judged.criteria) > 0
     assert judged.criteria_by_head is None
+
+
+def _spread(judgment) -> dict[str, float]:
+    """Each criterion's part of the reference's shift on the judgment's scenario."""
+    specs = load_catalog().specs_for(judgment.scenario)
+    assert [spec.key for spec in specs] == list(judgment.criteria)
+    return dict(zip(judgment.criteria, reference_spread(specs).tolist()))
+
+
+def test_the_reference_moves_no_style_or_format_criterion_and_the_mean_as_fitted():
+    specs = [
+        CriterionSpec(key="right", name="R", description="d", weight=2.0, category="content"),
+        CriterionSpec(key="look", name="L", description="d", weight=2.0, category="style"),
+        CriterionSpec(key="shape", name="S", description="d", category="format"),
+        CriterionSpec(key="clear", name="C", description="d", category="basic"),
+        CriterionSpec(key="own", name="O", description="d"),  # a rubric's: no category
+    ]
+    spread = reference_spread(specs)
+    assert spread.tolist() == pytest.approx([7 / 4, 0.0, 0.0, 7 / 4, 7 / 4])
+    weights = np.array([spec.weight for spec in specs])
+    assert weights @ spread == pytest.approx(weights.sum())  # the weighted mean moves as fitted
+    alike = [spec.model_copy(update={"category": "style"}) for spec in specs]
+    assert reference_spread(alike).tolist() == [1.0] * 5  # all style: every one alike
 
 
 def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
