@@ -109,8 +109,9 @@ def _protocol() -> None:
         help="Each criterion's score beside the verdict (the per-criterion chart and radar). "
         "With the default judge they come from its criterion head, on the verdict's own read "
         "of each answer (no more time); on a pair with a reference it moves each answer's "
-        "scores by what the reference shows of it. A rubric's level texts, or one answer with "
-        "a reference, are read apart (one more read each). Off: the verdict alone.",
+        "scores by what the reference shows of it (not style and format). A rubric's level "
+        "texts, or one answer with a reference, are read apart (one more read each). Off: the "
+        "verdict alone.",
     )
     _reference_toggles()
     _pair_settings()
