@@ -11,8 +11,10 @@ the held-out pairs (`test.jsonl`) with the judge's own settings, every part of t
 in, and reports the page's verdict beside the head alone (from reference_fit's judgments
 of the same pairs), the criteria's own decision, and the longer and the shorter answer,
 overall and per family. Judgments are saved row by row, so a stopped run goes on.
-`--run-code` judges as a user who turned code running on (a reference function's
-behaviour counts: app/deciding/reference_behaviour.py); give it its own `--out`.
+A reference function's behaviour counts by default, the answers' functions evaluated
+without running them (app/deciding/code_interpreter.py); `--run-code` judges as a user who
+turned code running on (run as Python: app/deciding/reference_behaviour.py); give it its
+own `--out`.
 """
 
 from __future__ import annotations
