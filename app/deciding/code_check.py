@@ -44,9 +44,8 @@ def check(node: ast.AST) -> None:
         for decorator in node.decorator_list:
             if _decorator_name(decorator) not in CACHE_DECORATORS:
                 raise Unsupported(f"a decorator (line {node.lineno})")
-        node = ast.FunctionDef(**{**node.__dict__, "decorator_list": []})
     for field, value in ast.iter_fields(node):
-        if field in UNCHECKED_FIELDS:
+        if field in UNCHECKED_FIELDS or field == "decorator_list":  # caches: never evaluated
             continue
         for child in value if isinstance(value, list) else [value]:
             if isinstance(child, ast.AST):

@@ -103,8 +103,6 @@ class Expressions:
                 kwargs.update(value)
             else:
                 kwargs[keyword.arg] = value
-        if function is pow and len(args) == 2:
-            limited(N.Pow, *args)
         return function(*args, **kwargs)
 
     def e_Attribute(self, node: ast.Attribute, scope: Scope) -> Any:
