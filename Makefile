@@ -28,7 +28,7 @@ PYTEST_ARGS ?=
 # the smallest model and reads one pair, and a crash is reported in one line, not a dead make.
 # Then (CPU builds) the faster variants beside the portable build (models/engine_library.py);
 # a CUDA build removes them, so that no process loads a CPU-only variant instead of it.
-setup: $(STAMP) $(ENGINE_STAMP) $(CONVERTER)
+setup: $(STAMP) $(ENGINE_STAMP) $(CONVERTER) jail
 	@$(if $(GPU_BUILD),true,$(BIN)/python -m models.engine_build)
 	@$(BIN)/python -m app doctor
 
@@ -69,6 +69,15 @@ models: setup
 # in app/ui/.streamlit/config.toml; HOST=0.0.0.0 serves the network.
 run: setup models
 	PYTHONPATH=$(CURDIR) $(BIN)/python -m streamlit run app/ui/main.py --server.address $(HOST) --server.port $(PORT)
+
+# Debian's bubblewrap, the jail answers' code runs in (app/code_run/jail.py), when it is
+# missing; without it PocketJudge runs no answer's code (`python -m app doctor` says why).
+.PHONY: jail
+jail:
+	@command -v bwrap >/dev/null || { echo "installing bubblewrap, the jail answers' code runs in (seconds)"; \
+		command -v apt-get >/dev/null && $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap; } || \
+		echo "note: bubblewrap is not installed: no answer's code will run (python -m app doctor)"
 
 # Debian's Chromium for the browser tests (tests/app/ui/test_browser.py), when it is missing.
 SUDO := $(shell [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && echo sudo)

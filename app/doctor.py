@@ -5,7 +5,9 @@ with (and which of its builds this CPU loads: models/engine_library.py), and one
 by the smallest built model, both in an engine worker (models/backends/worker_backend.py).
 A worker stopped by a signal is reported in one line saying what happened and what to do;
 a faster build that crashes is turned off and the portable one checked instead. Also: the
-threads llama.cpp will use, and whether the default judge's files are present and whole.
+threads llama.cpp will use, whether the default judge's files are present and whole, and
+whether the jail answers' code runs in works here (app/code_run/jail.py): a note, not a
+failure, where it does not, since then no answer's code runs at all.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from app.code_run.jail import jail_status
 from models import engine_library, model_file
 from models.backends.base import BackendOptions
 from models.backends.engine_info import EngineBuild
@@ -69,6 +72,25 @@ def run_checks(model: str | None = None) -> Iterator[Check]:
         fallback = engine_library.Choice("portable", portable, f"{variant.name} turned off")
         yield from _engine_checks(fallback, path)
     yield from _default_judge_checks()
+    yield jail_check()
+
+
+def jail_check() -> Check:
+    """A one-line program run in the jail, and what to do where it cannot run."""
+    status = jail_status()
+    if status.works:
+        return Check(
+            "code jail",
+            "ok",
+            "a program ran in bubblewrap with a seccomp filter (no network, none of this "
+            "machine's files): answers' functions run beside a reference function",
+        )
+    return Check(
+        "code jail",
+        "note",
+        f"{status.sentence()}. Until then no answer's code runs: a reference function's "
+        "answers are judged by their text",
+    )
 
 
 def _engine_checks(choice: engine_library.Choice, path: Path | None) -> Iterator[Check]:

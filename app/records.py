@@ -157,6 +157,10 @@ class Judgment(_Frozen):
     # state head (app/deciding/state_judging.py): each signal's share of the score (states,
     # relevance, length, their sum), or each answer's utility for a ranking
     verdict_parts: dict[str, float] | None = None
+    # a reference function (app/code_run/behaviour.py): the answers' functions run beside it
+    # in the jail ({"function", "inputs", "shares", "notes": per answer, how its run went}),
+    # or why they were not ({"unread": why, "fix": what to do})
+    code_run: dict[str, Any] | None = None
     # a state head's judgment with criterion scores: the decision those scores give on their
     # own (pairwise verdict, or multi ranking), and why there are none when they failed
     criteria_verdict: Verdict | None = None

@@ -73,18 +73,18 @@ class RunSettings(BaseModel):
         help="When an item has a reference answer, the judge sees it. Anchored grading needs it.",
     )
     run_code: bool = _setting(
-        False,
-        flag="--run-code",
+        True,
+        flag="--no-run-code",
         widget="toggle",
         label="Run code answers against a reference function",
-        help="Pairs whose reference is a Python function: the share of the reference's results "
-        "each answer's function gives on the same inputs counts in the verdict. Off, "
-        "PocketJudge's own evaluator works that out without running the answers' code, for "
-        "the Python it follows (functions, loops, comprehensions, builtins, string and "
-        "container methods, math, re, collections...); other code is judged by its text. On, "
-        "the answers' code runs as Python on this machine in a separate, restricted process "
-        "(capped memory and time; no file writes, processes or network): turn it on for code "
-        "you would run yourself.",
+        help="Pairs whose reference is a Python function: each answer's function is run beside "
+        "it on the same inputs, and the share of the reference's results it gives counts in the "
+        "verdict. The code runs as Python in a jail (bubblewrap with a seccomp filter): no "
+        "network, none of this machine's files (only the Python installation, read-only), a "
+        "private 64 MB scratch folder, no new processes, at most 1 GB of memory, 0.5 s a call "
+        "and 10 s of CPU time a program. Where no jail works here (bubblewrap missing, or "
+        "user namespaces forbidden: `python -m app doctor` says), no answer's code runs and "
+        "the verdict reads the text. Off: no code runs.",
     )
     swap: bool = _setting(
         True,

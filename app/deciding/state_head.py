@@ -80,7 +80,7 @@ class StateHead(BaseModel):
     reference_order_weight: float = Field(default=0.0, ge=0.0)
     # pairwise with a reference function, where the user turned code running on: the score
     # adds this times A's lead in the share of inputs on which its function gives the
-    # reference function's result (app/deciding/reference_behaviour.py)
+    # reference function's result (app/code_run/behaviour.py)
     reference_behaviour_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from app.catalog.scoring import ScoringRule
+from app.code_run.behaviour import BehaviourReading
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
-from app.deciding.reference_behaviour import BehaviourReading
 from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.state_head import (
@@ -316,7 +316,7 @@ def with_reference_reading(
     recorded as `reference_words_difference`), plus `check_weight` times A's lead in the
     log-odds of the judge's check against the reference (`reference_check_difference`, where
     it was read on), plus `behaviour_weight` times A's lead in the share of inputs on which
-    its function gives the reference function's result (`behaviour`, where code was run;
+    its function gives the reference function's result (`behaviour`, where code ran in the jail;
     recorded as `reference_behaviour_difference` with `reference_behaviour_inputs`), plus
     `order_weight` times A's lead in the share of the request's items it states in the
     reference's order (`order_lead`, app/deciding/reference_order.py, recorded as
@@ -336,7 +336,6 @@ def with_reference_reading(
             **parts,
             "reference_behaviour_difference": round(behaviour_lead, 4),
             "reference_behaviour_inputs": behaviour.inputs,
-            "reference_behaviour_ran_python": float(behaviour.ran_python),
         }
     shares = {}  # each signal's part of the reference's share, by REFERENCE_SHARES' names
     overall = [a.expected_overall for a in judgment.answers]

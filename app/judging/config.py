@@ -71,8 +71,7 @@ class JudgeConfig:
     choice: CriteriaChoice = field(default_factory=CriteriaChoice)
     # what the run asks: the defaults are the declared ones (models/run_settings.py)
     use_reference: bool = RUN_DEFAULTS.use_reference
-    # a reference function: each answer's function run as Python beside it (code_sandbox.py),
-    # not only evaluated (app/deciding/code_interpreter.py)
+    # a reference function: each answer's function run beside it in the jail (app/code_run/)
     run_code: bool = RUN_DEFAULTS.run_code
     swap: bool = RUN_DEFAULTS.swap  # pairwise: judge both orders
     sampling: SamplingParams = field(default_factory=run_sampling)

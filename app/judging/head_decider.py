@@ -8,10 +8,17 @@ import time
 from dataclasses import dataclass, replace
 
 from app.catalog.criteria_resolution import ResolvedCriteria
+from app.code_run.answers import reference_function
+from app.code_run.behaviour import (
+    CODE_OFF,
+    CODE_ON,
+    BehaviourReading,
+    Unread,
+    behaviour_reading,
+)
+from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
-from app.deciding.code_answers import reference_function
 from app.deciding.criterion_head import CriterionHead, reads_by_head
-from app.deciding.reference_behaviour import BehaviourReading, behaviour_reading
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.rubric_grade import RubricGrade, fits, with_rubric_grade
@@ -37,7 +44,7 @@ class HeadSettings:
 
     head: StateHead
     use_reference: bool
-    run_code: bool  # a reference function: run each answer's beside it (reference_behaviour)
+    run_code: bool  # a reference function: run each answer's beside it in the jail
     with_criteria: bool  # criterion scores beside the head's verdict
     criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
     # criteria_read "head": the criterion head gives them from the verdict's reads, where it can
@@ -173,22 +180,25 @@ class HeadDecider:
     def decide(self, plan: Plan) -> Judgment:
         """The state head's judgment, from the model's states of each answer, with the
         criterion scores its plan's calls read."""
-        behaviour = self.behaviour(plan.item)
+        found = self.behaviour(plan.item)
+        behaviour = found if isinstance(found, BehaviourReading) else None
         judgment = self.verdict(plan, behaviour)
         if judgment.status is Status.ERROR:
             return judgment
         if plan.calls:
-            return self.with_criteria(plan, judgment, behaviour)
-        # criteria from the criterion head move with the reference's own signals: their lead
-        # would count those twice
-        return self.with_reference(
-            plan, judgment, criteria=not judgment.criteria_by_head, behaviour=behaviour
-        )
+            judgment = self.with_criteria(plan, judgment, behaviour)
+        else:
+            # criteria from the criterion head move with the reference's own signals: their
+            # lead would count those twice
+            judgment = self.with_reference(
+                plan, judgment, criteria=not judgment.criteria_by_head, behaviour=behaviour
+            )
+        return with_code_run(judgment, found)
 
-    def behaviour(self, item: JudgeItem) -> BehaviourReading | None:
-        """Each answer's function compared with a reference function on the same inputs,
-        where the head weighs it (app/deciding/reference_behaviour.py): evaluated without
-        running their code, or run as Python where the user turned code running on."""
+    def behaviour(self, item: JudgeItem) -> BehaviourReading | Unread | None:
+        """Each answer's function run beside a reference function on the same inputs, in
+        the jail, where the head weighs it (app/code_run/behaviour.py); Unread where the
+        reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
         weighed = settings.head.reference_behaviour_weight or (
             settings.level_head is not None and settings.level_head.reference_behaviour
@@ -197,9 +207,11 @@ class HeadDecider:
             return None
         if len(item.answers) < 2:
             return None
-        return behaviour_reading(
-            item.answers, item.reference, item.question, run_python=settings.run_code
-        )
+        if not settings.run_code:
+            if reference_function(item.reference, item.question) is None:
+                return None
+            return Unread(CODE_OFF, CODE_ON, "not_run")
+        return behaviour_reading(item.answers, item.reference, item.question)
 
     def verdict(self, plan: Plan, behaviour: BehaviourReading | None = None) -> Judgment:
         """The state head's decision alone (no criterion scores)."""
@@ -252,7 +264,7 @@ class HeadDecider:
         with_reference_reading), where the item has a reference: the criterion scores read
         with it (`criteria`: they are read), its likelihood after each answer, the share
         of its own words each answer states, the share of the request's items each states
-        in its order, and (`behaviour`, code run) the share of its
+        in its order, and (`behaviour`, code run in the jail) the share of its
         function's results each answer's function gives."""
         head = self.settings.head
         item = plan.item
@@ -281,10 +293,7 @@ class HeadDecider:
             order_weight=head.reference_order_weight,
             order_lead=order,
         )
-        flag = self.code_unread(item, behaviour)
-        if flag is None or judged.verdict_parts is None:
-            return judged
-        return judged.model_copy(update={"verdict_parts": {**judged.verdict_parts, flag: 1.0}})
+        return judged
 
     def graded_with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
         """A single answer's rubric grade combined from its reads (app/deciding/
@@ -294,24 +303,42 @@ class HeadDecider:
             return judgment
         return with_rubric_grade(judgment, plan.item, grade)
 
-    def code_unread(self, item: JudgeItem, behaviour: BehaviourReading | None) -> str | None:
-        """Where the reference is a function whose behaviour the head weighs but no answer's
-        function was compared with it, why, as a verdict part's name for the page to say:
-        `reference_code_not_run` (code running is off and the evaluator could not compare
-        them: Python it does not follow, or no matching function) or
-        `reference_code_unread` (on, but no answer had a matching function, or the sandbox
-        gave no results)."""
-        if behaviour is not None or not self.settings.head.reference_behaviour_weight:
-            return None
-        if reference_function(item.reference or "", item.question) is None:
-            return None
-        return "reference_code_unread" if self.settings.run_code else "reference_code_not_run"
+
+def with_code_run(judgment: Judgment, found: BehaviourReading | Unread | None) -> Judgment:
+    """`judgment` with what running the answers' functions beside a reference function
+    found (`code_run`), and, where a pair's verdict could not weigh it, why as a verdict
+    part for the page to say: `reference_code_not_run` (code running is off),
+    `reference_code_no_jail` (no jail works here) or `reference_code_unread` (no matching
+    function, or the reference's own run gave too little)."""
+    if found is None:
+        return judgment
+    update: dict = {"code_run": found.record()}
+    parts = judgment.verdict_parts
+    if isinstance(found, Unread) and parts is not None and judgment.protocol is Protocol.PAIRWISE:
+        update["verdict_parts"] = {**parts, f"reference_code_{found.kind}": 1.0}
+    return judgment.model_copy(update=update)
 
 
 def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
     """True when the head reads less than the whole request or an answer."""
     return len(item.question) > head.question_chars or any(
         len(a) > head.answer_chars for a in item.answers
+    )
+
+
+def code_run_note(run_code: bool) -> str:
+    """What becomes of the answers' functions beside a reference function, in words."""
+    if not run_code:
+        return "nothing of the answers' code runs (code running is off): its text is read"
+    jail = jail_status()
+    if not jail.works:
+        return (
+            f"nothing of the answers' code runs, because {jail.sentence()}; its text is read "
+            "instead"
+        )
+    return (
+        "each answer's function run beside it on the same inputs, in a jail (bubblewrap: no "
+        "network, none of this machine's files, capped memory and time)"
     )
 
 
@@ -332,12 +359,7 @@ def reference_note(config: JudgeConfig) -> str | None:
     if head.reference_check_weight and head.reads == "reply" and pairs:
         reads.append("the judge's own check of each answer against it (same result or not)")
     if head.reference_behaviour_weight and pairs:
-        how = (
-            "run beside it on the same inputs (in a sandboxed process)"
-            if config.run_code
-            else "evaluated beside it on the same inputs, none of the answers' code run"
-        )
-        reads.append(f"for a reference function, each answer's function {how}")
+        reads.append(f"for a reference function, {code_run_note(config.run_code)}")
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
     if config.judge.criterion_scores and head.reference_weight and pairs:

@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from app.catalog.criteria_resolution import AUTO
+from app.code_run.jail import jail_status
 from app.formats.prompts import template_names
 from app.ui import state
 from app.ui.declared_widgets import setting_widget
@@ -121,6 +122,9 @@ def _reference_toggles() -> None:
     setting_widget("use_reference")
     setting_widget("reference_metrics", disabled=not st.session_state["use_reference"])
     setting_widget("run_code", disabled=not st.session_state["use_reference"])
+    jail = jail_status()
+    if st.session_state["use_reference"] and st.session_state["run_code"] and not jail.works:
+        st.caption(f"No answer's code will run: {jail.sentence()}.")
 
 
 def _pair_settings() -> None:

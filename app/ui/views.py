@@ -15,6 +15,7 @@ from app.catalog.scenarios import load_catalog
 from app.deciding.state_head import REFERENCE_SHARES, reference_signals
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
+from app.ui.code_run_note import behaviour_note, code_run_details, code_unread_note
 from app.ui.phrases import listed
 from app.ui.rubric_grade_note import rubric_grade_note
 from app.ui.tables import plain_feedback
@@ -315,44 +316,6 @@ def order_note(parts: dict[str, float]) -> str:
     return f"{read}: answer {ahead} states {abs(lead):.0%} more of them in that order."
 
 
-CODE_UNREAD = {  # training/EXPERIMENTS.md, session 32: 84 held-out reference-decided pairs
-    "reference_code_not_run": "The reference is a Python function, but PocketJudge's evaluator "
-    "could not compare the answers' functions with it (Python beyond what it follows, or no "
-    "function of the same name or number of parameters), and code running is off, so the "
-    "verdict reads its text, which cannot tell a buggy function from a right one (held out, "
-    "verdicts from the text alone were right on 9 of 15 code pairs). Turn on running code "
-    "answers against the reference function to judge them by what they do.",
-    "reference_code_unread": "The reference is a Python function, but no answer's function "
-    "could be run beside it (none of the same name or number of parameters, or the sandbox "
-    "gave no results), so the verdict reads its text alone.",
-}
-
-
-def code_unread_note(parts: dict[str, float]) -> str:
-    """Why a reference function's behaviour did not reach the verdict ("" where it did or
-    the reference is no function)."""
-    return "".join(f" {text}" for name, text in CODE_UNREAD.items() if parts.get(name))
-
-
-def behaviour_note(parts: dict[str, float]) -> str:
-    """What running the answers' functions beside the reference's found, in words ("" where
-    no code was run)."""
-    lead = parts.get("reference_behaviour_difference")
-    if lead is None:
-        return ""
-    inputs = int(parts.get("reference_behaviour_inputs", 0))
-    how = (
-        "run beside the reference function"
-        if parts.get("reference_behaviour_ran_python")
-        else "evaluated beside the reference function (none of their code run)"
-    )
-    ran = f" Each answer's function was {how} on {inputs} inputs"
-    if not lead:
-        return f"{ran}: they gave its result equally often."
-    ahead = "A" if lead > 0 else "B"
-    return f"{ran}: answer {ahead}'s gave its result on {abs(lead):.0%} more of them."
-
-
 def _headline(judgment: Judgment, top: float | None) -> None:
     labels = charts.answer_labels(judgment)
     if judgment.protocol is Protocol.PAIRWISE:
@@ -374,6 +337,8 @@ def _headline(judgment: Judgment, top: float | None) -> None:
             st.caption(relevance_note(judgment.relevance))
         if judgment.verdict_parts:
             st.caption(head_note(judgment.verdict_parts))
+        if details := code_run_details(judgment.code_run, ["A", "B"]):
+            st.caption(details)
     elif judgment.ranking:
         order = " > ".join(labels[n - 1] for n in judgment.ranking)
         st.subheader(f"Ranking: {order}")

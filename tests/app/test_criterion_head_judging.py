@@ -16,6 +16,7 @@ from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.criteria_types import CriterionSpec
 from app.catalog.rubrics import load_rubric
 from app.catalog.scenarios import load_catalog
+from app.code_run import jail
 from app.deciding.criterion_head import (
     CriterionHead,
     head_levels,
@@ -23,11 +24,13 @@ from app.deciding.criterion_head import (
     reference_spread,
 )
 from app.deciding.state_head import StateHead, reference_signals
+from app.io.reader import InputRow
 from app.judging import head_decider
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
+from app.ui.code_run_note import code_run_details
 from app.ui.views import criteria_agreement_note, head_note
 from models.foundation.errors import ConfigError
 from models.judge_settings import JudgeSettings
@@ -38,6 +41,7 @@ from tests.support.head_configs import (
     PLANET_PAIR,
     tiny_service,
 )
+from tests.support.needs import need_jail
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +221,8 @@ CODE_PAIR = JudgeItem(
 )
 
 
-def test_a_reference_function_decides_by_behaviour_evaluated_or_run(tiny, heads):
+def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
+    need_jail()
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
     weighing = (  # the criteria move by the code's behaviour alone
@@ -229,29 +234,27 @@ def test_a_reference_function_decides_by_behaviour_evaluated_or_run(tiny, heads)
             reference_behaviour=2.0,
         ),
     )
-    evaluated = service.judge(CODE_PAIR, _config(weighing))  # the default: none of it runs
-    ran = service.judge(CODE_PAIR, _config(weighing, run_code=True))
+    ran = service.judge(CODE_PAIR, _config(weighing))  # the default: run in the jail
     with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
         patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
         unweighed = service.judge(CODE_PAIR, _config(weighing))
-    parts = evaluated.verdict_parts
+    parts = ran.verdict_parts
     lead = parts["reference_behaviour_difference"]
     assert lead < -0.3 and parts["reference_behaviour_inputs"] >= 10  # B gives its results
-    assert parts["reference_behaviour_ran_python"] == 0.0
-    assert ran.verdict_parts["reference_behaviour_ran_python"] == 1.0
-    assert ran.verdict_parts["reference_behaviour_difference"] == lead  # the same behaviour
+    assert ran.code_run is not None and ran.code_run["function"] == "second_largest"
+    assert ran.code_run["shares"][1] == 1.0 and ran.code_run["inputs"] == 27  # the lists
     assert parts["reference_behaviour"] == pytest.approx(60.0 * lead, abs=1e-2)  # lead: rounded
-    assert evaluated.winner == "B" and "reference_behaviour" in reference_signals(parts)
+    assert ran.winner == "B" and "reference_behaviour" in reference_signals(parts)
     assert "reference_behaviour_difference" not in unweighed.verdict_parts
     assert parts["score"] == pytest.approx(unweighed.verdict_parts["score"] + 60.0 * lead, abs=1e-2)
     # each criterion's gap moves by the same reading, but for style and format criteria
-    specs = load_catalog().specs_for(evaluated.scenario)
+    specs = load_catalog().specs_for(ran.scenario)
     categories = {spec.category for spec in specs}
     assert "content" in categories and categories & {"style", "format"}
     weights = np.array([spec.weight for spec in specs])
     gaps = []
     for spec in specs:
-        with_it = [a.expected_criteria[spec.key] for a in evaluated.answers]
+        with_it = [a.expected_criteria[spec.key] for a in ran.answers]
         without = [a.expected_criteria[spec.key] for a in unweighed.answers]
         gaps.append((with_it[0] - with_it[1]) - (without[0] - without[1]))
         if spec.category in ("style", "format"):
@@ -260,23 +263,73 @@ def test_a_reference_function_decides_by_behaviour_evaluated_or_run(tiny, heads)
             assert gaps[-1] < 2.0 * lead - 0.1, spec.key  # more than their share, toward B
     # the criteria's weighted mean moves as fitted
     assert weights @ np.array(gaps) / weights.sum() == pytest.approx(2.0 * lead, abs=2e-3)
-    assert "run beside it" in (reference_note(_config(weighing, run_code=True)) or "")
-    assert "evaluated beside it" in (reference_note(_config(weighing)) or "")
-    assert "reference_code_not_run" not in parts and "reference_code_unread" not in parts
-    assert "evaluated beside the reference function" in head_note(parts)
-    # an answer beyond the evaluator's Python, code running off: the page says the function's
-    # behaviour was not read and how to read it
-    beyond = CODE_PAIR.model_copy(
-        update={"answers": (CODE_PAIR.answers[0], "import os\n" + CODE_PAIR.answers[1])}
-    )
-    off = service.judge(beyond, _config(weighing))
+    assert "in a jail (bubblewrap" in (reference_note(_config(weighing)) or "")
+    assert not {"reference_code_not_run", "reference_code_unread"} & set(parts)
+    assert "run beside the reference function in the jail" in head_note(parts)
+    # code running off: none of it runs, and the page says so and how to turn it on
+    off = service.judge(CODE_PAIR, _config(weighing, run_code=False))
     assert "reference_behaviour_difference" not in off.verdict_parts
     assert off.verdict_parts["reference_code_not_run"] == 1.0
     assert "code running is off" in head_note(off.verdict_parts)
-    assert (
-        "reference_behaviour_difference"
-        in service.judge(beyond, _config(weighing, run_code=True)).verdict_parts
-    )
+    assert "code running is off" in (reference_note(_config(weighing, run_code=False)) or "")
+    assert off.code_run is not None and "turn on" in off.code_run["fix"]
+
+
+def test_where_no_jail_works_no_answers_code_runs_and_the_page_says_what_to_do(
+    tiny, heads, tmp_path: Path, monkeypatch
+):
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    monkeypatch.setattr("app.code_run.jail.shutil.which", lambda name: None)  # no bwrap
+    jail.jail_status.cache_clear()
+    try:
+        marker = tmp_path / "ran"
+        touching = f"def second_largest(xs):\n    open({str(marker)!r}, 'w').close()\n    return 1"
+        item = CODE_PAIR.model_copy(update={"answers": (touching, CODE_PAIR.answers[1])})
+        judged = service.judge(item, _config(running))
+        note = reference_note(_config(running)) or ""
+    finally:
+        jail.jail_status.cache_clear()
+    assert judged.status is Status.OK and not marker.exists()  # nothing of A ran
+    assert judged.verdict_parts["reference_code_no_jail"] == 1.0
+    assert "reference_behaviour_difference" not in judged.verdict_parts
+    assert "bwrap" in judged.code_run["unread"] and "bubblewrap" in judged.code_run["fix"]
+    assert "no jail to run the answers' code in works" in head_note(judged.verdict_parts)
+    shown = code_run_details(judged.code_run, ["A", "B"])
+    assert shown.startswith("Code not run: no jail works here") and "make setup" in shown
+    assert "no jail works here" in note and "install bubblewrap" in note
+
+
+ESCAPING = {  # answer A of a code pair whose function tries to get out (tests/app/code_run/)
+    "fork bomb": "import os\ndef second_largest(xs):\n    while True:\n        os.fork()",
+    "shell": "import subprocess\ndef second_largest(xs):\n    subprocess.run(['sh', '-c', 'id'])",
+    "memory": "def second_largest(xs):\n    return bytearray(3 * 1024**3)",
+    "dies": "import os\ndef second_largest(xs):\n    os.kill(os.getpid(), 9)",
+}
+
+
+def test_a_batch_goes_on_past_answers_whose_code_tries_to_get_out(tiny, heads):
+    need_jail()
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    items = [
+        CODE_PAIR.model_copy(update={"id": name, "answers": (code, CODE_PAIR.answers[1])})
+        for name, code in ESCAPING.items()
+    ]
+    rows = [InputRow(n + 1, item, None, None) for n, item in enumerate([*items, CAPITAL_PAIR])]
+    judged = service.judge_many(rows, _config(running))
+    assert [j.status for j in judged] == [Status.OK] * len(rows)
+    for judgment in judged[: len(items)]:  # each a reading: A none of the results, B all
+        assert judgment.code_run["shares"] == [0.0, 1.0], judgment.id
+        assert judgment.code_run["notes"][0], judgment.id  # why A has no count, in words
+        assert judgment.winner == "B", judgment.id
+    notes = {j.id: j.code_run["notes"][0] for j in judged[: len(items)]}
+    assert notes["fork bomb"] == notes["shell"] == "raised PermissionError on every input"
+    assert notes["memory"] == "raised MemoryError on every input"
+    assert "SIGKILL" in notes["dies"]
+    assert judged[-1].code_run is None and judged[-1].status is Status.OK
 
 
 def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads):
@@ -284,13 +337,15 @@ def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads
     verdict, _ = _reading_reference(heads)
     running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
     prose = CODE_PAIR.model_copy(update={"answers": ("Sort it and take one.", "Use a set.")})
-    judged = service.judge(prose, _config(running, run_code=True))
+    judged = service.judge(prose, _config(running))
     assert "reference_behaviour_difference" not in judged.verdict_parts
     assert judged.verdict_parts["reference_code_unread"] == 1.0
     assert "no answer's function could be run" in head_note(judged.verdict_parts)
+    assert "no answer defines a function" in judged.code_run["unread"]
     # a reference that is no function: nothing to say
-    capital = service.judge(CAPITAL_PAIR, _config(running, run_code=True))
+    capital = service.judge(CAPITAL_PAIR, _config(running))
     assert not {"reference_code_unread", "reference_code_not_run"} & set(capital.verdict_parts)
+    assert capital.code_run is None
 
 
 SORTING_PAIR = JudgeItem(

@@ -52,3 +52,12 @@ def shared_file(relative: str) -> Path:
             f"{path} is missing: ../shared must sit beside the checkout (../shared/data/README.md)"
         )
     return path
+
+
+def need_jail() -> None:
+    """The jail answers' code runs in (bubblewrap: `make setup` installs it)."""
+    from app.code_run.jail import jail_status
+
+    status = jail_status()
+    if not status.works:
+        missing(f"the code jail does not work here: {status.why} ({status.fix})")

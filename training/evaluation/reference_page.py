@@ -1,7 +1,7 @@
 """The held-out pairs whose reference decides them, judged as the result page judges them.
 
     python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
-                                                 [--run-code]
+                                                 [--no-run-code]
 
 `training.heads.reference_fit` chooses and fits the reference's signals on the training
 pairs with the criterion scores off. The page has criterion scores too: the default's
@@ -11,10 +11,9 @@ the held-out pairs (`test.jsonl`) with the judge's own settings, every part of t
 in, and reports the page's verdict beside the head alone (from reference_fit's judgments
 of the same pairs), the criteria's own decision, and the longer and the shorter answer,
 overall and per family. Judgments are saved row by row, so a stopped run goes on.
-A reference function's behaviour counts by default, the answers' functions evaluated
-without running them (app/deciding/code_interpreter.py); `--run-code` judges as a user who
-turned code running on (run as Python: app/deciding/reference_behaviour.py); give it its
-own `--out`.
+A reference function's behaviour counts by default, the answers' functions run beside it
+in the jail (app/code_run/); `--no-run-code` judges as a user who turned code running off
+(their text read instead); give it its own `--out`.
 """
 
 from __future__ import annotations
@@ -114,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
-    parser.add_argument("--run-code", action="store_true", help="as with code running on")
+    parser.add_argument("--no-run-code", action="store_true", help="as with code running off")
     args = parser.parse_args(argv)
     alone_file = args.fit / "test.jsonl"
     if not alone_file.is_file():
@@ -128,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     judge = open_evaluated(
         args.model, BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads)
     )
-    if args.run_code:
+    if args.no_run_code:
         from dataclasses import replace
 
-        judge.config = replace(judge.config, run_code=True)
+        judge.config = replace(judge.config, run_code=False)
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         page = judged(judge, rows, args.out / "test.jsonl", args.quiet)

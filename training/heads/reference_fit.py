@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.reference_behaviour import behaviour_reading
+from app.code_run.behaviour import BehaviourReading, behaviour_reading
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.io.reader import InputRow, read_rows
@@ -137,8 +137,8 @@ def features(rows: Sequence[InputRow], judgments: Sequence[Judgment]) -> dict[st
         item = row.item
         words.append(reference_words_lead(item.answers, item.reference or "", item.question))
         orders.append(reference_order_lead(item.answers, item.reference or "", item.question))
-        run = behaviour_reading(item.answers, item.reference or "", item.question, run_python=True)
-        behaviours.append((run.lead() if run is not None else None) or 0.0)
+        run = behaviour_reading(item.answers, item.reference or "", item.question)
+        behaviours.append((run.lead() if isinstance(run, BehaviourReading) else None) or 0.0)
         overall = [a.expected_overall or 0.0 for a in judgment.answers] or [0.0, 0.0]
         criteria.append(overall[0] - overall[1])
         longer.append(len(row.item.answers[0]) - len(row.item.answers[1]))

@@ -63,6 +63,33 @@ def test_the_doctor_passes_with_the_installed_engine(tiny_gguf_model: Path) -> N
     check = next(line for line in lines if " self-check: " in line)
     assert check.startswith("ok") and tiny_gguf_model.name in check
     assert any(" default judge: " in line for line in lines)
+    jail = next(line for line in lines if " code jail: " in line)
+    assert jail.startswith("ok") and "bubblewrap" in jail
+
+
+def test_the_doctor_says_what_to_do_where_no_jail_works(tmp_path: Path, monkeypatch) -> None:
+    from app.code_run import jail
+    from app.doctor import jail_check
+
+    monkeypatch.setattr(jail.shutil, "which", lambda name: None)
+    jail.jail_status.cache_clear()
+    missing_bwrap = jail_check()
+    # a system that forbids user namespaces: bwrap's own words, from a bwrap that says them
+    refusing = tmp_path / "bwrap"
+    refusing.write_text(
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+    )
+    refusing.chmod(0o755)
+    monkeypatch.setattr(jail.shutil, "which", lambda name: str(refusing))
+    jail.jail_status.cache_clear()
+    try:
+        forbidden = jail_check()
+    finally:
+        jail.jail_status.cache_clear()
+    assert missing_bwrap.outcome == "note" and "install bubblewrap" in missing_bwrap.text
+    assert "no answer's code runs" in missing_bwrap.text
+    assert forbidden.outcome == "note" and "uid map" in forbidden.text
+    assert "unprivileged user namespaces" in forbidden.text
 
 
 def test_an_engine_killed_by_a_signal_is_reported_in_one_line(

@@ -31,7 +31,7 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     sidebar_switch,
     wait_for_charts,
 )
-from tests.support.needs import need_model
+from tests.support.needs import need_jail, need_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -175,23 +175,24 @@ CODE_REFERENCE = (
 )
 
 
-def test_a_reference_function_decides_by_what_the_answers_return_none_of_it_run(
+def test_a_reference_function_decides_by_what_the_answers_return_run_in_the_jail(
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
+    need_jail()
     page.reload()
     pairwise_form(page)
-    assert not sidebar_switch(page, "run_code").is_checked()  # off until the user turns it on
+    assert sidebar_switch(page, "run_code").is_checked()  # on: the jail holds the code
     page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
     fields = {"question": CODE_QUESTION, "answer_1": CODE_ANSWERS[0], "answer_2": CODE_ANSWERS[1]}
     shown = judge_pair(page, **fields)
     assert shown == "Verdict: Answer B is better", shown
     text = main_text(page)
-    assert "evaluated beside the reference function (none of their code run) on" in text
+    assert "run beside the reference function in the jail on 27 inputs" in text
     assert "answer B's gave its result on" in text
-    assert "each answer's function evaluated beside it on the same inputs" in text
-    assert "code running is off" not in text  # the evaluator followed both functions
-    screenshot(page, shots / "default_judge_code_evaluated.png", main_only=True)
+    assert "in a jail (bubblewrap" in text
+    assert "code running is off" not in text and "no jail" not in text
+    screenshot(page, shots / "default_judge_code_run.png", main_only=True)
 
 
 ONE_CRITERION_RUBRIC = """\

@@ -138,16 +138,16 @@ def test_upload_limit_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert max_upload_bytes() == 50_000_000
 
 
-def test_code_runs_only_where_the_user_turns_it_on_with_the_reference() -> None:
+def test_code_runs_in_the_jail_by_default_with_the_reference_unless_turned_off() -> None:
     from app.catalog.criteria_resolution import CriteriaChoice
     from app.cli import _parser
     from app.cli.judge_command import run_fields
 
-    assert Settings(model="x").judge_config().run_code is False  # off unless asked
-    assert Settings(model="x", run_code=True).judge_config().run_code is True
+    assert Settings(model="x").judge_config().run_code is True  # on: the jail holds it
+    assert Settings(model="x", run_code=False).judge_config().run_code is False
     unused = Settings(model="x", run_code=True, use_reference=False).judge_config()
     assert unused.run_code is False  # no reference, nothing to run beside
-    args = _parser().parse_args(["judge", "rows.jsonl", "--out", "o.jsonl", "--run-code"])
-    assert run_fields(args, CriteriaChoice())["run_code"] is True
+    args = _parser().parse_args(["judge", "rows.jsonl", "--out", "o.jsonl", "--no-run-code"])
+    assert run_fields(args, CriteriaChoice())["run_code"] is False
     plain = _parser().parse_args(["judge", "rows.jsonl", "--out", "o.jsonl"])
-    assert run_fields(plain, CriteriaChoice())["run_code"] is False
+    assert run_fields(plain, CriteriaChoice())["run_code"] is True

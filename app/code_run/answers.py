@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 DEFINING = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
-MAX_PARAMETERS = 3  # the inputs tried (app/deciding/code_inputs.py) cover up to three
+MAX_PARAMETERS = 3  # the inputs tried (app/code_run/inputs.py) cover up to three
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.deciding.code_answers import answer_function, program_of, reference_function
-from app.deciding.code_inputs import candidate_inputs
+from app.code_run.answers import answer_function, program_of, reference_function
+from app.code_run.inputs import candidate_inputs
 
 REFERENCE = "def double(x):\n    return 2 * x"
 
