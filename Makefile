@@ -127,7 +127,8 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
-# the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md);
+# the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md), then
+# the heads, the engine's builds, and what running a code pair in the jail costs (bench/code_run.md);
 # cells are saved in bench/runs/ as they finish, so an interrupted run goes on. BENCH_ARGS=--fresh
 BENCH_ARGS ?=
 bench: setup models
@@ -135,6 +136,7 @@ bench: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.scale_out
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.heads --models pj-qwen15-reward,pj-qwen15-head
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.engine
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.code_run
 
 lint: setup
 	$(BIN)/ruff check .

@@ -99,18 +99,33 @@ def _system_paths() -> Iterator[str]:
             yield from ("--ro-bind", name, name)
 
 
+@functools.cache
+def _version(bwrap: str) -> tuple[int, ...]:
+    """bubblewrap's version ((0,) where it does not say): older ones lack some flags."""
+    try:
+        said = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=5)
+        return tuple(int(part) for part in said.stdout.split()[-1].split("."))
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return (0,)
+
+
 def command(program: list[str], seccomp_fd: int) -> list[str]:
     """`program` (an absolute path and its arguments) run in the jail, with the compiled
-    seccomp filter readable on `seccomp_fd` (passed to bwrap)."""
+    seccomp filter readable on `seccomp_fd` (passed to bwrap). bubblewrap before 0.8 has no
+    --disable-userns (the seccomp filter refuses new namespaces anyway) and before 0.7 no
+    tmpfs --size (the child's file-size cap still bounds each file)."""
     bwrap = shutil.which(BWRAP)
     if bwrap is None:
         raise JailUnavailable(f"`{BWRAP}` is not installed")
+    version = _version(bwrap)
     python = [arg for root in python_roots() for arg in ("--ro-bind", str(root), str(root))]
+    no_userns = ["--disable-userns"] if version >= (0, 8) else []
+    tmpfs_size = ["--size", str(TMPFS_BYTES)] if version >= (0, 7) else []
     return [
         bwrap,
         "--unshare-all",
         "--unshare-user",
-        "--disable-userns",
+        *no_userns,
         "--uid", NOBODY,
         "--gid", NOBODY,
         "--cap-drop", "ALL",
@@ -128,7 +143,7 @@ def command(program: list[str], seccomp_fd: int) -> list[str]:
         *python,
         "--proc", "/proc",
         "--dev", "/dev",
-        "--size", str(TMPFS_BYTES),
+        *tmpfs_size,
         "--tmpfs", "/tmp",
         "--chdir", "/tmp",
         "--seccomp", str(seccomp_fd),

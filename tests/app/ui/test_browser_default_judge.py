@@ -10,6 +10,7 @@ POCKETJUDGE_SCREENSHOTS=1 the screenshots go to docs/screenshots/.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,7 @@ from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     sidebar_switch,
     wait_for_charts,
 )
-from tests.support.needs import need_jail, need_model
+from tests.support.needs import REPO_ROOT, need_jail, need_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -158,21 +159,11 @@ def criteria_off(tab) -> None:
     assert not sidebar_switch(tab, "criterion_scores").is_checked()
 
 
-CODE_QUESTION = (
-    "Write a Python function `second_largest` that returns the second largest distinct value "
-    "of a list, or None when there are fewer than two."
-)
-CODE_ANSWERS = (  # the first polished and wrong (it repeats a duplicate), the second right
-    "Here is a clean and efficient solution!\n\n```python\ndef second_largest(xs):\n"
-    "    xs.sort()\n    return xs[-2]\n```\n\nThis sorts the list and returns the second to "
-    "last element, which is the second largest.",
-    "def second_largest(values):\n    found = sorted(set(values))\n"
-    "    return found[-2] if len(found) > 1 else None",
-)
-CODE_REFERENCE = (
-    "def second_largest(xs):\n    distinct = sorted(set(xs))\n"
-    "    return distinct[-2] if len(distinct) >= 2 else None"
-)
+# examples/code_pair.jsonl: a polished `second_largest` that repeats a duplicate, then a
+# right one, with a reference function (bench/code_run.py times the same pair)
+CODE_PAIR = json.loads((REPO_ROOT / "examples" / "code_pair.jsonl").read_text(encoding="utf-8"))
+CODE_QUESTION, CODE_REFERENCE = CODE_PAIR["question"], CODE_PAIR["reference"]
+CODE_ANSWERS = tuple(CODE_PAIR["answers"])
 
 
 def test_a_reference_function_decides_by_what_the_answers_return_run_in_the_jail(
