@@ -1,7 +1,7 @@
 """`make bench`, part 5: what running a code pair's answers in the jail costs, each figure
 against its baseline in the same run.
 
-    python -m bench.code_run [--rounds 10] [--verdicts 2] [--results bench/code_run.md]
+    python -m bench.code_run [--rounds 10] [--verdicts 3] [--results bench/code_run.md]
 
 1. **The jail's start**: a one-line program in the jail (app/code_run/jail.py: bubblewrap
    and its seccomp filter) against the same program in a plain child of this Python.
@@ -139,6 +139,9 @@ def render(figures: dict[str, list[float]], verdict: dict[str, list[float]]) -> 
             "|---|---:|---:|",
             f"| on (the default: the verdict weighs the behaviour) | {on:.2f} | {on / off:.2f} |",
             f"| off (the text is read) | {off:.2f} | 1.00 |",
+            "",
+            f"The reading adds {median['pair']:.2f} s to a judgment of {off:.1f} s; a gap "
+            "between the two rows beyond that is the judgments' own spread.",
         ]
     return "\n".join(lines) + "\n"
 
@@ -146,7 +149,7 @@ def render(figures: dict[str, list[float]], verdict: dict[str, list[float]]) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.code_run", description=__doc__)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--verdicts", type=int, default=2, help="0: no judge model")
+    parser.add_argument("--verdicts", type=int, default=3, help="0: no judge model")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     status = jail_status()

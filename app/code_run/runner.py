@@ -235,7 +235,9 @@ def _note(run: ProgramRun | None, inputs: int) -> str:
         and len(raised) == 1
         and not any(ran for ran, _ in run.outcomes)
     ):
-        return f"raised {raised.pop()} on every input"
+        name = raised.pop()
+        refused = " (the jail refused what it tried: a process, a socket...)"
+        return f"raised {name} on every input" + (refused if name == "PermissionError" else "")
     return ""
 
 

