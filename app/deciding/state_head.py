@@ -162,17 +162,17 @@ LIKELIHOOD_PARTS = {
 }
 
 
-def answer_parts(
+def answer_values(
     head: StateHead,
     features: np.ndarray | None,
     similarity: float | None,
     characters: int,
     likelihood: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """One answer's utility by signal: its states, its request relevance (cos(request,
-    answer), None where the head uses none), its log length in characters, and its
-    likelihood features grouped as LIKELIHOOD_PARTS (where the head reads them)."""
-    parts: dict[str, float] = {"states": 0.0}
+    """One answer's value of each signal the head reads (app/deciding/decision.py weighs
+    them): its states (the state head's w . f), each likelihood feature the head weighs, its
+    request relevance (cos(request, answer)) and its log length in characters."""
+    values: dict[str, float] = {}
     if head.weights:
         if features is None or features.shape != (len(head.weights),):
             width = "none" if features is None else features.shape[0]
@@ -180,31 +180,14 @@ def answer_parts(
                 f"the head reads {len(head.weights)} features, the model gave {width}: "
                 f"it was fitted on {head.base_file}"
             )
-        parts["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
-    parts["relevance"] = head.relevance * (similarity or 0.0)
-    parts["length"] = head.length * math.log(max(characters, 1))
+        values["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
     if head.likelihood:
         assert likelihood is not None, "a likelihood head needs the answer's likelihoods"
-        for name, members in LIKELIHOOD_PARTS.items():
-            used = [m for m in members if m in head.likelihood]
-            if used:
-                value = sum(head.likelihood[m] * likelihood[m] for m in used)
-                parts[name] = parts.get(name, 0.0) + value
-    return parts
-
-
-def verdict_parts(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
-    """Each signal's share of the score for answer A over answer B, and their sum."""
-    parts = {name: first[name] - second[name] for name in first}
-    return {
-        **{name: round(value, 4) for name, value in parts.items()},
-        "score": round(sum(parts.values()), 4),
-    }
-
-
-def probability_a(score: float) -> float:
-    """P(answer A is better) for a head score (a logistic head)."""
-    return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))
+        values.update({name: likelihood[name] for name in head.likelihood})
+    if head.relevance:
+        values["relevance"] = similarity or 0.0
+    values["length"] = math.log(max(characters, 1))
+    return values
 
 
 PART_WORDS = {  # what each part of a head's score means, for a user

@@ -1,14 +1,12 @@
 """Judgments made by a state head (app/deciding/state_head.py) instead of a generated reply.
 
-Each answer gets a utility from the judge model's states of it (plus, where the
-head was fitted with them, request relevance and log length):
-
-    u(answer) = w . f(answer) + relevance * cos(request, answer) + length * log(len(answer))
-
-so a pair's score u(A) - u(B) is the head's logit (a Bradley-Terry view: the
-pairwise head is linear in the difference), answers are ranked by u, and a
-single answer's grade comes from the grade head on the same features. The
-verdict is the same in both answer orders by construction.
+Each answer gets a value of each signal the head reads (its states' w . f, its likelihood
+features, its request relevance, its log length), and the judge's decision record
+(app/deciding/decision.py) weighs A's lead in each: a pair's score is the head's logit (a
+Bradley-Terry view: linear in the difference), with a reference's signals added where the
+pair has one; answers are ranked by the same weights on each answer's values, and a single
+answer's grade comes from the grade head on the same features. The verdict is the same in
+both answer orders by construction.
 """
 
 from __future__ import annotations
@@ -23,15 +21,10 @@ from app.catalog.scoring import ScoringRule
 from app.code_run.behaviour import BehaviourReading
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
+from app.deciding.decision import Decision, DecisionRecord, decide, recorded_values, sigmoid
 from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
-from app.deciding.state_head import (
-    StateHead,
-    answer_parts,
-    probability_a,
-    state_text,
-    verdict_parts,
-)
+from app.deciding.state_head import StateHead, answer_values, state_text
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from models.readings import FEATURES, ReplyCriteria
 
@@ -52,7 +45,7 @@ def head_judgment(
     item: JudgeItem,
     head: StateHead,
     source: Any,
-    tie_margin: float,
+    record: DecisionRecord,
     criteria: TurnAsk | None = None,
     levels: LevelAsk | None = None,
 ) -> Judgment:
@@ -69,10 +62,10 @@ def head_judgment(
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
         similarities = _similarities(item, head)
-        judgment = _verdict(base, item, head, features, likelihoods, similarities, tie_margin)
+        judgment = _verdict(base, item, head, record, features, likelihoods, similarities)
     else:
         similarities = _similarities(item, head)
-        judgment = _ranking(base, item, head, features, likelihoods, similarities)
+        judgment = _ranking(base, item, head, record, features, likelihoods, similarities)
     if levels is not None:
         shift = _reference_shift(item, levels, references, odds)
         if levels.head.relevance and similarities is None:
@@ -103,9 +96,9 @@ def _with_reference_leads(
         return judgment
     leads = {}
     if len(means) == 2 and None not in means:
-        leads["reference_likelihood_difference"] = round(means[0] - means[1], 4)  # type: ignore[operator]
+        leads["reference_likelihood_difference"] = means[0] - means[1]  # type: ignore[operator]
     if len(odds) == 2 and None not in odds:
-        leads["reference_check_difference"] = round(odds[0] - odds[1], 4)  # type: ignore[operator]
+        leads["reference_check_difference"] = odds[0] - odds[1]  # type: ignore[operator]
     if not leads:
         return judgment
     return judgment.model_copy(update={"verdict_parts": {**parts, **leads}})
@@ -238,7 +231,7 @@ def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
     return request_similarities(item.question, item.answers)
 
 
-def _answer_parts(
+def _answer_values(
     item: JudgeItem,
     head: StateHead,
     features: Sequence[np.ndarray | None],
@@ -246,7 +239,7 @@ def _answer_parts(
     similarities: np.ndarray | None,
 ) -> list[dict[str, float]]:
     return [
-        answer_parts(
+        answer_values(
             head,
             f,
             None if similarities is None else float(similarities[n]),
@@ -257,127 +250,110 @@ def _answer_parts(
     ]
 
 
+BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave nothing
+
+
 def _verdict(
     base: Judgment,
     item: JudgeItem,
     head: StateHead,
+    record: DecisionRecord,
     features: Sequence[np.ndarray | None],
     likelihoods: Likelihoods,
     similarities: np.ndarray | None,
-    tie_margin: float,
 ) -> Judgment:
-    parts = verdict_parts(*_answer_parts(item, head, features, likelihoods, similarities))
-    if similarities is not None:
-        parts["relevance_difference"] = round(float(similarities[0] - similarities[1]), 4)
-    first, second = likelihoods[:2]
-    if first is not None and second is not None:  # the raw differences, for reports
+    first, second = _answer_values(item, head, features, likelihoods, similarities)[:2]
+    values = {name: first[name] - second[name] for name in first}
+    decision = decide(record, values)
+    parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision)
+    parts |= {f"{name}_difference": value for name, value in values.items()}
+    first_read, second_read = likelihoods[:2]
+    if first_read is not None and second_read is not None:  # the raw differences, for reports
         for name in FEATURES:
-            parts[f"{name}_difference"] = round(first[name] - second[name], 4)
-    return base.model_copy(update={"status": Status.OK, **_verdict_fields(parts, tie_margin)})
+            parts[f"{name}_difference"] = first_read[name] - second_read[name]
+    update = {"status": Status.OK, **_verdict_fields(parts, decision)}
+    return base.model_copy(update=update)
 
 
-def _verdict_fields(parts: dict[str, float], tie_margin: float) -> dict[str, Any]:
-    """A pairwise judgment's verdict from the head's score (its logit) in `parts`."""
-    p_a = probability_a(parts["score"])
-    leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
-    winner = "tie" if abs(p_a - 0.5) <= tie_margin else leaning
+def _shares(decision: Decision) -> dict[str, float]:
+    """A decision's shares of the score, rounded as a judgment shows them, and the score."""
+    shares = {name: round(value, 4) for name, value in decision.shares.items()}
+    return shares | {"score": round(decision.score, 4)}
+
+
+def _verdict_fields(parts: dict[str, float], decision: Decision) -> dict[str, Any]:
+    """A pairwise judgment's verdict from its decision (the record's combiner)."""
+    leaning = decision.leaning
     return {
-        "winner": winner,
-        "leaning": winner,
-        "confidence": round(max(p_a, 1 - p_a), 4),
-        "verdict_probs": {"A": round(p_a, 4), "B": round(1 - p_a, 4), "tie": 0.0},
-        "margin": round(2 * p_a - 1, 4),
+        "winner": leaning,
+        "leaning": leaning,
+        "confidence": round(decision.confidence, 4),
+        "verdict_probs": {
+            "A": round(decision.p_a, 4),
+            "B": round(decision.p_b, 4),
+            "tie": round(decision.p_tie, 4),
+        },
+        "margin": round(2 * decision.p_a - 1, 4),
         "consistent": True,  # one verdict for both orders, by construction
-        "order_winners": (winner, winner),
+        "order_winners": (leaning, leaning),
         "verdict_parts": parts,
     }
 
 
 def with_reference_reading(
     judgment: Judgment,
-    weight: float,
+    record: DecisionRecord,
     overall_range: tuple[int, int],
-    tie_margin: float,
-    likelihood_weight: float = 0.0,
-    words_weight: float = 0.0,
+    *,
+    criteria: bool = True,
     words_lead: float | None = None,
-    check_weight: float = 0.0,
-    behaviour_weight: float = 0.0,
     behaviour: BehaviourReading | None = None,
-    order_weight: float = 0.0,
     order_lead: float | None = None,
 ) -> Judgment:
-    """A head's pairwise verdict with the reference read in: its score (logit) plus `weight`
-    times A's lead in the criterion scores read with the reference (each answer's weighted
-    mean, on 0-1 of its range), plus `likelihood_weight` times A's lead in how likely the
-    reference is after each answer (`reference_likelihood_difference`, where the criteria
-    were read on from the head's reads), plus `words_weight` times A's lead in the share of
-    the reference's own words it states (`words_lead`, app/deciding/reference_words.py,
-    recorded as `reference_words_difference`), plus `check_weight` times A's lead in the
-    log-odds of the judge's check against the reference (`reference_check_difference`, where
-    it was read on), plus `behaviour_weight` times A's lead in the share of inputs on which
-    its function gives the reference function's result (`behaviour`, where code ran in the jail;
-    recorded as `reference_behaviour_difference` with `reference_behaviour_inputs`), plus
-    `order_weight` times A's lead in the share of the request's items it states in the
-    reference's order (`order_lead`, app/deciding/reference_order.py, recorded as
-    `reference_order_difference`). The head reads no reference; these do, so
-    this is how a reference naming the right answer moves the verdict. The share is the
-    verdict's part "reference". Unchanged without what a nonzero weight reads."""
+    """A head's pairwise verdict with the reference read in, decided again by `record` with
+    the reference's signals beside the head's: A's lead in the criterion scores read with it
+    (`criteria`: they were; each answer's weighted mean on 0-1 of `overall_range`), in how
+    likely it is after each answer and in the judge's check against it (where they were
+    read on: `reference_likelihood_difference`, `reference_check_difference`), in the share of
+    its own words each states (`words_lead`, app/deciding/reference_words.py), in the share
+    of the request's items each states in its order (`order_lead`,
+    app/deciding/reference_order.py) and, for a reference function, in the share of inputs
+    on which each answer's function gives its result (`behaviour`, run in the jail). Each
+    value is recorded as `<signal>_difference`; their weighted sum is the verdict's part
+    "reference". The head reads no reference, so this is how a reference naming the right
+    answer moves the verdict. Unchanged where no signal the record weighs has a value."""
     parts = judgment.verdict_parts
     if parts is None:
         return judgment
-    if words_lead is not None:
-        parts = {**parts, "reference_words_difference": round(words_lead, 4)}
-    if order_lead is not None:
-        parts = {**parts, "reference_order_difference": round(order_lead, 4)}
-    behaviour_lead = behaviour.lead() if behaviour is not None else None
-    if behaviour is not None and behaviour_lead is not None:
-        parts = {
-            **parts,
-            "reference_behaviour_difference": round(behaviour_lead, 4),
-            "reference_behaviour_inputs": behaviour.inputs,
-        }
-    shares = {}  # each signal's part of the reference's share, by REFERENCE_SHARES' names
+    leads = {"reference_words": words_lead, "reference_order": order_lead}
+    if behaviour is not None and (lead := behaviour.lead()) is not None:
+        leads["reference_behaviour"] = lead
+        parts = {**parts, "reference_behaviour_inputs": behaviour.inputs}
     overall = [a.expected_overall for a in judgment.answers]
-    if weight and len(overall) == 2 and None not in overall:
+    if criteria and len(overall) == 2 and None not in overall:
         low, high = overall_range
-        lead = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
-        shares["reference_criteria"] = weight * lead
-    lead = parts.get("reference_likelihood_difference")
-    if likelihood_weight and lead is not None:
-        shares["reference_likelihood"] = likelihood_weight * lead
-    if words_weight and words_lead is not None:
-        shares["reference_words"] = words_weight * words_lead
-    if order_weight and order_lead is not None:
-        shares["reference_order"] = order_weight * order_lead
-    lead = parts.get("reference_check_difference")
-    if check_weight and lead is not None:
-        shares["reference_check"] = check_weight * lead
-    if behaviour_weight and behaviour_lead is not None:
-        shares["reference_behaviour"] = behaviour_weight * behaviour_lead
-    share = round(sum(shares.values()), 4)
+        leads["reference_criteria"] = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
+    parts = {**parts, **{f"{n}_difference": v for n, v in leads.items() if v is not None}}
+    decision = decide(record, recorded_values(parts))
+    share = round(decision.shares.get("reference", 0.0), 4)
     if not share:  # the verdict stands; the text's readings are kept beside it
         kept = parts != judgment.verdict_parts
         return judgment.model_copy(update={"verdict_parts": parts}) if kept else judgment
-    parts = {
-        **parts,
-        **{name: round(value, 4) for name, value in shares.items()},
-        "reference": share,
-        "score": round(parts["score"] + share, 4),
-    }
-    return judgment.model_copy(update=_verdict_fields(parts, tie_margin))
+    parts = {**parts, **_shares(decision), "reference": share}
+    return judgment.model_copy(update=_verdict_fields(parts, decision))
 
 
 def _ranking(
     base: Judgment,
     item: JudgeItem,
     head: StateHead,
+    record: DecisionRecord,
     features: Sequence[np.ndarray | None],
     likelihoods: Likelihoods,
     similarities: np.ndarray | None,
 ) -> Judgment:
-    answer_utilities = _answer_parts(item, head, features, likelihoods, similarities)
-    utilities = [sum(p.values()) for p in answer_utilities]
+    answers = _answer_values(item, head, features, likelihoods, similarities)
+    utilities = [decide(record, values).score for values in answers]  # the same weights
     order = sorted(range(len(utilities)), key=lambda i: -utilities[i])
     first, second = (utilities[i] for i in order[:2])
     return base.model_copy(
@@ -385,7 +361,7 @@ def _ranking(
             "status": Status.OK,
             "ranking": tuple(i + 1 for i in order),
             # P(the first-ranked answer beats the second), by the pairwise head
-            "confidence": round(probability_a(first - second), 4),
+            "confidence": round(sigmoid(first - second), 4),
             "verdict_parts": {f"utility_{i + 1}": round(u, 4) for i, u in enumerate(utilities)},
         }
     )

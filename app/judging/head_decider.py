@@ -19,6 +19,8 @@ from app.code_run.behaviour import (
 from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
+from app.deciding.decision import DecisionRecord
+from app.deciding.head_record import head_decision
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.rubric_grade import RubricGrade, fits, with_rubric_grade
@@ -49,7 +51,7 @@ class HeadSettings:
     criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
     # criteria_read "head": the criterion head gives them from the verdict's reads, where it can
     level_head: CriterionHead | None
-    tie_within: float  # |expected A - B| up to this is a tie
+    decision: DecisionRecord  # the head's whole pairwise rule (app/deciding/decision.py)
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
     fit: PromptFit  # the criterion reads' prompts, always scored
     # a single answer's rubric grade with a reference, combined from its reads
@@ -66,7 +68,7 @@ class HeadSettings:
             level_head=(
                 config.parts.criterion_levels if config.judge.criteria_read == "head" else None
             ),
-            tie_within=config.judge.tie_margin,
+            decision=head_decision(head, config.judge.tie_margin, config.judge.uncertain_below),
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
             rubric_combination=config.parts.rubric_combination,
@@ -230,7 +232,7 @@ class HeadDecider:
                 plan.item,
                 head,
                 self.backend,
-                self.settings.tie_within,
+                self.settings.decision,
                 plan.turn,
                 self.level_ask(plan.item, plan.resolved, behaviour),
             )
@@ -281,16 +283,11 @@ class HeadDecider:
             order = reference_order_lead(item.answers, item.reference, item.question)
         judged = with_reference_reading(
             judgment,
-            head.reference_weight if criteria else 0.0,
+            self.settings.decision,
             plan.resolved.rule.overall_range(),
-            self.settings.tie_within,
-            likelihood_weight=head.reference_likelihood_weight,
-            words_weight=head.reference_words_weight,
+            criteria=criteria,
             words_lead=words,
-            check_weight=head.reference_check_weight,
-            behaviour_weight=head.reference_behaviour_weight,
             behaviour=behaviour,
-            order_weight=head.reference_order_weight,
             order_lead=order,
         )
         return judged
@@ -326,6 +323,17 @@ def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
     )
 
 
+# what each reference signal of a decision record reads, for a front end's note
+READS_OF_REFERENCE = {
+    "reference_likelihood": "how much likelier the reference is after one answer than the other",
+    "reference_words": "how much of what the reference states each answer states",
+    "reference_order": "for a reference that orders the request's items, each answer's order",
+    "reference_check": "the judge's own check of each answer against it (same result or not)",
+    "reference_behaviour": "for a reference function, {code}",
+}
+TEXT_READS = {"reference_words", "reference_order", "reference_behaviour"}  # no model read
+
+
 def code_run_note(run_code: bool) -> str:
     """What becomes of the answers' functions beside a reference function, in words."""
     if not run_code:
@@ -349,20 +357,16 @@ def reference_note(config: JudgeConfig) -> str | None:
         return None
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
     head = config.parts.head
-    reads = []
-    if head.reference_words_weight and pairs:
-        reads.append("how much of what the reference states each answer states")
-    if head.reference_order_weight and pairs:
-        reads.append("for a reference that orders the request's items, each answer's order")
-    if head.reference_likelihood_weight and head.reads == "reply" and pairs:
-        reads.append("how much likelier the reference is after one answer than the other")
-    if head.reference_check_weight and head.reads == "reply" and pairs:
-        reads.append("the judge's own check of each answer against it (same result or not)")
-    if head.reference_behaviour_weight and pairs:
-        reads.append(f"for a reference function, {code_run_note(config.run_code)}")
+    # what the decision record weighs of the reference, in its order
+    weighed = head_decision(head, config.judge.tie_margin, config.judge.uncertain_below).weights()
+    reads = [
+        READS_OF_REFERENCE[name].format(code=code_run_note(config.run_code))
+        for name in weighed
+        if pairs and name in READS_OF_REFERENCE and (head.reads == "reply" or name in TEXT_READS)
+    ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
-    if config.judge.criterion_scores and head.reference_weight and pairs:
+    if config.judge.criterion_scores and weighed.get("reference_criteria") and pairs:
         where = " where they are read apart (a rubric's levels)" if by_head else ""
         reads.append(f"the lead of the criterion scores read with it{where}")
     moved = ""

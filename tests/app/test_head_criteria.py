@@ -155,6 +155,7 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     """The arithmetic of `with_reference_reading` on a judgment built by hand."""
     from app.deciding.state_judging import with_reference_reading
     from app.records import AnswerScores
+    from tests.support.head_configs import reference_record
 
     judged = Judgment(
         id="p",
@@ -168,17 +169,21 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
             AnswerScores(criteria={"a": 2.5}, overall=2.5, expected_overall=2.5),
         ),
     )
-    moved = with_reference_reading(judged, 2.0, (1, 5), tie_margin=0.0)
+    moved = with_reference_reading(judged, reference_record(reference_weight=2.0), (1, 5))
     assert moved.verdict_parts == {
         "states": -0.4,
+        "reference_criteria_difference": 0.5,
         "reference_criteria": 1.0,
         "reference": 1.0,
         "score": 0.6,
     }
     assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
-    assert with_reference_reading(judged, 0.0, (1, 5), tie_margin=0.0) is judged
+    unweighed = with_reference_reading(judged, reference_record(), (1, 5))
+    assert unweighed.winner == "B" and "reference" not in unweighed.verdict_parts
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
-    assert with_reference_reading(one_read, 2.0, (1, 5), tie_margin=0.0) is one_read
+    assert (
+        with_reference_reading(one_read, reference_record(reference_weight=2.0), (1, 5)) is one_read
+    )
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.deciding.decision import decide, sigmoid
+from app.deciding.head_record import head_decision
 from app.deciding.state_head import (
     StateHead,
-    answer_parts,
+    answer_values,
     likelihood_judge_head,
     part_phrases,
-    probability_a,
-    verdict_parts,
 )
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Judgment, Protocol, Status
@@ -66,19 +66,20 @@ def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, 
     assert judged.status is Status.OK and judged.raw_output is None
     assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
     readings = backend.read_answers(PAIR.question, list(PAIR.answers))
-    expected = verdict_parts(
-        *(
-            answer_parts(head, r.states, None, len(a), r.features())
-            for r, a in zip(readings, PAIR.answers)
-        )
+    first, second = (
+        answer_values(head, r.states, None, len(a), r.features())
+        for r, a in zip(readings, PAIR.answers)
     )
+    record = head_decision(head, tie_within=0.0, doubt_below=0.5)
+    expected = decide(record, {name: first[name] - second[name] for name in first})
     parts = judged.verdict_parts
-    for name in ("states", "fit", "fluency", "length", "score"):
-        assert parts[name] == pytest.approx(expected[name], abs=1e-3)
+    for name in ("states", "fit", "fluency", "length"):
+        assert parts[name] == pytest.approx(expected.shares.get(name, 0.0), abs=1e-3)
+    assert parts["score"] == pytest.approx(expected.score, abs=1e-3)
     assert parts["fit"] == pytest.approx(
         1.5 * parts["pmi_mean_difference"] + 0.05 * parts["pmi_sum_difference"], abs=1e-3
     )
-    assert judged.verdict_probs["A"] == pytest.approx(probability_a(parts["score"]), abs=1e-3)
+    assert judged.verdict_probs["A"] == pytest.approx(sigmoid(parts["score"]), abs=1e-3)
     assert {f"{name}_difference" for name in FEATURES} <= set(parts)
 
 

@@ -7,12 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from app.deciding.decision import DecisionRecord
+from app.deciding.head_record import head_decision
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.service import JudgeService
 from app.judging.settings import with_changes
 from app.records import JudgeItem, Protocol
 from models.backends.base import BackendOptions
+
+
+def reference_record(**weights: float) -> DecisionRecord:
+    """A decision record of the states alone (their value is a judgment's `states` part)
+    and the reference's signals of the given StateHead weights, e.g. reference_weight=2.0."""
+    head = StateHead(base_file="by-hand.gguf", weights=(1.0, 0.0), **weights)
+    return head_decision(head, tie_within=0.0, doubt_below=0.5)
 
 
 def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:

@@ -14,6 +14,7 @@ from app.deciding.reference_order import (
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_judging import with_reference_reading
 from app.records import Judgment, Protocol, Status
+from tests.support.head_configs import reference_record
 
 QUESTION = "Sort these numbers from smallest to largest: 80, 41, 85, 16, 93, 39."
 REFERENCE = "In order: 16, 39, 41, 80, 85, 93."
@@ -66,21 +67,13 @@ def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
         verdict_parts={"states": 0.9, "score": 0.9},
     )
     lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
-    moved = with_reference_reading(
-        judged,
-        0.0,
-        (1, 10),
-        0.0,
-        order_weight=12.0,
-        order_lead=lead,
-        words_weight=1.0,
-        words_lead=1.0,
-    )
+    weighing = reference_record(reference_order_weight=12.0, reference_words_weight=1.0)
+    moved = with_reference_reading(judged, weighing, (1, 10), order_lead=lead, words_lead=1.0)
     parts = moved.verdict_parts
     assert parts["reference_order"] == pytest.approx(-2.0)
     assert parts["reference"] == pytest.approx(-1.0)
-    assert parts["reference_order_difference"] == pytest.approx(round(lead, 4))
+    assert parts["reference_order_difference"] == pytest.approx(lead)
     assert moved.winner == "B"  # the order turned it to the right answer
-    unweighted = with_reference_reading(judged, 0.0, (1, 10), 0.0, order_lead=lead)
+    unweighted = with_reference_reading(judged, reference_record(), (1, 10), order_lead=lead)
     assert unweighted.winner == "A" and "reference_order" not in unweighted.verdict_parts
-    assert unweighted.verdict_parts["reference_order_difference"] == pytest.approx(-0.1667)
+    assert unweighted.verdict_parts["reference_order_difference"] == pytest.approx(-1 / 6)

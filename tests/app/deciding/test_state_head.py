@@ -10,14 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.deciding.state_head import (
-    StateHead,
-    answer_parts,
-    load_state_head,
-    probability_a,
-    state_text,
-    verdict_parts,
-)
+from app.deciding.decision import Decision, decide
+from app.deciding.head_record import head_decision
+from app.deciding.state_head import StateHead, answer_values, load_state_head, state_text
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
 from models.backends.base import BackendOptions, Capabilities
@@ -65,23 +60,31 @@ def test_a_missing_or_broken_head_file_says_so(tmp_path):
         load_state_head(broken)
 
 
+def pair_decision(head: StateHead, first: dict, second: dict) -> Decision:
+    """The head's decision record applied to A's lead in each of its signals."""
+    record = head_decision(head, tie_within=0.0, doubt_below=0.5)
+    return decide(record, {name: first[name] - second[name] for name in first})
+
+
 def test_the_score_is_the_sum_of_its_parts():
     head = StateHead(base_file="m.gguf", weights=(1.0, -2.0), relevance=3.0, length=0.5)
-    first, second = np.array([1.0, 1.0]), np.array([0.0, 2.0])
-    parts = verdict_parts(
-        answer_parts(head, first, 0.1, len("aaaa")), answer_parts(head, second, 0.0, len("aa"))
+    first = answer_values(head, np.array([1.0, 1.0]), 0.1, len("aaaa"))
+    second = answer_values(head, np.array([0.0, 2.0]), 0.0, len("aa"))
+    decision = pair_decision(head, first, second)
+    shares = decision.shares
+    assert shares["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
+    assert shares["relevance"] == pytest.approx(0.3)
+    assert shares["length"] == pytest.approx(0.5 * math.log(2), abs=1e-4)
+    assert decision.score == pytest.approx(
+        shares["states"] + shares["relevance"] + shares["length"]
     )
-    assert parts["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
-    assert parts["relevance"] == pytest.approx(0.3)
-    assert parts["length"] == pytest.approx(0.5 * math.log(2), abs=1e-4)
-    assert parts["score"] == pytest.approx(parts["states"] + parts["relevance"] + parts["length"])
-    assert probability_a(parts["score"]) == pytest.approx(1 / (1 + math.exp(-parts["score"])))
+    assert decision.p_a == pytest.approx(1 / (1 + math.exp(-decision.score)))
 
 
 def test_features_of_another_size_name_the_model_the_head_was_fitted_on():
     head = StateHead(base_file="fitted-on.gguf", weights=(1.0, 1.0))
     with pytest.raises(ValueError, match=r"fitted-on\.gguf"):
-        answer_parts(head, np.ones(4), None, 1)
+        answer_values(head, np.ones(4), None, 1)
 
 
 def test_the_text_read_is_the_request_and_the_answer_cut():
@@ -128,11 +131,15 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     assert judged.prompt_tokens is None and judged.raw_output is None  # no reply generated
     # the parts come from the model's states of each answer, read through llama.cpp
     features = [backend.state_features(state_text(PAIR.question, a)) for a in PAIR.answers]
-    expected = verdict_parts(
-        *(answer_parts(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
+    expected = pair_decision(
+        head, *(answer_values(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
     )
-    assert judged.verdict_parts == pytest.approx(expected, abs=1e-3)
-    assert judged.verdict_probs["A"] == pytest.approx(probability_a(expected["score"]), abs=1e-3)
+    parts = judged.verdict_parts
+    for name in ("states", "length"):
+        assert parts[name] == pytest.approx(expected.shares[name], abs=1e-3)
+    assert parts["score"] == pytest.approx(expected.score, abs=1e-3)
+    assert parts["score"] == pytest.approx(parts["states"] + parts["length"], abs=1e-3)
+    assert judged.verdict_probs["A"] == pytest.approx(expected.p_a, abs=1e-3)
 
 
 def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service, head):
