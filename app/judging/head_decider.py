@@ -57,6 +57,11 @@ class HeadSettings:
     # a single answer's rubric grade with a reference, combined from its reads
     rubric_combination: RubricGrade | None = None
 
+    def weighs(self, *signals: str) -> bool:
+        """Whether the decision record weighs any of `signals` (only then is it read)."""
+        weights = self.decision.weights()
+        return any(weights.get(name) for name in signals)
+
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
         return cls(
@@ -95,11 +100,9 @@ class HeadDecider:
         truncated = cut_by_head(item, head)
         reference = item.reference if settings.use_reference else None
         on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
-        # the reference's likelihood (and check) is read where a weight uses it (or criteria
-        # come with it)
-        wanted = (
-            reference if head.reference_likelihood_weight or head.reference_check_weight else None
-        )
+        # the reference's likelihood (and check) is read where the record weighs it (or
+        # criteria come with it)
+        wanted = reference if settings.weighs("reference_likelihood", "reference_check") else None
         # no criterion reads for a judgment that will be an error (a backend the head
         # cannot read through): they would be sent and thrown away
         if not (settings.with_criteria and resolved.rule.specs and self.reads_for(head)):
@@ -127,7 +130,7 @@ class HeadDecider:
         the judge's check of the answer against it where the head weighs that)."""
         if not reference:
             return None
-        check = bool(self.settings.head.reference_check_weight)
+        check = self.settings.weighs("reference_check")
         return TurnAsk(
             criterion_reads.turn_criteria(resolved.rule, reference, False, check), resolved.rule
         )
@@ -202,7 +205,7 @@ class HeadDecider:
         the jail, where the head weighs it (app/code_run/behaviour.py); Unread where the
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
-        weighed = settings.head.reference_behaviour_weight or (
+        weighed = settings.weighs("reference_behaviour") or (
             settings.level_head is not None and settings.level_head.reference_behaviour
         )
         if not (settings.use_reference and item.reference and weighed):
@@ -268,7 +271,6 @@ class HeadDecider:
         of its own words each answer states, the share of the request's items each states
         in its order, and (`behaviour`, code run in the jail) the share of its
         function's results each answer's function gives."""
-        head = self.settings.head
         item = plan.item
         if not (item.reference and self.settings.use_reference):
             return judgment
@@ -277,9 +279,9 @@ class HeadDecider:
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
         words = order = None
-        if head.reference_words_weight:
+        if self.settings.weighs("reference_words"):
             words = reference_words_lead(item.answers, item.reference, item.question)
-        if head.reference_order_weight:
+        if self.settings.weighs("reference_order"):
             order = reference_order_lead(item.answers, item.reference, item.question)
         judged = with_reference_reading(
             judgment,
