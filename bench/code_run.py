@@ -22,14 +22,13 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
 
-from app.code_run import runner
+from app.code_run import jail
 from app.code_run.behaviour import BehaviourReading, behaviour_reading
 from app.code_run.jail import jail_status, jailed_run
 from bench.cell import REPO
@@ -50,25 +49,12 @@ def timed(action: Callable[[], object], rounds: int) -> list[float]:
 
 
 def probe_jailed() -> None:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        done = jailed_run(PROBE, stdin="", stdout=out, stderr=err, timeout=30)
+    done = jailed_run(PROBE, stdin="", timeout=30, read_bytes=100)
     assert done.returncode == 0, done
 
 
 def probe_plain() -> None:
     subprocess.run(PROBE, check=True, capture_output=True)
-
-
-def unjailed_run(program, *, stdin, stdout, stderr, timeout):  # jailed_run's signature
-    return subprocess.run(
-        program,
-        input=stdin.encode(),
-        stdout=stdout,
-        stderr=stderr,
-        timeout=timeout,
-        env={"PATH": "/usr/bin:/bin"},
-        check=False,
-    )
 
 
 def read_pair() -> BehaviourReading:
@@ -78,7 +64,7 @@ def read_pair() -> BehaviourReading:
 
 
 def read_pair_unjailed() -> BehaviourReading:
-    with mock.patch.object(runner, "jailed_run", unjailed_run):
+    with mock.patch.object(jail, "command", lambda program, rules_fd: program):  # no bwrap
         return read_pair()
 
 

@@ -45,6 +45,7 @@ REFUSED = (
 REFUSED_CALLS = (*((name, errno.EPERM) for name in REFUSED), ("clone3", errno.ENOSYS))
 CLONE_THREAD = 0x00010000
 START_SECONDS = 10.0  # the jail's own check
+ERR_BYTES = 2000  # what is kept of a jailed program's stderr
 INSTALL_HINT = (
     "install bubblewrap (`make setup` does, or `sudo apt-get install bubblewrap`; "
     "`dnf install bubblewrap` on Fedora)"
@@ -172,25 +173,44 @@ def seccomp_program() -> bytes:
         return out.read()
 
 
-def jailed_run(
-    program: list[str], *, stdin: str, stdout, stderr, timeout: float
-) -> subprocess.CompletedProcess:
-    """`program` run in the jail to its end or `timeout` (subprocess.TimeoutExpired), its
-    output written to the files `stdout` and `stderr` (regular files, so that the child's
-    file-size cap bounds what it writes; a pipe would take all of a flood)."""
-    with tempfile.TemporaryFile() as rules:
+@dataclass(frozen=True)
+class Jailed:
+    """A jailed program's end: its exit status (None: killed at the time-out) and the start
+    of what it wrote to stdout and stderr."""
+
+    returncode: int | None
+    out: str
+    err: str
+
+
+def jailed_run(program: list[str], *, stdin: str, timeout: float, read_bytes: int) -> Jailed:
+    """`program` run in the jail to its end or `timeout`, and at most `read_bytes` of its
+    stdout (its output goes to regular files, so that the child's file-size cap bounds what
+    it writes; a pipe would take all of a flood)."""
+    with (
+        tempfile.TemporaryFile() as rules,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
         rules.write(seccomp_program())
         rules.seek(0)
-        return subprocess.run(
-            command(program, rules.fileno()),
-            input=stdin.encode(),
-            stdout=stdout,
-            stderr=stderr,
-            timeout=timeout,
-            pass_fds=(rules.fileno(),),
-            env={"PATH": "/usr/bin:/bin"},
-            check=False,
-        )
+        try:
+            code: int | None = subprocess.run(
+                command(program, rules.fileno()),
+                input=stdin.encode(),
+                stdout=out,
+                stderr=err,
+                timeout=timeout,
+                pass_fds=(rules.fileno(),),
+                env={"PATH": "/usr/bin:/bin"},
+                check=False,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        out.seek(0)
+        err.seek(0)
+        said = out.read(read_bytes).decode(errors="replace")
+        return Jailed(code, said, err.read(ERR_BYTES).decode(errors="replace"))
 
 
 @functools.cache
@@ -200,19 +220,15 @@ def jail_status() -> JailStatus:
         return JailStatus(False, f"`{BWRAP}` is not installed", INSTALL_HINT)
     probe = [sys.executable, "-I", "-c", "import sys; sys.stdout.write('jailed')"]
     try:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            done = jailed_run(probe, stdin="", stdout=out, stderr=err, timeout=START_SECONDS)
-            out.seek(0)
-            err.seek(0)
-            said, complaint = (
-                out.read(200).decode(errors="replace"),
-                err.read(400).decode(errors="replace"),
-            )
+        done = jailed_run(probe, stdin="", timeout=START_SECONDS, read_bytes=200)
     except JailUnavailable as exc:
         seccomp = "libseccomp" in str(exc)
         return JailStatus(False, str(exc), SECCOMP_HINT if seccomp else INSTALL_HINT)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         return JailStatus(False, f"bwrap could not run: {exc}", INSTALL_HINT)
+    if done.returncode is None:
+        return JailStatus(False, f"bwrap ran past {START_SECONDS:g} s", INSTALL_HINT)
+    said, complaint = done.out, done.err[:400]
     if said == "jailed":
         return JailStatus(True)
     last = (complaint.strip().splitlines() or [f"exit status {done.returncode}"])[-1]

