@@ -100,10 +100,6 @@ class Decision:
     def confidence(self) -> float:
         return max(self.p_a, self.p_b)
 
-    @property
-    def winner(self) -> str:
-        return "uncertain" if self.uncertain else self.leaning
-
 
 def sigmoid(score: float) -> float:
     return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))
