@@ -22,7 +22,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: setup models run test test-fast lint format bench clean-venv train-lora eval
+.PHONY: setup models run test test-fast lint format bench clean-venv train-lora eval decision
 
 # setup ends with the engine's self-check (python -m app doctor): a child process loads
 # the smallest model and reads one pair, and a crash is reported in one line, not a dead make.
@@ -125,6 +125,17 @@ eval: setup models
 		--reading-cache training/runs/reference-fit/readings
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_levels $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	$(BIN)/python -m training.decision.measure
+
+# The default judge's decision record by its one fitting procedure (training/decision/): the
+# training pairs judged once by the engine into one cache, one process per core (resumable: a
+# stopped run goes on), then every weight and rule fitted at once and written with its tables
+# (decision.yaml, the model card, docs/reference.md), then measured on the dev files' saved reads
+decision: setup models
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reads --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reads --part 1 --parts 2 && wait $$first
+	$(BIN)/python -m training.decision.fit --write
+	$(BIN)/python -m training.decision.measure
 
 # The judging modes side by side on the first 50 pairs of Auto-J dev (bench/results.md), then
 # the scale-out engines (Ray workers, server concurrency) on 16 pairs (bench/scale_out.md), then

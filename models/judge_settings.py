@@ -27,6 +27,7 @@ _MODELS_DIR = Path(__file__).resolve().parent
 # files under models/
 JUDGE_FILES = (
     "state_head",
+    "decision_record",
     "calibration",
     "scenario_classifier",
     "criterion_head",
@@ -65,6 +66,10 @@ class JudgeSettings(BaseModel):
     # hidden states by a fitted linear head: a JSON file under models/ (app/deciding/state_head.py,
     # fitted by training.heads.state_head); None: decided from the generated or scored reply.
     state_head: str | None = None
+    # The state head's whole pairwise rule: its signals, weights, rules and tie threshold, a
+    # YAML file under models/ (app/deciding/decision.py, fitted by training.decision.fit);
+    # None: the weights the head's own file holds.
+    decision_record: str | None = None
     # Its confidence mapped to how often such verdicts are right (app/deciding/calibration.py): a
     # JSON file under models/, fitted by training.heads.confidence_calibration; None: none.
     calibration: str | None = None

@@ -1,17 +1,22 @@
 """A judge's pairwise decision as one declared record: the named signals it weighs and their
-weights, the scale they sum on, the tie band and the doubt threshold, and where each weight
-was fitted (models/judges/<name>/decision.yaml, validated on load; errors name the file and
-the field). `decide` is the one function that turns a pair's signal values into P(A),
-P(B), P(tie), the verdict and each signal's share of it.
+weights, the named rules that override them, the scale they sum on, the tie threshold and
+the doubt threshold, and where each was fitted (models/judges/<name>/decision.yaml,
+validated on load; errors name the file and the field). `decide` is the one function that
+turns a pair's signal values into P(A), P(B), P(tie), the verdict and each signal's share.
 
 A signal's value is A's lead over B in one reading (the state head's output, a likelihood
 feature, request relevance, a reference's reading...); a signal without a value for a pair
-(not read, or not applicable: no reference) adds nothing. On the logit scale
+(not read, or not applicable: no reference) adds nothing. On the logit scale, with the tie
+threshold t >= 0 (an ordinal logit: ties are a third class between the two answers)
 
-    score = sum(weight * value),   P(A) = sigmoid(score),   P(B) = 1 - P(A)
+    score = sum(weight * value),   P(A) = sigmoid(score - t),   P(B) = sigmoid(-score - t),
+    P(tie) = 1 - P(A) - P(B)
 
-and the verdict is a tie where |P(A) - 1/2| <= tie_within, else the likelier answer, marked
-uncertain below `doubt_below` confidence.
+and the verdict is the likeliest of the three, marked uncertain below `doubt_below`. A rule
+decides a pair outright where its signal's value is at least its threshold (either way): the
+answer it favours gets the rule's fitted confidence (the first such rule in the record's
+order). A rule is what a weight that would sit at the fit's bound really is: an override,
+stated as one, with the share of training pairs it got right as its confidence.
 """
 
 from __future__ import annotations
@@ -52,7 +57,29 @@ class Signal(BaseModel):
     share: str  # the verdict part it counts in (several signals may share one)
     reads: tuple[Read, ...]
     cost: str
+    seconds: float = Field(
+        default=0.0, ge=0.0
+    )  # the cost per pair on one core, beyond shared reads
     reference: bool = False  # read only where the pair has a reference in use
+    fitted: Fitted
+
+
+class Rule(BaseModel):
+    """A named override: where the value of `name` (A's lead, a signal's value) is at least
+    `at_least` either way, the answer it favours wins with the fitted `confidence`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    at_least: float = Field(gt=0.0)
+    confidence: float = Field(gt=0.5, lt=1.0)  # fitted: never certainty
+    when: str  # in words: where the rule decides
+    value: str
+    share: str
+    reads: tuple[Read, ...]
+    cost: str
+    seconds: float = Field(default=0.0, ge=0.0)
+    reference: bool = False
     fitted: Fitted
 
 
@@ -64,19 +91,31 @@ class DecisionRecord(BaseModel):
     judge: str
     scale: Literal["logit"] = "logit"
     signals: tuple[Signal, ...] = Field(min_length=1)
-    tie_within: float = Field(ge=0.0, lt=0.5)
+    rules: tuple[Rule, ...] = ()
+    tie_threshold: float = Field(default=0.0, ge=0.0)  # t, on the logit scale; 0: no ties
     doubt_below: float = Field(ge=0.0, le=1.0)  # the judge's uncertain_below setting
+    fitted: Fitted | None = None  # where the tie threshold and the whole record were fitted
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DecisionRecord:
-        names = [signal.name for signal in self.signals]
+        names = [signal.name for signal in self.signals] + [rule.name for rule in self.rules]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
-            raise ValueError(f"signals: each name once, {repeated} repeated")
+            raise ValueError(f"signals, rules: each name once, {repeated} repeated")
         return self
 
     def weights(self) -> dict[str, float]:
         return {signal.name: signal.weight for signal in self.signals}
+
+    def uses(self, *names: str) -> bool:
+        """Whether the record weighs, or rules by, any of `names` (only then is it read)."""
+        used = {s.name for s in self.signals if s.weight} | {r.name for r in self.rules}
+        return bool(used.intersection(names))
+
+    def reads(self) -> set[str]:
+        """What the engine must read for this record."""
+        parts = [*self.signals, *self.rules]
+        return {read for part in parts if getattr(part, "weight", 1.0) for read in part.reads}
 
 
 @dataclass(frozen=True)
@@ -91,14 +130,16 @@ class Decision:
     leaning: str
     uncertain: bool
     shares: dict[str, float]
+    rule: str | None = None  # the rule that decided the pair, if one did
 
     @property
     def p_b(self) -> float:
-        return 1.0 - self.p_a - self.p_tie
+        return max(1.0 - self.p_a - self.p_tie, 0.0)
 
     @property
     def confidence(self) -> float:
-        return max(self.p_a, self.p_b)
+        """The probability of the verdict the judge leans to."""
+        return max(self.p_a, self.p_b, self.p_tie)
 
 
 def sigmoid(score: float) -> float:
@@ -109,23 +150,45 @@ def decide(record: DecisionRecord, values: Mapping[str, float]) -> Decision:
     """The decision for a pair whose signals have `values` (by signal name; one without a
     value adds nothing)."""
     shares: dict[str, float] = {}
-    reference = 0.0
     for signal in record.signals:
         value = values.get(signal.name)
         if value is None or not signal.weight:
             continue
-        part = signal.weight * value
-        shares[signal.share] = shares.get(signal.share, 0.0) + part
-        reference += part if signal.reference else 0.0
+        shares[signal.share] = shares.get(signal.share, 0.0) + signal.weight * value
+    score = sum(shares.values())
+    rule = next((r for r in record.rules if abs(values.get(r.name) or 0.0) >= r.at_least), None)
+    if rule is not None:  # the rule's confidence, and its share is what it moved the score
+        favours_a = values[rule.name] > 0
+        ruled = math.log(rule.confidence / (1 - rule.confidence)) * (1 if favours_a else -1)
+        shares[rule.share] = shares.get(rule.share, 0.0) + ruled - score
+        score, p_a, p_tie = ruled, sigmoid(ruled), 0.0
+    else:
+        p_a, p_b = sigmoid(score - record.tie_threshold), sigmoid(-score - record.tie_threshold)
+        p_tie = max(1.0 - p_a - p_b, 0.0)
+    reference = sum(
+        shares.get(part.share, 0.0)
+        for part in {p.share: p for p in (*record.signals, *record.rules) if p.reference}.values()
+    )
     if reference:
         shares["reference"] = reference
-    score = sum(part for name, part in shares.items() if name != "reference")
-    p_a = sigmoid(score)
-    leaning = "A" if p_a > 0.5 else "B" if p_a < 0.5 else "tie"
-    if abs(p_a - 0.5) <= record.tie_within:
-        leaning = "tie"
-    confidence = max(p_a, 1 - p_a)
-    return Decision(score, p_a, 0.0, leaning, confidence < record.doubt_below, shares)
+    p_b = 1.0 - p_a - p_tie
+    leaning = max((p_a, "A"), (p_b, "B"), (p_tie, "tie"))[1] if p_a != p_b else "tie"
+    confidence = max(p_a, p_b, p_tie)
+    return Decision(
+        score, p_a, p_tie, leaning, confidence < record.doubt_below, shares, rule and rule.name
+    )
+
+
+def tie_threshold_for(band: float) -> float:
+    """The tie threshold t under which a tie is the likeliest verdict exactly where
+    |sigmoid(score) - 1/2| <= band (a user's tie band, as the reply judges read it)."""
+    edge = math.log((0.5 + band) / (0.5 - band))  # the score at the band's edge
+    low, high = 0.0, 50.0
+    for _ in range(60):  # at the edge, P(tie) = P(A): bisect t
+        t = (low + high) / 2
+        p_a, p_b = sigmoid(edge - t), sigmoid(-edge - t)
+        low, high = (t, high) if 1 - p_a - p_b < p_a else (low, t)
+    return (low + high) / 2
 
 
 def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:

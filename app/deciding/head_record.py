@@ -104,7 +104,7 @@ def _fits(head: StateHead) -> tuple[dict[str, str], dict[str, str], dict[str, st
     return own, reference, criteria
 
 
-def record_of(judge: str, head: StateHead, tie_within: float, doubt_below: float) -> dict:
+def record_of(judge: str, head: StateHead, doubt_below: float) -> dict:
     """The record's data for `head`'s weights (a signal of weight 0 is left out)."""
     own, reference, criteria = _fits(head)
     signals: list[dict[str, Any]] = []
@@ -132,13 +132,11 @@ def record_of(judge: str, head: StateHead, tie_within: float, doubt_below: float
         "judge": judge,
         "scale": "logit",
         "signals": signals,
-        "tie_within": tie_within,
         "doubt_below": doubt_below,
     }
 
 
-def head_decision(head: StateHead, tie_within: float, doubt_below: float) -> DecisionRecord:
-    """The decision record the engine applies for `head` (its weights as the record holds
-    them: `python -m training.heads.decision_record` writes the same record beside the
-    default judge's head, and a test holds the two equal)."""
-    return DecisionRecord.model_validate(record_of("", head, tie_within, doubt_below))
+def head_decision(head: StateHead, doubt_below: float) -> DecisionRecord:
+    """The decision record of a head that holds its own weights (a judge without a
+    decision.yaml: its fits wrote the weights into its state_head.json)."""
+    return DecisionRecord.model_validate(record_of("", head, doubt_below))

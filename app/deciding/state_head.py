@@ -112,6 +112,20 @@ class StateHead(BaseModel):
         return self.grade_weights is not None or bool(self.grade_likelihood)
 
 
+# the fields above a judge's decision record holds instead, where it has one
+PAIRWISE_WEIGHTS = (
+    "likelihood",
+    "relevance",
+    "length",
+    "reference_weight",
+    "reference_likelihood_weight",
+    "reference_words_weight",
+    "reference_check_weight",
+    "reference_order_weight",
+    "reference_behaviour_weight",
+)
+
+
 @cache
 def load_state_head(path: Path) -> StateHead:
     """The head at `path`, validated; errors name the file and the field."""
@@ -169,9 +183,9 @@ def answer_values(
     characters: int,
     likelihood: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """One answer's value of each signal the head reads (app/deciding/decision.py weighs
-    them): its states (the state head's w . f), each likelihood feature the head weighs, its
-    request relevance (cos(request, answer)) and its log length in characters."""
+    """One answer's value of each signal read of it (app/deciding/decision.py weighs them):
+    its states (the state head's w . f), each likelihood feature (where read), its request
+    relevance (cos(request, answer), where read) and its log length in characters."""
     values: dict[str, float] = {}
     if head.weights:
         if features is None or features.shape != (len(head.weights),):
@@ -181,11 +195,9 @@ def answer_values(
                 f"it was fitted on {head.base_file}"
             )
         values["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
-    if head.likelihood:
-        assert likelihood is not None, "a likelihood head needs the answer's likelihoods"
-        values.update({name: likelihood[name] for name in head.likelihood})
-    if head.relevance:
-        values["relevance"] = similarity or 0.0
+    values.update(likelihood or {})
+    if similarity is not None:
+        values["relevance"] = similarity
     values["length"] = math.log(max(characters, 1))
     return values
 

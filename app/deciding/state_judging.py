@@ -26,7 +26,7 @@ from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.state_head import StateHead, answer_values, state_text
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from models.readings import FEATURES, ReplyCriteria
+from models.readings import ReplyCriteria
 
 Likelihoods = list[dict[str, float] | None]
 
@@ -55,16 +55,19 @@ def head_judgment(
     the criterion scores are read on from the same reads (criterion_reads.turn_criteria);
     with `levels`, a criterion head gives them from the same reads (no read of their own)."""
     ask = criteria.ask if criteria is not None else None
-    features, likelihoods, found, references, checks = read_features(item, head, source, ask)
+    likely = "likelihood" in record.reads() or bool(head.grade_likelihood)
+    features, likelihoods, found, references, checks = read_features(
+        item, head, source, ask, likely
+    )
     odds = [None if p is None else check_log_odds(p) for p in checks]
     similarities = None
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, features, likelihoods)
     elif base.protocol is Protocol.PAIRWISE:
-        similarities = _similarities(item, head)
+        similarities = _similarities(item, record)
         judgment = _verdict(base, item, head, record, features, likelihoods, similarities)
     else:
-        similarities = _similarities(item, head)
+        similarities = _similarities(item, record)
         judgment = _ranking(base, item, head, record, features, likelihoods, similarities)
     if levels is not None:
         shift = _reference_shift(item, levels, references, odds)
@@ -195,14 +198,18 @@ def _with_head_levels(
 
 
 def read_features(
-    item: JudgeItem, head: StateHead, source: Any, criteria: ReplyCriteria | None = None
+    item: JudgeItem,
+    head: StateHead,
+    source: Any,
+    criteria: ReplyCriteria | None = None,
+    likelihoods: bool = True,
 ) -> tuple[list[np.ndarray | None], Likelihoods, list[Any], list[Any], list[float | None]]:
-    """Each answer's pooled states, (for a head that reads replies) likelihood features,
-    and (with `criteria`) the level probabilities of each criterion read on from it, the
-    log-probabilities of the reference's tokens after it and its check's probability."""
+    """Each answer's pooled states, (for a head that reads replies, where `likelihoods`)
+    likelihood features, and (with `criteria`) the level probabilities of each criterion
+    read on from it, the log-probabilities of the reference's tokens after it and its
+    check's probability."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
-        likelihoods = bool(head.likelihood or head.grade_likelihood)
         question = item.question[: head.question_chars]
         if criteria is None:
             readings = source.read_answers(question, answers, likelihoods)
@@ -223,8 +230,8 @@ def read_features(
     return features, list(nothing), list(nothing), list(nothing), list(nothing)
 
 
-def _similarities(item: JudgeItem, head: StateHead) -> np.ndarray | None:
-    if not head.relevance:
+def _similarities(item: JudgeItem, record: DecisionRecord) -> np.ndarray | None:
+    if "relevance" not in record.reads():
         return None
     from app.deciding.relevance import request_similarities
 
@@ -251,6 +258,7 @@ def _answer_values(
 
 
 BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave nothing
+RULE_PREFIX = "rule_"  # a verdict part naming the record's rule that decided the pair
 
 
 def _verdict(
@@ -267,10 +275,6 @@ def _verdict(
     decision = decide(record, values)
     parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision)
     parts |= {f"{name}_difference": value for name, value in values.items()}
-    first_read, second_read = likelihoods[:2]
-    if first_read is not None and second_read is not None:  # the raw differences, for reports
-        for name in FEATURES:
-            parts[f"{name}_difference"] = first_read[name] - second_read[name]
     update = {"status": Status.OK, **_verdict_fields(parts, decision)}
     return base.model_copy(update=update)
 
@@ -278,6 +282,8 @@ def _verdict(
 def _shares(decision: Decision) -> dict[str, float]:
     """A decision's shares of the score, rounded as a judgment shows them, and the score."""
     shares = {name: round(value, 4) for name, value in decision.shares.items()}
+    if decision.rule is not None:  # the rule that decided, with its fitted confidence
+        shares[f"{RULE_PREFIX}{decision.rule}"] = round(decision.confidence, 4)
     return shares | {"score": round(decision.score, 4)}
 
 

@@ -17,6 +17,7 @@ from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenario_detection import ScenarioClassifier
 from app.deciding.calibration import ConfidenceCalibration
 from app.deciding.criterion_head import CriterionHead
+from app.deciding.decision import DecisionRecord
 from app.deciding.rubric_grade import RubricGrade
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
@@ -51,6 +52,8 @@ class JudgeParts:
     context_tokens: int = DEFAULT_CONTEXT_TOKENS  # the model's context: items fit in it
     # verdicts, rankings (and grades, with a grade head) read from the model's states
     head: StateHead | None = None
+    # the head's pairwise rule (app/deciding/decision.py); None: the weights in its own file
+    decision: DecisionRecord | None = None
     # the judge's confidence mapped to the share of right verdicts (app/deciding/calibration.py)
     calibrator: ConfidenceCalibration | None = None
     # scenario "auto": the judge's own classifier (reading its states); None: MiniLM's

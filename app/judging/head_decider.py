@@ -19,7 +19,7 @@ from app.code_run.behaviour import (
 from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
-from app.deciding.decision import DecisionRecord
+from app.deciding.decision import DecisionRecord, tie_threshold_for
 from app.deciding.head_record import head_decision
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
@@ -58,9 +58,9 @@ class HeadSettings:
     rubric_combination: RubricGrade | None = None
 
     def weighs(self, *signals: str) -> bool:
-        """Whether the decision record weighs any of `signals` (only then is it read)."""
-        weights = self.decision.weights()
-        return any(weights.get(name) for name in signals)
+        """Whether the decision record weighs, or rules by, any of `signals` (only then is
+        it read)."""
+        return self.decision.uses(*signals)
 
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
@@ -73,11 +73,26 @@ class HeadSettings:
             level_head=(
                 config.parts.criterion_levels if config.judge.criteria_read == "head" else None
             ),
-            decision=head_decision(head, config.judge.tie_margin, config.judge.uncertain_below),
+            decision=run_decision(
+                config.parts.decision, head, config.judge.uncertain_below, config.judge.tie_margin
+            ),
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
             rubric_combination=config.parts.rubric_combination,
         )
+
+
+def run_decision(
+    record: DecisionRecord | None, head: StateHead, doubt_below: float, tie_band: float
+) -> DecisionRecord:
+    """The head's decision record (its judge's decision.yaml, else the weights in the head's
+    file), with this run's doubt threshold and, where the run asks for a tie band, the tie
+    threshold that makes pairs within it ties."""
+    record = record or head_decision(head, doubt_below)
+    update: dict[str, float] = {"doubt_below": doubt_below}
+    if tie_band:
+        update["tie_threshold"] = tie_threshold_for(tie_band)
+    return record.model_copy(update=update)
 
 
 class HeadDecider:
@@ -360,7 +375,8 @@ def reference_note(config: JudgeConfig) -> str | None:
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
     head = config.parts.head
     # what the decision record weighs of the reference, in its order
-    weighed = head_decision(head, config.judge.tie_margin, config.judge.uncertain_below).weights()
+    record = config.parts.decision or head_decision(head, config.judge.uncertain_below)
+    weighed = [s.name for s in record.signals if s.weight] + [r.name for r in record.rules]
     reads = [
         READS_OF_REFERENCE[name].format(code=code_run_note(config.run_code))
         for name in weighed
@@ -368,7 +384,7 @@ def reference_note(config: JudgeConfig) -> str | None:
     ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and levels.reads_reference
-    if config.judge.criterion_scores and weighed.get("reference_criteria") and pairs:
+    if config.judge.criterion_scores and "reference_criteria" in weighed and pairs:
         where = " where they are read apart (a rubric's levels)" if by_head else ""
         reads.append(f"the lead of the criterion scores read with it{where}")
     moved = ""

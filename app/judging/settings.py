@@ -20,8 +20,9 @@ from pydantic import ValidationError
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.criterion_head import load_criterion_head
+from app.deciding.decision import DecisionRecord, load_decision
 from app.deciding.rubric_grade import RubricGrade
-from app.deciding.state_head import load_state_head
+from app.deciding.state_head import PAIRWISE_WEIGHTS, StateHead, load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
@@ -87,6 +88,24 @@ def judge_settings(
     return overrides.over(settings) if overrides else settings
 
 
+def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord | None:
+    """The head's decision record, where the judge names one; its head must then hold no
+    pairwise weight of its own (one place for the rule)."""
+    if settings.decision_record is None:
+        return None
+    path = MODELS_DIR / settings.decision_record
+    if head is None:
+        raise ConfigError(path, "decision_record", "a decision record needs the judge's state_head")
+    held = sorted(name for name in PAIRWISE_WEIGHTS if getattr(head, name))
+    if held:
+        raise ConfigError(
+            MODELS_DIR / str(settings.state_head),
+            held[0],
+            f"the pairwise weights ({', '.join(held)}) belong in the decision record {path}",
+        )
+    return load_decision(path)
+
+
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
     """The files `settings` name, loaded and validated (errors name the file and field)."""
     if settings.criteria_read == "head" and not settings.criterion_head:
@@ -96,9 +115,11 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             "'head' needs the judge's criterion_head file and this judge has none; "
             "read the criteria 'apart' (--criteria-apart)",
         )
+    head = load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None
     return JudgeParts(
         context_tokens=context_tokens,
-        head=load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None,
+        head=head,
+        decision=_decision(settings, head),
         calibrator=(
             load_calibration(MODELS_DIR / settings.calibration) if settings.calibration else None
         ),

@@ -298,9 +298,27 @@ def head_note(parts: dict[str, float]) -> str:
         f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
     )
     note += order_note(parts) + behaviour_note(parts) + code_unread_note(parts)
+    note += rule_note(parts)
     if (leaned := reference_decided(parts)) is not None:
         note += f" **The reference decided this verdict**: without it the head leaned to {leaned}."
     return note
+
+
+def rule_note(parts: dict[str, float]) -> str:
+    """The judge's rule that decided the pair, with the confidence it earned on training
+    pairs ("" where no rule decided)."""
+    from app.deciding.state_judging import RULE_PREFIX
+
+    ruled = [
+        (k.removeprefix(RULE_PREFIX), v) for k, v in parts.items() if k.startswith(RULE_PREFIX)
+    ]
+    if not ruled:
+        return ""
+    name, confidence = ruled[0]
+    return (
+        f" **Decided by the judge's rule `{name}`**, at the confidence it earned on the "
+        f"training pairs it decided ({confidence:.0%}), not certainty."
+    )
 
 
 def order_note(parts: dict[str, float]) -> str:

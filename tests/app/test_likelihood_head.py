@@ -70,7 +70,7 @@ def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, 
         answer_values(head, r.states, None, len(a), r.features())
         for r, a in zip(readings, PAIR.answers)
     )
-    record = head_decision(head, tie_within=0.0, doubt_below=0.5)
+    record = head_decision(head, doubt_below=0.5)
     expected = decide(record, {name: first[name] - second[name] for name in first})
     parts = judged.verdict_parts
     for name in ("states", "fit", "fluency", "length"):

@@ -21,7 +21,7 @@ def reference_record(**weights: float) -> DecisionRecord:
     """A decision record of the states alone (their value is a judgment's `states` part)
     and the reference's signals of the given StateHead weights, e.g. reference_weight=2.0."""
     head = StateHead(base_file="by-hand.gguf", weights=(1.0, 0.0), **weights)
-    return head_decision(head, tie_within=0.0, doubt_below=0.5)
+    return head_decision(head, doubt_below=0.5)
 
 
 def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:

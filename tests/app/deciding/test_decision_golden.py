@@ -1,7 +1,8 @@
-"""The default judge's decision record (models/judges/pj-qwen15-likelihood/decision.yaml) says
-its whole pairwise rule: applied by the one combiner (app/deciding/decision.py) to the signal
-values the engine saved, it gives every saved decision again (tests/golden/: the dev files
-and the held-out reference-decided pairs, judged by the engine as it decides today)."""
+"""The one combiner (app/deciding/decision.py) gives the default judge's decisions as they were
+before it existed: today's rule as a record (tests/golden/default_judge_record_before.yaml,
+the weights the separate fits had left), applied to the signal values the engine saved, gives
+every saved decision again (tests/golden/: the dev files and the held-out reference-decided
+pairs, judged by the engine before the combiner)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from app.deciding.decision import (
 )
 from models.foundation.errors import ConfigError
 from models.registry import MODELS_DIR, load_registry
-from training.heads.decision_record import written
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "default_judge_decisions.jsonl.gz"
+BEFORE = GOLDEN.with_name("default_judge_record_before.yaml")
 SCORE_WITHIN = 1e-2  # saved values are rounded to 4 decimals, and two weights are 100
 P_WITHIN = 1e-3
 
@@ -32,18 +33,17 @@ def default_record() -> DecisionRecord:
     return load_decision(MODELS_DIR / Path(entry.judging.state_head).with_name("decision.yaml"))
 
 
+def record_before() -> DecisionRecord:
+    return load_decision(BEFORE)
+
+
 def golden_rows() -> list[dict]:
     with gzip.open(GOLDEN, "rt", encoding="utf-8") as rows:
         return [json.loads(line) for line in rows]
 
 
-def test_the_record_is_what_the_fitted_weights_give():
-    path, text = written()
-    assert path.read_text(encoding="utf-8") == text, "run python -m training.heads.decision_record"
-
-
-def test_the_record_gives_every_saved_decision_again():
-    record = default_record()
+def test_the_rule_before_gives_every_saved_decision_again():
+    record = record_before()
     rows = golden_rows()
     files = {row["file"] for row in rows}
     assert {"pairwise_dev.jsonl", "natural.json", "adversarial_neighbor.json"} <= files
@@ -77,10 +77,11 @@ def test_a_record_with_a_bad_field_is_refused_naming_the_file_and_field(tmp_path
         load_decision(path)
 
 
-def test_a_signal_without_a_value_adds_nothing_and_a_tie_band_gives_ties():
-    record = default_record()
-    assert decide(record, {}).p_a == 0.5
+def test_a_signal_without_a_value_adds_nothing_and_a_tie_threshold_gives_ties():
+    record = record_before()
+    assert decide(record, {}).leaning == "tie" and decide(record, {}).p_a == 0.5
     nudged = decide(record, {"relevance": 0.001})
-    assert nudged.leaning == "A" and nudged.uncertain
-    banded = record.model_copy(update={"tie_within": 0.01})
-    assert decide(banded, {"relevance": 0.001}).leaning == "tie"
+    assert nudged.leaning == "A" and nudged.uncertain and nudged.p_tie == 0.0
+    tied = decide(record.model_copy(update={"tie_threshold": 1.0}), {"relevance": 0.001})
+    assert tied.leaning == "tie" and tied.p_tie == pytest.approx(0.462, abs=1e-3)
+    assert tied.p_a + tied.p_b + tied.p_tie == pytest.approx(1.0)

@@ -62,7 +62,7 @@ def test_a_missing_or_broken_head_file_says_so(tmp_path):
 
 def pair_decision(head: StateHead, first: dict, second: dict) -> Decision:
     """The head's decision record applied to A's lead in each of its signals."""
-    record = head_decision(head, tie_within=0.0, doubt_below=0.5)
+    record = head_decision(head, doubt_below=0.5)
     return decide(record, {name: first[name] - second[name] for name in first})
 
 

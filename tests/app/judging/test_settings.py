@@ -163,6 +163,7 @@ def test_every_registry_entrys_judge_files_load_with_their_model():
     here, for every entry."""
     loaded = {
         "state_head": "head",
+        "decision_record": "decision",
         "calibration": "calibrator",
         "scenario_classifier": "classifier",
         "criterion_head": "criterion_levels",

@@ -1,0 +1,127 @@
+"""The one fitting procedure (training/decision/fit.py): an ordinal logit with ties as a third
+class, signals chosen by request-grouped cross-validation against their cost, rules with a
+fitted confidence, and a record the engine's combiner applies as fitted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from scipy.special import expit
+
+from app.deciding.decision import DecisionRecord, decide
+from training.decision.fit import FitConfig, fit, fit_weights, load_config, record_data
+from training.decision.record_file import record_path, record_text, rule_table, tables_written
+
+SIGNAL = {"value": "A's lead", "share": "fit", "reads": ["text"], "cost": "none"}
+
+
+def drawn_rows(n: int = 1200, tie_threshold: float = 0.8, seed: int = 0) -> list[dict]:
+    """Pairs whose labels come from a known ordinal logit on `good` (weight 1.5), with a
+    `noise` signal that tells nothing and an `order` value that decides a few pairs."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n_row in range(n):
+        good, noise = rng.normal(scale=2.0), rng.normal()
+        score = 1.5 * good
+        p_a, p_b = expit(score - tie_threshold), expit(-score - tie_threshold)
+        draw = rng.random()
+        label = "A" if draw < p_a else "B" if draw < p_a + p_b else "tie"
+        values = {"good": good, "noise": noise}
+        if n_row % 20 == 0:  # the rule's pairs: right 9 times in 10
+            values["order"] = 1.0
+            label = "A" if n_row % 200 else "B"
+        rows.append({"values": values, "label": label, "request": f"r{n_row // 2}", "set": "drawn"})
+    return rows
+
+
+def config(price: float = 0.0) -> FitConfig:
+    return FitConfig.model_validate(
+        {
+            "judge": "toy",
+            "folds": 5,
+            "strengths": [0.1, 1.0, 10.0],
+            "min_gain": 0.001,
+            "price_per_second": price,
+            "signals": [
+                {"name": "good", **SIGNAL},
+                {"name": "noise", **SIGNAL, "seconds": 1.0},
+            ],
+            "rules": [{"name": "order", **SIGNAL, "share": "order", "at_least": 0.5, "when": "x"}],
+        }
+    )
+
+
+def test_the_ordinal_logit_recovers_a_known_weight_and_tie_threshold():
+    rows = drawn_rows(4000)
+    values = np.array([[r["values"]["good"]] for r in rows if "order" not in r["values"]])
+    labels = np.array(
+        [{"A": 0, "B": 1, "tie": 2}[r["label"]] for r in rows if "order" not in r["values"]]
+    )
+    found = fit_weights(values, labels, ("good",), c=100.0)
+    assert found.weights[0] == pytest.approx(1.5, rel=0.1)
+    assert found.tie_threshold == pytest.approx(0.8, rel=0.15)
+    without_ties = fit_weights(values[labels < 2], labels[labels < 2], ("good",), c=100.0)
+    assert without_ties.tie_threshold == 0.0
+
+
+def test_a_signal_that_does_not_earn_its_cost_is_left_out_and_rules_get_a_fitted_confidence():
+    found = fit(drawn_rows(), config(price=0.01))
+    assert found.choice.names == ("good",)
+    assert [n for n, _ in found.choice.dropped] == ["noise"]
+    (rule,) = found.rules
+    assert (rule.name, rule.decided, rule.right) == ("order", 60, 54)
+    assert rule.confidence == pytest.approx(55 / 62)
+    assert len(found.pairs.labels) == 1140  # the rule's pairs leave the weights' fit
+
+
+def test_the_written_record_is_what_the_combiner_applies():
+    cfg = config(price=0.01)
+    found = fit(drawn_rows(), cfg)
+    text = record_text(record_data(cfg, found, doubt_below=0.55))
+    record = DecisionRecord.model_validate(yaml.safe_load(text))
+    assert record.weights() == {"good": pytest.approx(found.weights.weights[0], abs=1e-6)}
+    assert record.tie_threshold == pytest.approx(found.weights.tie_threshold, abs=1e-4)
+    # the weights' pairs get the fit's probabilities; a rule's pairs its confidence
+    probabilities = found.weights.probabilities(np.array([[0.3]]))[0]
+    decision = decide(record, {"good": 0.3, "noise": 5.0})
+    assert (decision.p_a, decision.p_tie) == pytest.approx(
+        (probabilities[0], probabilities[2]), abs=1e-3
+    )
+    ruled = decide(record, {"good": 3.0, "order": -1.0})
+    assert ruled.rule == "order" and ruled.leaning == "B"
+    assert ruled.confidence == pytest.approx(record.rules[0].confidence)
+    assert sum(ruled.shares.values()) == pytest.approx(ruled.score)  # the rule's share fills it
+    table = rule_table(record)
+    assert "`good`" in table and "`order`" in table and f"{record.rules[0].confidence:.1%}" in table
+
+
+def test_a_tie_is_the_verdict_where_it_is_likelier_than_either_answer():
+    record = DecisionRecord.model_validate(
+        {
+            "judge": "toy",
+            "signals": [
+                {"name": "good", "weight": 1.0, **SIGNAL, "fitted": {"by": "x", "rows": "y"}}
+            ],
+            "tie_threshold": 1.0,
+            "doubt_below": 0.5,
+        }
+    )
+    assert decide(record, {"good": 0.1}).leaning == "tie"
+    assert decide(record, {"good": 2.0}).leaning == "A"
+    assert decide(record, {"good": -2.0}).leaning == "B"
+
+
+def test_the_default_judges_candidates_load_and_name_their_costs():
+    loaded = load_config()
+    assert loaded.judge == "pj-qwen15-likelihood"
+    names = [s.name for s in loaded.signals]
+    assert "states" in names and "reference_words" in names
+    assert {r.name for r in loaded.rules} == {"reference_order", "reference_behaviour"}
+
+
+def test_the_cards_and_the_docs_tables_of_the_rule_are_written_from_the_record():
+    written = tables_written(record_path())
+    assert len(written) == 2  # the default judge's card and docs/reference.md
+    for target, text in written.items():
+        assert target.read_text(encoding="utf-8") == text, "python -m training.decision.record_file"

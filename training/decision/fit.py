@@ -1,0 +1,413 @@
+"""Fit a judge's whole decision record at once, from the one cache of reads.
+
+    python -m training.decision.fit [--config training/configs/decision_fit.yaml]
+                                    [--reads DIR] [--write]
+
+The cache (training/decision/reads.py) holds each training pair's value of every signal the
+engine read, with its label (A, B or tie) and its request. The candidates and how they are
+chosen are data (`--config`). The fit:
+
+1. **Rules** first, in the config's order: a rule decides the pairs where its value is at
+   least its threshold either way; its confidence is the share of those training pairs it
+   got right, smoothed ((right + 1) / (decided + 2)), so never certainty. The pairs it
+   decides leave the weights' fit.
+2. **Weights**: an ordinal logit over the signals (P(A) = sigmoid(score - t), P(B) =
+   sigmoid(-score - t), a tie between: a third class, where the training pairs have ties),
+   fed both orders of every pair (no position preference, no intercept), with an L2 penalty
+   on the signals scaled to unit size; the penalty's strength chosen by request-grouped
+   cross-validation (folds never split a request).
+3. **Signals chosen**: backward from all candidates with data, a signal is dropped where the
+   cross-validated log loss without it is less than `min_gain + price_per_second x seconds`
+   above the loss with it (it does not earn its cost).
+
+`--write` writes the record beside the judge's head (`decision.yaml`) and the model card's
+table of the rule (training/decision/record_file.py); without it the fit is printed alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from app.deciding.decision import Read, load_decision
+from models.foundation.datafiles import read_mapping, validate
+from models.registry import load_registry
+from training.decision.reads import OUT as READS
+from training.decision.reads import cached_rows
+from training.decision.record_file import record_path, record_text, tables_written
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
+LABELS = {"A": 0, "B": 1, "tie": 2}
+
+
+class Candidate(BaseModel):
+    """A signal the fit may weigh (app/deciding/decision.py's Signal, before its weight)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: str
+    share: str
+    reads: tuple[Read, ...]
+    cost: str
+    seconds: float = Field(default=0.0, ge=0.0)
+    reference: bool = False
+
+
+class RuleCandidate(Candidate):
+    """A rule the fit may give a confidence (decision.py's Rule, before its confidence)."""
+
+    at_least: float = Field(gt=0.0)
+    when: str
+
+
+class FitConfig(BaseModel):
+    """What the fit chooses among, and how (training/configs/decision_fit.yaml)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judge: str
+    folds: int = Field(default=5, ge=2)
+    strengths: tuple[float, ...] = Field(min_length=1)  # L2: C, larger is weaker
+    min_gain: float = Field(ge=0.0)
+    price_per_second: float = Field(ge=0.0)
+    signals: tuple[Candidate, ...] = Field(min_length=1)
+    rules: tuple[RuleCandidate, ...] = ()
+
+
+def load_config(path: Path = CONFIG) -> FitConfig:
+    return validate(FitConfig, read_mapping(path), path)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The training pairs as arrays: each candidate's value (0 where a pair has none), the
+    label (A 0, B 1, tie 2) and the request's group."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    present: np.ndarray  # where a pair has a value of the signal (a reference's: with one)
+    labels: np.ndarray
+    groups: np.ndarray
+    sets: np.ndarray
+
+    def columns(self, names: Sequence[str]) -> np.ndarray:
+        return self.values[:, [self.names.index(n) for n in names]]
+
+    def subset(self, keep: np.ndarray | None = None, names: Sequence[str] | None = None) -> Pairs:
+        rows = np.ones(len(self.labels), dtype=bool) if keep is None else keep
+        cols = [self.names.index(n) for n in (names or self.names)]
+        return Pairs(
+            tuple(names or self.names),
+            self.values[rows][:, cols],
+            self.present[rows][:, cols],
+            self.labels[rows],
+            self.groups[rows],
+            self.sets[rows],
+        )
+
+
+def pairs_of(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Pairs:
+    """The labelled, read rows of the cache as arrays (errors and unlabelled rows left out)."""
+    kept = [r for r in rows if r.get("values") and r.get("label") in LABELS]
+    return Pairs(
+        tuple(names),
+        np.array([[r["values"].get(n) or 0.0 for n in names] for r in kept], dtype=np.float64),
+        np.array([[n in r["values"] for n in names] for r in kept], dtype=bool),
+        np.array([LABELS[r["label"]] for r in kept]),
+        np.array([r["request"] for r in kept]),
+        np.array([r["set"] for r in kept]),
+    )
+
+
+@dataclass(frozen=True)
+class RuleFit:
+    name: str
+    decided: int
+    right: int
+
+    @property
+    def confidence(self) -> float:
+        return (self.right + 1) / (self.decided + 2)
+
+
+def fit_rules(pairs: Pairs, rules: Sequence[RuleCandidate]) -> tuple[list[RuleFit], np.ndarray]:
+    """Each rule's count of decided and right training pairs, and which pairs no rule
+    decides (the first rule that fires decides, as app/deciding/decision.py applies them)."""
+    open_ = np.ones(len(pairs.labels), dtype=bool)
+    fits = []
+    for rule in rules:
+        if rule.name not in pairs.names:
+            continue
+        value = pairs.columns([rule.name])[:, 0]
+        fires = open_ & (np.abs(value) >= rule.at_least)
+        favoured = np.where(value > 0, 0, 1)
+        right = int(np.sum(fires & (favoured == pairs.labels)))
+        fits.append(RuleFit(rule.name, int(fires.sum()), right))
+        open_ &= ~fires
+    return [f for f in fits if f.decided], open_
+
+
+@dataclass(frozen=True)
+class Weights:
+    """An ordinal logit's weights (on the signals' own scale) and tie threshold."""
+
+    names: tuple[str, ...]
+    weights: np.ndarray
+    tie_threshold: float
+
+    def probabilities(self, values: np.ndarray) -> np.ndarray:
+        score = values @ self.weights
+        p_a = expit(score - self.tie_threshold)
+        p_b = expit(-score - self.tie_threshold)
+        return np.stack([p_a, p_b, np.clip(1 - p_a - p_b, 0.0, 1.0)], axis=1)
+
+
+def _objective(params: np.ndarray, x: np.ndarray, y: np.ndarray, c: float, ties: bool):
+    """The penalised negative log-likelihood of the ordinal logit and its gradient."""
+    k = x.shape[1]
+    w = params[:k]
+    t = float(np.logaddexp(0.0, params[k])) if ties else 0.0  # softplus: t >= 0, no bound
+    s = x @ w
+    a, u, b = expit(s - t), expit(s + t), expit(-s - t)
+    d_s, d_t = np.zeros_like(s), np.zeros_like(s)
+    loss = 0.0
+    is_a, is_b, is_tie = y == 0, y == 1, y == 2
+    loss -= log_expit(s[is_a] - t).sum() + log_expit(-s[is_b] - t).sum()
+    d_s[is_a], d_t[is_a] = -(1 - a[is_a]), 1 - a[is_a]
+    d_s[is_b], d_t[is_b] = 1 - b[is_b], 1 - b[is_b]
+    if is_tie.any():
+        q = np.maximum(u[is_tie] - a[is_tie], 1e-12)
+        loss -= np.log(q).sum()
+        du, da = u[is_tie] * (1 - u[is_tie]), a[is_tie] * (1 - a[is_tie])
+        d_s[is_tie], d_t[is_tie] = -(du - da) / q, -(du + da) / q
+    loss += (w @ w) / (2 * c)
+    grad = np.concatenate([x.T @ d_s + w / c, [d_t.sum() * expit(params[k])] if ties else []])
+    return loss, grad
+
+
+def fit_weights(values: np.ndarray, labels: np.ndarray, names: Sequence[str], c: float) -> Weights:
+    """The ordinal logit on `values` (both orders of each pair), L2 strength `c` on the
+    values scaled to unit root mean square; a tie threshold only where there are ties."""
+    scale = np.sqrt(np.mean(values**2, axis=0))
+    scale[scale == 0] = 1.0
+    x = values / scale
+    swapped = np.where(labels == 2, 2, 1 - np.minimum(labels, 1))
+    x2, y2 = np.concatenate([x, -x]), np.concatenate([labels, swapped])
+    ties = bool(np.any(labels == 2))
+    start = np.zeros(x.shape[1] + (1 if ties else 0))
+    found = minimize(_objective, start, args=(x2, y2, c, ties), jac=True, method="L-BFGS-B")
+    k = x.shape[1]
+    t = float(np.logaddexp(0.0, found.x[k])) if ties else 0.0
+    return Weights(tuple(names), found.x[:k] / scale, t)
+
+
+def folds_of(groups: np.ndarray, folds: int) -> np.ndarray:
+    """A fold per pair, by request (a request's pairs share one fold)."""
+    from sklearn.model_selection import GroupKFold
+
+    fold = np.zeros(len(groups), dtype=int)
+    for n, (_, test) in enumerate(GroupKFold(n_splits=folds).split(groups, groups=groups)):
+        fold[test] = n
+    return fold
+
+
+def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) -> np.ndarray:
+    """Each pair's (P(A), P(B), P(tie)) from a fit on the other folds."""
+    values = pairs.columns(names)
+    found = np.zeros((len(pairs.labels), 3))
+    for n in np.unique(fold):
+        train = fold != n
+        fitted = fit_weights(values[train], pairs.labels[train], names, c)
+        found[~train] = fitted.probabilities(values[~train])
+    return found
+
+
+def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    chosen = probabilities[np.arange(len(labels)), labels]
+    return float(-np.mean(np.log(np.clip(chosen, 1e-12, 1.0))))
+
+
+def agreement(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(probabilities, axis=1) == labels))
+
+
+@dataclass(frozen=True)
+class Choice:
+    names: tuple[str, ...]
+    strength: float
+    loss: float
+    probabilities: np.ndarray
+    dropped: tuple[tuple[str, float], ...]  # each dropped signal and what dropping it cost
+
+
+def best_strength(pairs: Pairs, names: Sequence[str], config: FitConfig, fold: np.ndarray):
+    """The L2 strength of lowest cross-validated log loss, that loss and its predictions."""
+    tried = []
+    for c in config.strengths:
+        probabilities = out_of_fold(pairs, names, c, fold)
+        tried.append((log_loss(probabilities, pairs.labels), c, probabilities))
+    loss, c, probabilities = min(tried, key=lambda item: item[0])
+    return c, loss, probabilities
+
+
+def read_on_cost(pairs: Pairs, name: str, without: np.ndarray, with_it: np.ndarray) -> float:
+    """What leaving `name` out costs in log loss per pair it is read on (a reference's
+    signal is read only on pairs with one, and costs only there)."""
+    read_on = pairs.present[:, pairs.names.index(name)]
+    if not read_on.any():
+        return 0.0
+    labels = pairs.labels[read_on]
+    return log_loss(without[read_on], labels) - log_loss(with_it[read_on], labels)
+
+
+def choose_signals(pairs: Pairs, config: FitConfig) -> Choice:
+    """Backward from every candidate with data: drop the signal that earns its cost least,
+    while one does not earn it (section 3 of the module's docstring)."""
+    fold = folds_of(pairs.groups, config.folds)
+    seconds = {s.name: s.seconds for s in config.signals}
+    names = [n for n in pairs.names if np.any(pairs.columns([n]))]
+    c, loss, probabilities = best_strength(pairs, names, config, fold)
+    dropped: list[tuple[str, float]] = []
+    while len(names) > 1:
+        trials = []
+        for name in names:
+            found = out_of_fold(pairs, [n for n in names if n != name], c, fold)
+            cost = read_on_cost(pairs, name, found, probabilities)
+            price = config.min_gain + config.price_per_second * seconds[name]
+            trials.append((cost - price, name, cost, found))
+        earns, name, cost, found = min(trials, key=lambda item: item[0])
+        if earns >= 0:
+            break
+        names.remove(name)
+        dropped.append((name, cost))
+        loss, probabilities = log_loss(found, pairs.labels), found
+    c, loss, probabilities = best_strength(pairs, names, config, fold)
+    return Choice(tuple(names), c, loss, probabilities, tuple(dropped))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the fit found: the rules' counts, the chosen signals and their weights."""
+
+    rules: list[RuleFit]
+    choice: Choice
+    weights: Weights
+    pairs: Pairs  # the pairs the weights were fitted on (those no rule decided)
+
+    def report(self) -> str:
+        lines = [f"{len(self.pairs.labels)} pairs for the weights, by set:"]
+        for name in np.unique(self.pairs.sets):
+            mine = self.pairs.sets == name
+            right = agreement(self.choice.probabilities[mine], self.pairs.labels[mine])
+            lines.append(f"  {name}: {mine.sum()} pairs, cross-validated agreement {right:.1%}")
+        lines.append(
+            f"signals: {', '.join(self.choice.names)} (C {self.choice.strength:g}, "
+            f"CV log loss {self.choice.loss:.4f}); tie threshold {self.weights.tie_threshold:.3f}"
+        )
+        lines += [f"  dropped {n} (cost {c:+.4f} nats)" for n, c in self.choice.dropped]
+        lines += [f"  {n}: {w:+.5g}" for n, w in zip(self.weights.names, self.weights.weights)]
+        lines += [
+            f"rule {r.name}: {r.right} of {r.decided} decided pairs right, confidence "
+            f"{r.confidence:.3f}"
+            for r in self.rules
+        ]
+        return "\n".join(lines)
+
+
+def fit(rows: Sequence[dict[str, Any]], config: FitConfig) -> Fit:
+    """Rules, then the signals and their weights, on the cached rows."""
+    names = [s.name for s in config.signals] + [r.name for r in config.rules]
+    everything = pairs_of(rows, names)
+    rules, open_ = fit_rules(everything, config.rules)
+    pairs = everything.subset(open_, [s.name for s in config.signals])
+    choice = choose_signals(pairs, config)
+    weights = fit_weights(pairs.columns(choice.names), pairs.labels, choice.names, choice.strength)
+    return Fit(rules, choice, weights, pairs)
+
+
+def _rows_of(found: Fit) -> str:
+    pairs = found.pairs
+    sets = ", ".join(f"{name} {int((pairs.sets == name).sum())}" for name in np.unique(pairs.sets))
+    ties = int((pairs.labels == 2).sum())
+    return f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)"
+
+
+def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, Any]:
+    """The record's data: the chosen signals with their weights, the rules with their
+    confidences, the tie threshold and where each was fitted."""
+    choice = found.choice
+    right = agreement(choice.probabilities, found.pairs.labels)
+    fitted = {
+        "by": "python -m training.decision.fit",
+        "rows": _rows_of(found),
+        "cv": f"request-grouped {config.folds}-fold: log loss {choice.loss:.4f}, agreement "
+        f"{right:.1%} (C {choice.strength:g})",
+    }
+    weights = dict(zip(found.weights.names, found.weights.weights))
+    signals = [
+        s.model_dump(mode="json", exclude_defaults=True)
+        | {"weight": round(float(weights[s.name]), 6), "fitted": fitted}
+        for s in config.signals
+        if s.name in weights
+    ]
+    by_name = {r.name: r for r in found.rules}
+    rules = []
+    for rule in config.rules:
+        if (counted := by_name.get(rule.name)) is None:
+            continue
+        rows = f"{counted.decided} training pairs it decides, {counted.right} right"
+        where = {"by": fitted["by"], "rows": rows, "cv": "(right + 1) / (decided + 2)"}
+        data = rule.model_dump(mode="json", exclude_defaults=True)
+        rules.append(data | {"confidence": round(counted.confidence, 4), "fitted": where})
+    return {
+        "judge": config.judge,
+        "scale": "logit",
+        "signals": signals,
+        "rules": rules,
+        "tie_threshold": round(found.weights.tie_threshold, 4),
+        "doubt_below": doubt_below,
+        "fitted": fitted,
+    }
+
+
+def write_record(config: FitConfig, found: Fit, cached: int) -> str:
+    """Write the judge's record and its tables of the rule; say what was written."""
+    path = record_path(config.judge)
+    entry = load_registry().get(config.judge)
+    doubt = entry.judging.uncertain_below if entry.judging is not None else 0.5
+    path.write_text(record_text(record_data(config, found, doubt)), encoding="utf-8")
+    load_decision.cache_clear()
+    for target, text in tables_written(path).items():
+        target.write_text(text, encoding="utf-8")
+    return f"wrote {path} (from {cached} cached reads) and its tables of the rule"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.decision.fit", description=__doc__)
+    parser.add_argument("--config", type=Path, default=CONFIG)
+    parser.add_argument("--reads", type=Path, default=READS)
+    parser.add_argument("--write", action="store_true", help="write the judge's decision.yaml")
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    rows = list(cached_rows(args.reads))
+    if not rows:
+        raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
+    found = fit(rows, config)
+    print(found.report())
+    if args.write:
+        print(write_record(config, found, len(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""A decision record measured on the saved reads of the evaluation files, beside the rule
+before it and the longer answer on the same rows.
+
+    python -m training.decision.measure [--record FILE] [--saved FILE.jsonl.gz ...]
+
+The saved reads are the engine's judgments of the dev files and of the held-out
+reference-decided pairs, kept as their signal values (tests/golden/, written by
+training/evaluation/decision_golden.py): a record is applied to them by the one combiner, so
+a refit is measured without reading a file again (reads vary a little from run to run, so a
+file read again may differ by a row). Agreement counts a tie as each file does: right only
+where the label is a tie. A file is reported whole or said to be partial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.deciding.decision import DecisionRecord, decide, load_decision, recorded_values
+from app.records import JudgeItem
+from training.datasets.labelled_files import load_labelled
+from training.decision.record_file import record_path
+
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
+SAVED = (GOLDEN / "default_judge_decisions.jsonl.gz", GOLDEN / "autoj_dev_rest.jsonl.gz")
+BEFORE = GOLDEN / "default_judge_record_before.yaml"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+FILES = {
+    "pairwise_dev.jsonl": DATA / "autoj" / "pairwise_dev.jsonl",
+    "natural.json": DATA / "llmbar" / "natural.json",
+    "adversarial_neighbor.json": DATA / "llmbar" / "adversarial_neighbor.json",
+}
+HELD_OUT = "reference-page"  # the held-out reference-decided pairs
+
+
+def labelled_items(name: str) -> dict[int, JudgeItem]:
+    """The labelled rows of one evaluation file, by line."""
+    if name == HELD_OUT:
+        from training.datasets.reference_decided import build
+        from training.decision.reads import as_item
+
+        return {n + 1: as_item(row) for n, row in enumerate(build()[1])}
+    found = load_labelled(FILES[name], name)
+    return {row.line: row.item for row in found.rows if row.item is not None}
+
+
+def saved_rows(paths: Sequence[Path]) -> list[dict]:
+    rows = []
+    for path in paths:
+        if path.is_file():
+            with gzip.open(path, "rt", encoding="utf-8") as lines:
+                rows += [json.loads(line) for line in lines]
+    return rows
+
+
+def longer(item: JudgeItem) -> str:
+    first, second = (len(a) for a in item.answers[:2])
+    return "A" if first > second else "B" if second > first else "tie"
+
+
+def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]:
+    """Per file: its rows read, whether whole, and each record's and the longer answer's
+    agreement with the labels."""
+    table = []
+    for name in [*FILES, HELD_OUT]:
+        items = labelled_items(name)
+        mine = {r["line"]: r for r in rows if r["file"] == name and r["line"] in items}
+        if not mine:
+            continue
+        line = {"file": name, "rows": len(mine), "whole": len(mine) == len(items)}
+        labels = {n: items[n].label.winner for n in mine}
+        for label, record in records.items():
+            verdicts = {
+                n: decide(record, recorded_values(r["parts"])).leaning for n, r in mine.items()
+            }
+            line[label] = 100 * sum(verdicts[n] == labels[n] for n in mine) / len(mine)
+            line[f"{label} ties"] = sum(v == "tie" for v in verdicts.values())
+        line["longer"] = 100 * sum(longer(items[n]) == labels[n] for n in mine) / len(mine)
+        table.append(line)
+    return table
+
+
+def markdown(table: list[dict], labels: Sequence[str]) -> str:
+    head = "| file | rows | " + " | ".join(labels) + " | the longer answer |"
+    lines = [head, "|---|---:|" + "---:|" * (len(labels) + 1)]
+    for line in table:
+        rows = f"{line['rows']}" + ("" if line["whole"] else " (partial)")
+        cells = " | ".join(f"{line[k]:.1f} ({line[f'{k} ties']} ties)" for k in labels)
+        lines.append(f"| {line['file']} | {rows} | {cells} | {line['longer']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.decision.measure", description=__doc__
+    )
+    parser.add_argument("--record", type=Path, help="default: the default judge's decision.yaml")
+    parser.add_argument("--saved", nargs="+", type=Path, default=list(SAVED))
+    args = parser.parse_args(argv)
+    records = {
+        "before": load_decision(BEFORE),
+        "record": load_decision(args.record or record_path()),
+    }
+    print(markdown(measured(records, saved_rows(args.saved)), list(records)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The one cache of reads a decision record is fitted on: each training pair judged once by
+the engine as a user's batch judges it (criteria off), its signal values kept.
+
+    python -m training.decision.reads [--sets autoj reference autoj-counter] --part K --parts N
+
+Every pair is keyed by its request, reference and answers; a row holds the label, the
+request's group key (folds never split a request) and the pair's value of every signal the
+engine recorded (`<signal>_difference` in its verdict parts: A's lead over B). `--part K
+--parts N` lets N processes, one core each, share the pairs; each appends to its own file
+and skips what any file already holds, so a stopped run goes on where it stopped.
+
+The sets come from the training split only:
+- `autoj`: Auto-J's labelled training pairs (human labels, ties included);
+- `reference`: the reference-decided training pairs (training/datasets/reference_decided.py),
+  judged with their references and code run in the jail;
+- `autoj-counter`: nearest-request counterexamples of 30 % of the decisive Auto-J pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from app.deciding.decision import recorded_values
+from app.records import JudgeItem, Judgment, Label, Status
+
+OUT = Path(__file__).resolve().parents[1] / "runs" / "decision" / "reads"
+SETS = ("autoj", "reference", "autoj-counter")
+SEED = 0
+
+
+def pair_key(item: JudgeItem) -> str:
+    """The cache's key of a pair: its request, reference and both answers."""
+    text = json.dumps([item.question, item.reference or "", *item.answers], ensure_ascii=False)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def request_key(question: str) -> str:
+    return hashlib.sha1(question.encode("utf-8")).hexdigest()[:16]
+
+
+def as_item(row: dict[str, Any]) -> JudgeItem:
+    """A reference-decided row (training/datasets/reference_decided.py) as a judge item."""
+    return JudgeItem(
+        id=row["id"],
+        question=row["question"],
+        answers=tuple(row["answers"]),
+        reference=row["reference"],
+        label=Label(winner=row["label"]["winner"]),
+        metadata={"family": row["family"]},
+    )
+
+
+def training_pairs(name: str) -> list[JudgeItem]:
+    """The labelled pairs of one training set (see the module's docstring)."""
+    if name == "reference":
+        from training.datasets.reference_decided import build
+
+        return [as_item(row) for row in build()[0]]
+    from app.catalog.scenarios import load_catalog
+    from training.datasets.examples import PAIRWISE_FILE, BuildReport, _labelled, counterexamples
+    from training.datasets.state_head_data import AUTOJ_COUNTER_SHARE
+    from training.lora.config import DataConfig, resolve_path
+
+    autoj = _labelled(resolve_path(DataConfig().autoj_dir) / PAIRWISE_FILE)
+    autoj = [item for item in autoj if item.label and item.label.winner]
+    if name == "autoj":
+        return autoj
+    if name == "autoj-counter":
+        decisive = [item for item in autoj if item.label.winner in ("A", "B")]
+        catalog, report = load_catalog(), BuildReport()
+        return counterexamples(decisive, AUTOJ_COUNTER_SHARE, SEED, catalog, report, "nearest")
+    raise SystemExit(f"unknown set '{name}': one of {', '.join(SETS)}")
+
+
+def cached_rows(folder: Path = OUT) -> Iterator[dict[str, Any]]:
+    """Every row the cache holds (a line cut short by a stopped run is skipped)."""
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:
+    """What the cache keeps of one judged pair."""
+    parts = judgment.verdict_parts or {}
+    return {
+        "key": pair_key(item),
+        "set": name,
+        "id": item.id,
+        "request": request_key(item.question),
+        "label": item.label.winner if item.label else None,
+        "reference": bool(item.reference),
+        "values": recorded_values(parts) if judgment.status is Status.OK else {},
+        "error": judgment.error,
+    }
+
+
+def read(
+    names: list[str], part: int, parts: int, folder: Path = OUT, model: str | None = None
+) -> int:
+    """Judge this part's pairs of each set not cached yet, appending each as it is done."""
+    from tqdm import tqdm
+
+    from app.api import load_judge
+
+    done = {row["key"] for row in cached_rows(folder)}
+    todo = [
+        (name, item)
+        for name in names
+        for item in training_pairs(name)[part::parts]
+        if pair_key(item) not in done
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    if not todo:
+        print(f"part {part}: every pair is cached")
+        return 0
+    opened = load_judge(model, threads=1, criterion_scores=False, protocol="pairwise")
+    path = folder / f"part{part}.jsonl"
+    with opened as judge, path.open("a", encoding="utf-8") as out:
+        for name, item in tqdm(todo, desc=f"reads part {part}", unit="pair", file=sys.stderr):
+            row = cache_row(name, item, judge.judge(item))
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.decision.reads", description=__doc__)
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
+    parser.add_argument("--part", type=int, default=0)
+    parser.add_argument("--parts", type=int, default=1)
+    parser.add_argument("--model", help="a registry name (default: the default judge)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    return read(args.sets, args.part, args.parts, args.out, args.model)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
