@@ -161,7 +161,8 @@ def decide(record: DecisionRecord, values: Mapping[str, float]) -> Decision:
         favours_a = values[rule.name] > 0
         ruled = math.log(rule.confidence / (1 - rule.confidence)) * (1 if favours_a else -1)
         shares[rule.share] = shares.get(rule.share, 0.0) + ruled - score
-        score, p_a, p_tie = ruled, sigmoid(ruled), 0.0
+        score, p_tie = ruled, 0.0
+        p_a = rule.confidence if favours_a else 1 - rule.confidence
     else:
         p_a, p_b = sigmoid(score - record.tie_threshold), sigmoid(-score - record.tie_threshold)
         p_tie = max(1.0 - p_a - p_b, 0.0)

@@ -23,6 +23,8 @@ from app.deciding.criterion_head import (
     load_criterion_head,
     reference_spread,
 )
+from app.deciding.decision import Fitted, Rule
+from app.deciding.head_record import head_decision
 from app.deciding.state_head import StateHead, reference_signals
 from app.io.reader import InputRow
 from app.judging import head_decider
@@ -562,3 +564,50 @@ def test_a_disagreement_with_the_head_is_told_with_the_heads_own_record():
     assert "92 %" in note  # LLMBar's neighbours: the verdict, not the criteria
     read = criteria_agreement_note(judged.model_copy(update={"criteria_by_head": None}))
     assert "criterion head" not in read and "the verdict was right more often" in read
+
+
+def test_a_rule_decides_a_code_pair_at_its_fitted_confidence_and_the_page_says_so(tiny, heads):
+    """A record's rule (app/deciding/decision.py) decides where its reading is clear: the
+    verdict takes the rule's fitted confidence, not the certainty a weight at a bound gave."""
+    need_jail()
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    rule = Rule(
+        name="reference_behaviour",
+        at_least=0.1,
+        confidence=0.9,
+        when="the reference is a function and the answers' functions differ",
+        value="the share of the reference function's results each answer's gives",
+        share="reference_behaviour",
+        reads=("code_run",),
+        cost="about 0.1 s a code pair",
+        reference=True,
+        fitted=Fitted(by="this test", rows="none"),
+    )
+    record = head_decision(verdict, doubt_below=0.5).model_copy(update={"rules": (rule,)})
+    config = _config((verdict, heads[1]), criterion_scores=False)
+    judged = service.judge(CODE_PAIR, replace(config, parts=replace(config.parts, decision=record)))
+    parts = judged.verdict_parts
+    assert parts["reference_behaviour_difference"] < -0.3  # B gives the reference's results
+    assert judged.winner == "B" and judged.confidence == pytest.approx(0.9)
+    assert (
+        judged.verdict_probs["B"] == pytest.approx(0.9) and parts["rule_reference_behaviour"] == 0.9
+    )
+    shares = sum(
+        v
+        for k, v in parts.items()
+        if k
+        in (
+            "states",
+            "fit",
+            "fluency",
+            "relevance",
+            "length",
+            "reference_words",
+            "reference_likelihood",
+            "reference_behaviour",
+        )
+    )
+    assert shares == pytest.approx(parts["score"], abs=1e-3)  # the rule's share fills the score
+    assert "Decided by the judge's rule `reference_behaviour`" in head_note(parts)
+    assert "(90%)" in head_note(parts)

@@ -38,15 +38,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from app.deciding.decision import Read, load_decision
+from app.deciding.decision import DecisionRecord, Read, load_decision
 from models.foundation.datafiles import read_mapping, validate
 from models.registry import load_registry
 from training.decision.reads import OUT as READS
-from training.decision.reads import cached_rows
+from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, record_text, tables_written
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
 LABELS = {"A": 0, "B": 1, "tie": 2}
+SMOOTHED = "(right + 1) / (decided + 2)"  # a rule's confidence: never certainty
 
 
 class Candidate(BaseModel):
@@ -342,6 +343,35 @@ def _rows_of(found: Fit) -> str:
     return f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)"
 
 
+def rules_data(config: FitConfig, found: Sequence[RuleFit]) -> list[dict[str, Any]]:
+    """The rules the training pairs decided, in the config's order, with their confidences."""
+    by_name = {r.name: r for r in found}
+    rules = []
+    for rule in config.rules:
+        if (counted := by_name.get(rule.name)) is None:
+            continue
+        rows = f"{counted.decided} training pairs it decides, {counted.right} right"
+        where = {"by": "python -m training.decision.fit", "rows": rows, "cv": SMOOTHED}
+        data = rule.model_dump(mode="json", exclude_defaults=True)
+        rules.append(data | {"confidence": round(counted.confidence, 4), "fitted": where})
+    return rules
+
+
+def kept_weights_data(record: DecisionRecord, config: FitConfig, found: Sequence[RuleFit]):
+    """`record` with its rules fitted anew and its signals' weights as they are (those the
+    rules replace left out): until the cache holds the training set (`--keep-weights`)."""
+    data = record.model_dump(mode="json", exclude_defaults=True)
+    ruled = {rule.name for rule in config.rules}
+    data["signals"] = [s for s in data["signals"] if s["name"] not in ruled]
+    data["rules"] = rules_data(config, found)
+    data["fitted"] = {
+        "by": "python -m training.decision.fit --keep-weights",
+        "rows": "the rules on the cached training pairs; the signals' weights kept from the "
+        "fits each names",
+    }
+    return data
+
+
 def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, Any]:
     """The record's data: the chosen signals with their weights, the rules with their
     confidences, the tie threshold and where each was fitted."""
@@ -360,15 +390,7 @@ def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, 
         for s in config.signals
         if s.name in weights
     ]
-    by_name = {r.name: r for r in found.rules}
-    rules = []
-    for rule in config.rules:
-        if (counted := by_name.get(rule.name)) is None:
-            continue
-        rows = f"{counted.decided} training pairs it decides, {counted.right} right"
-        where = {"by": fitted["by"], "rows": rows, "cv": "(right + 1) / (decided + 2)"}
-        data = rule.model_dump(mode="json", exclude_defaults=True)
-        rules.append(data | {"confidence": round(counted.confidence, 4), "fitted": where})
+    rules = rules_data(config, found.rules)
     return {
         "judge": config.judge,
         "scale": "logit",
@@ -380,16 +402,17 @@ def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, 
     }
 
 
-def write_record(config: FitConfig, found: Fit, cached: int) -> str:
-    """Write the judge's record and its tables of the rule; say what was written."""
-    path = record_path(config.judge)
-    entry = load_registry().get(config.judge)
-    doubt = entry.judging.uncertain_below if entry.judging is not None else 0.5
-    path.write_text(record_text(record_data(config, found, doubt)), encoding="utf-8")
+def write_record(data: dict[str, Any], out: Path | None = None) -> str:
+    """Write the judge's record and its tables of the rule (or, to `out`, the record alone:
+    a trial); say what was written."""
+    path = out or record_path(data["judge"])
+    path.write_text(record_text(data), encoding="utf-8")
     load_decision.cache_clear()
+    if out is not None:
+        return f"wrote {path}, a trial"
     for target, text in tables_written(path).items():
         target.write_text(text, encoding="utf-8")
-    return f"wrote {path} (from {cached} cached reads) and its tables of the rule"
+    return f"wrote {path} and its tables of the rule"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,15 +420,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--reads", type=Path, default=READS)
     parser.add_argument("--write", action="store_true", help="write the judge's decision.yaml")
+    parser.add_argument("--out", type=Path, help="write the record here instead (a trial)")
+    parser.add_argument(
+        "--keep-weights",
+        action="store_true",
+        help="fit the rules alone, keeping the record's signal weights (until the cache "
+        "holds the training set)",
+    )
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    rows = list(cached_rows(args.reads))
+    rows = labelled_rows(args.reads)
     if not rows:
         raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
-    found = fit(rows, config)
-    print(found.report())
-    if args.write:
-        print(write_record(config, found, len(rows)))
+    doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
+    if args.keep_weights:
+        names = [r.name for r in config.rules]
+        rules, _ = fit_rules(pairs_of(rows, names), config.rules)
+        print("\n".join(f"rule {r.name}: {r.right} of {r.decided} right" for r in rules))
+        data = kept_weights_data(load_decision(record_path(config.judge)), config, rules)
+    else:
+        found = fit(rows, config)
+        print(found.report())
+        data = record_data(config, found, doubt)
+    if args.write or args.out:
+        print(write_record(data, args.out))
     return 0
 
 

@@ -3,9 +3,11 @@ the engine as a user's batch judges it (criteria off), its signal values kept.
 
     python -m training.decision.reads [--sets autoj reference autoj-counter] --part K --parts N
 
-Every pair is keyed by its request, reference and answers; a row holds the label, the
-request's group key (folds never split a request) and the pair's value of every signal the
-engine recorded (`<signal>_difference` in its verdict parts: A's lead over B). `--part K
+Every pair is keyed by its request, reference and answers; a row holds the request's group
+key (folds never split a request) and the pair's value of every signal the engine recorded
+(`<signal>_difference` in its verdict parts: A's lead over B), no text and no label (the
+labels are joined from the data when the fit reads the cache: `labelled_rows`), so the cache
+is committed and a later session goes on from it. `--part K
 --parts N` lets N processes, one core each, share the pairs; each appends to its own file
 and skips what any file already holds, so a stopped run goes on where it stopped.
 
@@ -29,7 +31,7 @@ from typing import Any
 from app.deciding.decision import recorded_values
 from app.records import JudgeItem, Judgment, Label, Status
 
-OUT = Path(__file__).resolve().parents[1] / "runs" / "decision" / "reads"
+OUT = Path(__file__).resolve().parent / "cache"
 SETS = ("autoj", "reference", "autoj-counter")
 SEED = 0
 
@@ -88,6 +90,18 @@ def cached_rows(folder: Path = OUT) -> Iterator[dict[str, Any]]:
                 continue
 
 
+def labelled_rows(folder: Path = OUT) -> list[dict[str, Any]]:
+    """The cached rows with their training labels joined from the data by pair key."""
+    rows = list(cached_rows(folder))
+    labels = {
+        pair_key(item): item.label.winner
+        for name in sorted({row["set"] for row in rows})
+        for item in training_pairs(name)
+        if item.label is not None
+    }
+    return [row | {"label": labels.get(row["key"])} for row in rows]
+
+
 def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:
     """What the cache keeps of one judged pair."""
     parts = judgment.verdict_parts or {}
@@ -96,11 +110,20 @@ def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:
         "set": name,
         "id": item.id,
         "request": request_key(item.question),
-        "label": item.label.winner if item.label else None,
         "reference": bool(item.reference),
         "values": recorded_values(parts) if judgment.status is Status.OK else {},
         "error": judgment.error,
     }
+
+
+def interleaved(sets: list[list[Any]]) -> list[Any]:
+    """The sets' pairs taken in turn, each set at its own pace (by its share of all), so a run
+    stopped at any point has read every set alike."""
+    total = sum(len(pairs) for pairs in sets)
+    order = sorted(
+        ((n + 0.5) / len(pairs), s, n) for s, pairs in enumerate(sets) for n in range(len(pairs))
+    )
+    return [sets[s][n] for _, s, n in order] if total else []
 
 
 def read(
@@ -112,12 +135,8 @@ def read(
     from app.api import load_judge
 
     done = {row["key"] for row in cached_rows(folder)}
-    todo = [
-        (name, item)
-        for name in names
-        for item in training_pairs(name)[part::parts]
-        if pair_key(item) not in done
-    ]
+    sets = [[(name, item) for item in training_pairs(name)[part::parts]] for name in names]
+    todo = interleaved([[p for p in found if pair_key(p[1]) not in done] for found in sets])
     folder.mkdir(parents=True, exist_ok=True)
     if not todo:
         print(f"part {part}: every pair is cached")

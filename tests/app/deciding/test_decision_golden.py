@@ -61,6 +61,26 @@ def test_the_rule_before_gives_every_saved_decision_again():
             assert decision.uncertain is row["uncertain"], where
 
 
+def test_the_default_record_turns_no_saved_leaning_and_its_rules_say_their_fitted_confidence():
+    """The rules that replaced the two weights at the fit's bound (reference_order and
+    reference_behaviour, 100) decide the pairs those weights decided, at the confidence they
+    earned on training pairs, not 100 %."""
+    record, before = default_record(), record_before()
+    assert {rule.name for rule in record.rules} == {"reference_order", "reference_behaviour"}
+    assert not any(abs(signal.weight) >= 100 for signal in record.signals)
+    ruled = 0
+    for row in golden_rows():
+        values, where = recorded_values(row["parts"]), (row["file"], row["line"])
+        now, then = decide(record, values), decide(before, values)
+        assert now.leaning == then.leaning, where
+        if now.rule is not None:
+            ruled += 1
+            assert then.confidence > 0.999 and now.confidence < 0.96, where
+            fitted = next(r.confidence for r in record.rules if r.name == now.rule)
+            assert now.confidence == pytest.approx(fitted)
+    assert ruled == 23  # the held-out pairs with a reference order (8) or function (15)
+
+
 def test_a_record_with_a_bad_field_is_refused_naming_the_file_and_field(tmp_path: Path):
     record = default_record().model_dump(mode="json")
     record["signals"][1]["weight"] = "heavy"
