@@ -13,10 +13,10 @@ words) and the answer states every item; elsewhere it is None and adds nothing, 
 open-ended reference that reuses the request's words does not move a verdict by the order
 of its words (on vicuna_eval's 322 pairs it is defined on 5). An answer's share is the
 longest run of the items it states in the reference's order (a longest common
-subsequence over its words), over the number of items. A state head's
-`reference_order_weight` adds the weight times A's lead in that share to a pair's score
-(app.deciding.state_judging.with_reference_reading); it is fitted on pairs whose reference
-decides them (training/heads/reference_fit.py).
+subsequence over its words), over the number of items. A's lead in that share is the
+`reference_order` value of a judge's decision record (app/deciding/decision.py): the
+default's rule decides a pair by it, at the confidence it earned on pairs whose reference
+decides them (training/decision/fit.py).
 """
 
 from __future__ import annotations

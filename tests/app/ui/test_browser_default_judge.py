@@ -188,6 +188,9 @@ def test_a_reference_function_decides_by_what_the_answers_return_run_in_the_jail
     assert "answer B's gave its result on" in text
     assert "in a jail (bubblewrap" in text
     assert "code running is off" not in text and "no jail" not in text
+    # the record's rule decided, at the confidence it earned on training pairs (not 100 %)
+    assert "Decided by the judge's rule reference_behaviour" in text
+    assert "training pairs it decided (95%)" in text
     screenshot(page, shots / "default_judge_code_run.png", main_only=True)
 
 
