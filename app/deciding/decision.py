@@ -45,41 +45,40 @@ class Fitted(BaseModel):
     cv: str = ""
 
 
-class Signal(BaseModel):
-    """One named signal of a decision: its weight, what its value is, the page's share it
-    counts in, what the engine must read for it, and what it costs."""
+class Declared(BaseModel):
+    """What a signal or a rule is, before it is fitted: its name, what its value is, the
+    page's share it counts in, what the engine must read for it and what that costs."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    weight: float
     value: str  # what the value is, in words: A's lead in ...
     share: str  # the verdict part it counts in (several signals may share one)
     reads: tuple[Read, ...]
     cost: str
-    seconds: float = Field(
-        default=0.0, ge=0.0
-    )  # the cost per pair on one core, beyond shared reads
+    seconds: float = Field(default=0.0, ge=0.0)  # per pair on one core, beyond shared reads
     reference: bool = False  # read only where the pair has a reference in use
+
+
+class Signal(Declared):
+    """One named signal of a decision, with its fitted weight."""
+
+    weight: float
     fitted: Fitted
 
 
-class Rule(BaseModel):
-    """A named override: where the value of `name` (A's lead, a signal's value) is at least
-    `at_least` either way, the answer it favours wins with the fitted `confidence`."""
+class DeclaredRule(Declared):
+    """A rule before its confidence is fitted: where the value of `name` (A's lead, a
+    signal's value) is at least `at_least` either way, the answer it favours wins."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
     at_least: float = Field(gt=0.0)
-    confidence: float = Field(gt=0.5, lt=1.0)  # fitted: never certainty
     when: str  # in words: where the rule decides
-    value: str
-    share: str
-    reads: tuple[Read, ...]
-    cost: str
-    seconds: float = Field(default=0.0, ge=0.0)
-    reference: bool = False
+
+
+class Rule(DeclaredRule):
+    """A named override with its fitted confidence."""
+
+    confidence: float = Field(gt=0.5, lt=1.0)  # fitted: never certainty
     fitted: Fitted
 
 

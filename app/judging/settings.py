@@ -89,13 +89,12 @@ def judge_settings(
 
 
 def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord | None:
-    """The head's decision record, where the judge names one; its head must then hold no
-    pairwise weight of its own (one place for the rule)."""
-    if settings.decision_record is None:
+    """The head's decision record, where the judge names one and decides by its head (a run
+    that turns the head off decides from the reply); its head must then hold no pairwise
+    weight of its own (one place for the rule)."""
+    if settings.decision_record is None or head is None:  # no head: the reply decides
         return None
     path = MODELS_DIR / settings.decision_record
-    if head is None:
-        raise ConfigError(path, "decision_record", "a decision record needs the judge's state_head")
     held = sorted(name for name in PAIRWISE_WEIGHTS if getattr(head, name))
     if held:
         raise ConfigError(

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from app.deciding.decision import DecisionRecord, Read, load_decision
+from app.deciding.decision import DecisionRecord, Declared, DeclaredRule, load_decision
 from models.foundation.datafiles import read_mapping, validate
 from models.registry import load_registry
 from training.decision.reads import OUT as READS
@@ -48,27 +48,6 @@ from training.decision.record_file import record_path, record_text, tables_writt
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
 LABELS = {"A": 0, "B": 1, "tie": 2}
 SMOOTHED = "(right + 1) / (decided + 2)"  # a rule's confidence: never certainty
-
-
-class Candidate(BaseModel):
-    """A signal the fit may weigh (app/deciding/decision.py's Signal, before its weight)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    value: str
-    share: str
-    reads: tuple[Read, ...]
-    cost: str
-    seconds: float = Field(default=0.0, ge=0.0)
-    reference: bool = False
-
-
-class RuleCandidate(Candidate):
-    """A rule the fit may give a confidence (decision.py's Rule, before its confidence)."""
-
-    at_least: float = Field(gt=0.0)
-    when: str
 
 
 class FitConfig(BaseModel):
@@ -81,8 +60,8 @@ class FitConfig(BaseModel):
     strengths: tuple[float, ...] = Field(min_length=1)  # L2: C, larger is weaker
     min_gain: float = Field(ge=0.0)
     price_per_second: float = Field(ge=0.0)
-    signals: tuple[Candidate, ...] = Field(min_length=1)
-    rules: tuple[RuleCandidate, ...] = ()
+    signals: tuple[Declared, ...] = Field(min_length=1)  # the candidates
+    rules: tuple[DeclaredRule, ...] = ()
 
 
 def load_config(path: Path = CONFIG) -> FitConfig:
@@ -141,7 +120,7 @@ class RuleFit:
         return (self.right + 1) / (self.decided + 2)
 
 
-def fit_rules(pairs: Pairs, rules: Sequence[RuleCandidate]) -> tuple[list[RuleFit], np.ndarray]:
+def fit_rules(pairs: Pairs, rules: Sequence[DeclaredRule]) -> tuple[list[RuleFit], np.ndarray]:
     """Each rule's count of decided and right training pairs, and which pairs no rule
     decides (the first rule that fires decides, as app/deciding/decision.py applies them)."""
     open_ = np.ones(len(pairs.labels), dtype=bool)
