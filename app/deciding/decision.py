@@ -182,13 +182,14 @@ def decide(record: DecisionRecord, values: Mapping[str, float]) -> Decision:
 def tie_threshold_for(band: float) -> float:
     """The tie threshold t under which a tie is the likeliest verdict exactly where
     |sigmoid(score) - 1/2| <= band (a user's tie band, as the reply judges read it)."""
+    from scipy.optimize import brentq
+
     edge = math.log((0.5 + band) / (0.5 - band))  # the score at the band's edge
-    low, high = 0.0, 50.0
-    for _ in range(60):  # at the edge, P(tie) = P(A): bisect t
-        t = (low + high) / 2
-        p_a, p_b = sigmoid(edge - t), sigmoid(-edge - t)
-        low, high = (t, high) if 1 - p_a - p_b < p_a else (low, t)
-    return (low + high) / 2
+
+    def tie_over_a(t: float) -> float:  # at the edge, P(tie) - P(A): zero at the threshold
+        return 1 - 2 * sigmoid(edge - t) - sigmoid(-edge - t)
+
+    return float(brentq(tie_over_a, 0.0, 50.0, xtol=1e-12))
 
 
 def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:

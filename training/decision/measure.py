@@ -24,6 +24,7 @@ from app.deciding.decision import DecisionRecord, decide, load_decision, recorde
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
 from training.decision.record_file import record_path
+from training.evaluation.meta_metrics import longer_answer
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
 SAVED = (GOLDEN / "default_judge_decisions.jsonl.gz", GOLDEN / "autoj_dev_rest.jsonl.gz")
@@ -57,11 +58,6 @@ def saved_rows(paths: Sequence[Path]) -> list[dict]:
     return rows
 
 
-def longer(item: JudgeItem) -> str:
-    first, second = (len(a) for a in item.answers[:2])
-    return "A" if first > second else "B" if second > first else "tie"
-
-
 def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]:
     """Per file: its rows read, whether whole, and each record's and the longer answer's
     agreement with the labels."""
@@ -79,7 +75,8 @@ def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]
             }
             line[label] = 100 * sum(verdicts[n] == labels[n] for n in mine) / len(mine)
             line[f"{label} ties"] = sum(v == "tie" for v in verdicts.values())
-        line["longer"] = 100 * sum(longer(items[n]) == labels[n] for n in mine) / len(mine)
+        lengths = {n: (len(items[n].answers[0]), len(items[n].answers[1])) for n in mine}
+        line["longer"] = 100 * sum(longer_answer(lengths[n]) == labels[n] for n in mine) / len(mine)
         table.append(line)
     return table
 
