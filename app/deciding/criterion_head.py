@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
+from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
 SCALE = (1.0, 10.0)  # the levels it was fitted on: a library criterion's scale
@@ -281,17 +282,16 @@ def reference_spread(specs: Sequence[CriterionSpec]) -> np.ndarray:
 def head_levels(
     head: CriterionHead,
     specs: Sequence[CriterionSpec],
-    states: Sequence[np.ndarray | None],
-    likelihoods: Sequence[dict[str, float] | None],
+    reads: AnswerReads,
     answers: Sequence[str],
     shift: Sequence[float] | None = None,
-    relevance: Sequence[float] | None = None,
 ) -> dict[int, dict[str, float]] | None:
     """Each answer's level on each criterion of `specs`, from the verdict's read of it
     (moved by `shift[n]` level points, spread over the criteria by reference_spread: the
     reference's, CriterionHead.reference_shift) and
     its request relevance (`relevance[n]`, where the head reads it); None where the read
     lacks the states, likelihoods or relevance the head needs."""
+    states, likelihoods, relevance = reads.features, reads.likelihoods, reads.similarities
     if any(s is None for s in states) or any(x is None for x in likelihoods):
         return None
     if head.relevance and relevance is None:

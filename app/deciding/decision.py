@@ -94,6 +94,8 @@ class DecisionRecord(BaseModel):
     tie_threshold: float = Field(default=0.0, ge=0.0)  # t, on the logit scale; 0: no ties
     doubt_below: float = Field(ge=0.0, le=1.0)  # the judge's uncertain_below setting
     fitted: Fitted | None = None  # where the tie threshold and the whole record were fitted
+    # what each share of the score means, for a user: the page names each share by it
+    shares: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DecisionRecord:
@@ -101,15 +103,31 @@ class DecisionRecord(BaseModel):
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"signals, rules: each name once, {repeated} repeated")
+        from app.deciding.signals import SIGNALS
+
+        unknown = sorted(set(names) - set(SIGNALS))
+        if unknown:
+            raise ValueError(
+                f"signals, rules: {unknown} name no signal of app/deciding/signals.py "
+                f"(known: {', '.join(sorted(SIGNALS))})"
+            )
         return self
 
     def weights(self) -> dict[str, float]:
         return {signal.name: signal.weight for signal in self.signals}
 
+    def used(self) -> tuple[str, ...]:
+        """The names of the signals the record weighs and of its rules, in its order."""
+        return tuple(s.name for s in self.signals if s.weight) + tuple(r.name for r in self.rules)
+
+    def own_signals(self) -> tuple[str, ...]:
+        """The used signals read without a reference."""
+        parts = {p.name: p for p in (*self.signals, *self.rules)}
+        return tuple(name for name in self.used() if not parts[name].reference)
+
     def uses(self, *names: str) -> bool:
         """Whether the record weighs, or rules by, any of `names` (only then is it read)."""
-        used = {s.name for s in self.signals if s.weight} | {r.name for r in self.rules}
-        return bool(used.intersection(names))
+        return bool(set(self.used()).intersection(names))
 
     def reads(self) -> set[str]:
         """What the engine must read for this record."""
@@ -211,3 +229,18 @@ def load_decision(path: Path) -> DecisionRecord:
     """The record at `path`, validated; errors name the file and the field (a repeated key
     included)."""
     return validate(DecisionRecord, read_mapping(path), path)
+
+
+def share_words(model: str | None) -> dict[str, str]:
+    """What each share of the registry judge `model`'s score means, for a user: its decision
+    record's words ({} for a judge without a record, or a name not in the registry)."""
+    from models.foundation.errors import PocketJudgeError
+    from models.registry import MODELS_DIR, load_registry
+
+    try:
+        entry = load_registry().get(model)
+    except PocketJudgeError:
+        return {}
+    if model is None or entry.judging is None or entry.judging.decision_record is None:
+        return {}
+    return dict(load_decision(MODELS_DIR / entry.judging.decision_record).shares)

@@ -24,6 +24,7 @@ beside the registry entry.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -202,7 +203,9 @@ def answer_values(
     return values
 
 
-PART_WORDS = {  # what each part of a head's score means, for a user
+# what each part of a head's score means, for a user, where the judge's decision record
+# names no words of its own (its `shares`)
+PART_WORDS = {
     "fit": "fits the request (how much the request raises the model's likelihood of it)",
     "fluency": "reads naturally (the model's likelihood of it with no request)",
     "likelihood": "likely after the request",
@@ -249,12 +252,14 @@ def reference_decided(parts: dict[str, float]) -> str | None:
     return None
 
 
-def part_phrases(parts: dict[str, float]) -> list[str]:
-    """Each signal a head used and where it pushed the verdict, largest first, e.g.
-    "fits the request (...): 0.80 toward A"; signals that pushed nowhere are left out,
-    except the states of a head that reads states alone."""
-    used = [(name, parts[name]) for name in PART_WORDS if parts.get(name)]
+def part_phrases(parts: dict[str, float], shares: Mapping[str, str] | None = None) -> list[str]:
+    """Each share of a head's score and where it pushed the verdict, largest first, e.g.
+    "fits the request (...): 0.80 toward A", named by `shares` (the decision record's words)
+    or PART_WORDS; shares that pushed nowhere are left out, except the states of a head that
+    reads states alone."""
+    words = PART_WORDS | dict(shares or {})
+    used = [(name, parts[name]) for name in words if parts.get(name)]
     if not used:
-        return [f"{PART_WORDS['states']}: nothing toward either answer"]
+        return [f"{words['states']}: nothing toward either answer"]
     used.sort(key=lambda item: -abs(item[1]))
-    return [f"{PART_WORDS[n]}: {abs(v):.2f} toward {'A' if v > 0 else 'B'}" for n, v in used]
+    return [f"{words[n]}: {abs(v):.2f} toward {'A' if v > 0 else 'B'}" for n, v in used]

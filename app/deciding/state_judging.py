@@ -11,19 +11,25 @@ both answer orders by construction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from app.catalog.scoring import ScoringRule
-from app.code_run.behaviour import BehaviourReading
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.decision import Decision, DecisionRecord, decide, recorded_values, sigmoid
 from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
+from app.deciding.signals import (
+    ANSWER_SIGNALS,
+    REFERENCE_READS,
+    REFERENCE_SIGNALS,
+    AnswerReads,
+    PairReads,
+    pair_values,
+)
 from app.deciding.state_head import StateHead, answer_values, state_text
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from models.readings import ReplyCriteria
@@ -40,71 +46,69 @@ def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
     return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
 
 
+@dataclass(frozen=True)
+class Asks:
+    """What a head's reads also give beside its verdict: criterion scores read on from them
+    (`criteria`, a head that reads replies) or given by a criterion head (`levels`)."""
+
+    criteria: TurnAsk | None = None
+    levels: LevelAsk | None = None
+
+
 def head_judgment(
     base: Judgment,
     item: JudgeItem,
     head: StateHead,
     source: Any,
     record: DecisionRecord,
-    criteria: TurnAsk | None = None,
-    levels: LevelAsk | None = None,
+    asks: Asks = Asks(),
 ) -> Judgment:
     """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
     backend: its `state_features` (a head that reads text) or `read_answers` (one that
-    reads each answer as the model's reply). With `criteria` (a head that reads replies),
-    the criterion scores are read on from the same reads (criterion_reads.turn_criteria);
-    with `levels`, a criterion head gives them from the same reads (no read of their own)."""
-    ask = criteria.ask if criteria is not None else None
+    reads each answer as the model's reply). With `asks.criteria` (a head that reads
+    replies), the criterion scores are read on from the same reads
+    (criterion_reads.turn_criteria); with `asks.levels`, a criterion head gives them from
+    the same reads (no read of their own)."""
+    criteria, levels = asks.criteria, asks.levels
     likely = "likelihood" in record.reads() or bool(head.grade_likelihood)
-    features, likelihoods, found, references, checks = read_features(
-        item, head, source, ask, likely
-    )
-    odds = [None if p is None else check_log_odds(p) for p in checks]
-    similarities = None
-    if base.protocol is Protocol.SINGLE:
-        judgment = _grades(base, head, features, likelihoods)
-    elif base.protocol is Protocol.PAIRWISE:
-        similarities = _similarities(item, record)
-        judgment = _verdict(base, item, head, record, features, likelihoods, similarities)
-    else:
-        similarities = _similarities(item, record)
-        judgment = _ranking(base, item, head, record, features, likelihoods, similarities)
-    if levels is not None:
-        shift = _reference_shift(item, levels, references, odds)
-        if levels.head.relevance and similarities is None:
-            from app.deciding.relevance import request_similarities
+    reads = read_features(item, head, source, criteria.ask if criteria else None, likely)
+    relevance = "relevance" in record.reads() and base.protocol is not Protocol.SINGLE
+    if relevance or (levels is not None and levels.head.relevance):
+        from app.deciding.relevance import request_similarities
 
-            similarities = request_similarities(item.question, item.answers)
-        judgment = _with_head_levels(
-            judgment, item, levels, features, likelihoods, shift, similarities
-        )
+        reads = replace(reads, similarities=request_similarities(item.question, item.answers))
+    if base.protocol is Protocol.SINGLE:
+        judgment = _grades(base, head, reads)
+    elif base.protocol is Protocol.PAIRWISE:
+        answers = _answer_values(item, head, reads, relevance)
+        judgment = _verdict(base, record, PairReads(item, answers))
+    else:
+        judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
+    if levels is not None:
+        judgment = _with_head_levels(judgment, item, levels, reads)
     if criteria is None:
         return judgment
     if criteria.ask.keys:
-        judgment = with_turn_criteria(judgment, found, criteria.rule)
-    return _with_reference_leads(judgment, references, odds)
+        judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
+    return _with_reference_leads(judgment, item, reads)
 
 
-def _with_reference_leads(
-    judgment: Judgment, references: list[Any], odds: list[float | None]
-) -> Judgment:
+def _with_reference_leads(judgment: Judgment, item: JudgeItem, answers: AnswerReads) -> Judgment:
     """A verdict's parts with A's lead in the reference's mean log-probability after each
     answer (`reference_likelihood_difference`) and in the log-odds of the judge's check
     (`reference_check_difference`), each where both answers' were read."""
-    means = _reference_means(references)
+    means, odds = _reference_means(answers.references), answers.odds
     if judgment.protocol is Protocol.SINGLE:
         return _with_grade_reads(judgment, means[0] if means else None, odds)
     parts = judgment.verdict_parts
     if parts is None:
         return judgment
-    leads = {}
-    if len(means) == 2 and None not in means:
-        leads["reference_likelihood_difference"] = means[0] - means[1]  # type: ignore[operator]
-    if len(odds) == 2 and None not in odds:
-        leads["reference_check_difference"] = odds[0] - odds[1]  # type: ignore[operator]
+    reads = PairReads(item, reference=item.reference, reference_means=means, check_odds=odds)
+    leads = pair_values(("reference_likelihood", "reference_check"), reads)
     if not leads:
         return judgment
-    return judgment.model_copy(update={"verdict_parts": {**parts, **leads}})
+    parts = {**parts, **{f"{name}_difference": value for name, value in leads.items()}}
+    return judgment.model_copy(update={"verdict_parts": parts})
 
 
 def _with_grade_reads(judgment: Judgment, mean: float | None, odds: list[float | None]) -> Judgment:
@@ -153,17 +157,15 @@ class LevelAsk:
     behaviour: tuple[float, ...] | None = None
 
 
-def _reference_shift(
-    item: JudgeItem, ask: LevelAsk, references: list[Any], odds: list[float | None]
-) -> np.ndarray | None:
+def _reference_shift(item: JudgeItem, ask: LevelAsk, reads: AnswerReads) -> np.ndarray | None:
     """Each answer's shift in level points for what the reference in use shows of it."""
     if not (ask.reference and ask.head.reads_reference):
         return None
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
-    means = _reference_means(references)
+    means = _reference_means(reads.references)
     orders = order_shares(item.answers, ask.reference, item.question)
-    return ask.head.reference_shift(shares, means, odds, ask.behaviour or (), orders)
+    return ask.head.reference_shift(shares, means, reads.odds, ask.behaviour or (), orders)
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -172,17 +174,10 @@ def _reference_means(references: list[Any]) -> list[float | None]:
 
 
 def _with_head_levels(
-    judgment: Judgment,
-    item: JudgeItem,
-    ask: LevelAsk,
-    features: Sequence[np.ndarray | None],
-    likelihoods: Likelihoods,
-    shift: np.ndarray | None = None,
-    similarities: np.ndarray | None = None,
+    judgment: Judgment, item: JudgeItem, ask: LevelAsk, reads: AnswerReads
 ) -> Judgment:
-    found = head_levels(
-        ask.head, ask.rule.specs, features, likelihoods, item.answers, shift, similarities
-    )
+    shift = _reference_shift(item, ask, reads)
+    found = head_levels(ask.head, ask.rule.specs, reads, item.answers, shift)
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"
@@ -203,11 +198,11 @@ def read_features(
     source: Any,
     criteria: ReplyCriteria | None = None,
     likelihoods: bool = True,
-) -> tuple[list[np.ndarray | None], Likelihoods, list[Any], list[Any], list[float | None]]:
+) -> AnswerReads:
     """Each answer's pooled states, (for a head that reads replies, where `likelihoods`)
     likelihood features, and (with `criteria`) the level probabilities of each criterion
     read on from it, the log-probabilities of the reference's tokens after it and its
-    check's probability."""
+    check's log-odds."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
         question = item.question[: head.question_chars]
@@ -215,45 +210,36 @@ def read_features(
             readings = source.read_answers(question, answers, likelihoods)
         else:
             readings = source.read_answers(question, answers, likelihoods, criteria)
-        return (
+        return AnswerReads(
             [r.states for r in readings],
             [r.features() if likelihoods else None for r in readings],
             [r.criteria for r in readings],
             [r.reference for r in readings],
-            [r.check for r in readings],
+            [None if r.check is None else check_log_odds(r.check) for r in readings],
         )
     features: list[np.ndarray | None] = [
         source.state_features(state_text(item.question, a, head.question_chars, head.answer_chars))
         for a in item.answers
     ]
     nothing = [None] * len(item.answers)
-    return features, list(nothing), list(nothing), list(nothing), list(nothing)
-
-
-def _similarities(item: JudgeItem, record: DecisionRecord) -> np.ndarray | None:
-    if "relevance" not in record.reads():
-        return None
-    from app.deciding.relevance import request_similarities
-
-    return request_similarities(item.question, item.answers)
+    return AnswerReads(features, list(nothing), list(nothing), list(nothing), list(nothing))
 
 
 def _answer_values(
-    item: JudgeItem,
-    head: StateHead,
-    features: Sequence[np.ndarray | None],
-    likelihoods: Likelihoods,
-    similarities: np.ndarray | None,
+    item: JudgeItem, head: StateHead, reads: AnswerReads, relevance: bool
 ) -> list[dict[str, float]]:
+    """Each answer's value of each signal read of it (its request relevance where
+    `relevance`)."""
+    similarities = reads.similarities if relevance else None
     return [
         answer_values(
             head,
             f,
             None if similarities is None else float(similarities[n]),
             len(answer),
-            likelihoods[n],
+            reads.likelihoods[n],
         )
-        for n, (answer, f) in enumerate(zip(item.answers, features))
+        for n, (answer, f) in enumerate(zip(item.answers, reads.features))
     ]
 
 
@@ -261,17 +247,10 @@ BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave no
 RULE_PREFIX = "rule_"  # a verdict part naming the record's rule that decided the pair
 
 
-def _verdict(
-    base: Judgment,
-    item: JudgeItem,
-    head: StateHead,
-    record: DecisionRecord,
-    features: Sequence[np.ndarray | None],
-    likelihoods: Likelihoods,
-    similarities: np.ndarray | None,
-) -> Judgment:
-    first, second = _answer_values(item, head, features, likelihoods, similarities)[:2]
-    values = {name: first[name] - second[name] for name in first}
+def _verdict(base: Judgment, record: DecisionRecord, reads: PairReads) -> Judgment:
+    """A pair's verdict by `record` from what was read of each answer (every value read is
+    recorded, `<signal>_difference`, whether the record weighs it or not: the fit chooses)."""
+    values = pair_values((*ANSWER_SIGNALS, *record.own_signals()), reads)
     decision = decide(record, values)
     parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision)
     parts |= {f"{name}_difference": value for name, value in values.items()}
@@ -307,39 +286,23 @@ def _verdict_fields(parts: dict[str, float], decision: Decision) -> dict[str, An
 
 
 def with_reference_reading(
-    judgment: Judgment,
-    record: DecisionRecord,
-    overall_range: tuple[int, int],
-    *,
-    criteria: bool = True,
-    words_lead: float | None = None,
-    behaviour: BehaviourReading | None = None,
-    order_lead: float | None = None,
+    judgment: Judgment, record: DecisionRecord, reads: PairReads
 ) -> Judgment:
     """A head's pairwise verdict with the reference read in, decided again by `record` with
-    the reference's signals beside the head's: A's lead in the criterion scores read with it
-    (`criteria`: they were; each answer's weighted mean on 0-1 of `overall_range`), in how
-    likely it is after each answer and in the judge's check against it (where they were
-    read on: `reference_likelihood_difference`, `reference_check_difference`), in the share of
-    its own words each states (`words_lead`, app/deciding/reference_words.py), in the share
-    of the request's items each states in its order (`order_lead`,
-    app/deciding/reference_order.py) and, for a reference function, in the share of inputs
-    on which each answer's function gives its result (`behaviour`, run in the jail). Each
-    value is recorded as `<signal>_difference`; their weighted sum is the verdict's part
-    "reference". The head reads no reference, so this is how a reference naming the right
-    answer moves the verdict. Unchanged where no signal the record weighs has a value."""
+    the reference's signals (app/deciding/signals.py) beside the head's: those the record
+    uses, and those whose reads were made (the criterion scores read with it, its function's
+    behaviour), each recorded as `<signal>_difference` beside the likelihood and the check
+    read on from the head's reads; their weighted sum is the verdict's part "reference". The
+    head reads no reference, so this is how a reference naming the right answer moves the
+    verdict. Unchanged where no signal the record weighs has a value."""
     parts = judgment.verdict_parts
     if parts is None:
         return judgment
-    leads = {"reference_words": words_lead, "reference_order": order_lead}
-    if behaviour is not None and (lead := behaviour.lead()) is not None:
-        leads["reference_behaviour"] = lead
-        parts = {**parts, "reference_behaviour_inputs": behaviour.inputs}
-    overall = [a.expected_overall for a in judgment.answers]
-    if criteria and len(overall) == 2 and None not in overall:
-        low, high = overall_range
-        leads["reference_criteria"] = (overall[0] - overall[1]) / max(high - low, 1)  # type: ignore[operator]
-    parts = {**parts, **{f"{n}_difference": v for n, v in leads.items() if v is not None}}
+    names = {*record.used(), *REFERENCE_READS}.intersection(REFERENCE_SIGNALS)
+    leads = pair_values(sorted(names), reads)
+    if "reference_behaviour" in leads:
+        parts = {**parts, "reference_behaviour_inputs": reads.behaviour.inputs}
+    parts = {**parts, **{f"{name}_difference": value for name, value in leads.items()}}
     decision = decide(record, recorded_values(parts))
     share = round(decision.shares.get("reference", 0.0), 4)
     if not share:  # the verdict stands; the text's readings are kept beside it
@@ -349,16 +312,19 @@ def with_reference_reading(
     return judgment.model_copy(update=_verdict_fields(parts, decision))
 
 
-def _ranking(
-    base: Judgment,
-    item: JudgeItem,
-    head: StateHead,
-    record: DecisionRecord,
-    features: Sequence[np.ndarray | None],
-    likelihoods: Likelihoods,
-    similarities: np.ndarray | None,
-) -> Judgment:
-    answers = _answer_values(item, head, features, likelihoods, similarities)
+def reference_reads(
+    item: JudgeItem, judgment: Judgment, overall_range: tuple[int, int], behaviour: Any = None
+) -> PairReads:
+    """What a pair's reference reading has beside the head's reads: the reference, each
+    answer's overall criterion score read with it on 0-1 of `overall_range` (where read) and
+    its function's behaviour (code run in the jail)."""
+    low, high = overall_range
+    overall = [a.expected_overall for a in judgment.answers]
+    scaled = [None if o is None else (o - low) / max(high - low, 1) for o in overall]
+    return PairReads(item, reference=item.reference, criteria_overall=scaled, behaviour=behaviour)
+
+
+def _ranking(base: Judgment, record: DecisionRecord, answers: list[dict[str, float]]) -> Judgment:
     utilities = [decide(record, values).score for values in answers]  # the same weights
     order = sorted(range(len(utilities)), key=lambda i: -utilities[i])
     first, second = (utilities[i] for i in order[:2])
@@ -373,15 +339,10 @@ def _ranking(
     )
 
 
-def _grades(
-    base: Judgment,
-    head: StateHead,
-    features: Sequence[np.ndarray | None],
-    likelihoods: Likelihoods,
-) -> Judgment:
+def _grades(base: Judgment, head: StateHead, reads: AnswerReads) -> Judgment:
     weights = np.asarray(head.grade_weights or (), dtype=np.float64)
     answers = []
-    for f, likelihood in zip(features, likelihoods):
+    for f, likelihood in zip(reads.features, reads.likelihoods):
         value = head.grade_intercept
         if weights.size:
             value += float(weights @ f)

@@ -21,20 +21,20 @@ from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, tie_threshold_for
 from app.deciding.head_record import head_decision
-from app.deciding.reference_order import reference_order_lead
-from app.deciding.reference_words import reference_words_lead
 from app.deciding.rubric_grade import RubricGrade, fits, with_rubric_grade
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
+    Asks,
     LevelAsk,
     TurnAsk,
     head_judgment,
+    reference_reads,
     with_reference_reading,
 )
 from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
-from app.judging.prompt_fitting import PromptFit, fitted_messages
+from app.judging.prompt_fitting import PromptAsk, PromptFit, fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 from models.foundation.errors import BackendError
@@ -162,9 +162,8 @@ class HeadDecider:
             for rule in criterion_reads.criterion_rules(resolved.rule):
                 alone = replace(resolved, rule=rule)
                 output = criterion_reads.criterion_output(rule)
-                messages, cut = fitted_messages(
-                    self.backend, item, one, fit, alone, template, (answer,), output
-                )
+                ask = PromptAsk(one, template, output)
+                messages, cut = fitted_messages(self.backend, item, fit, alone, ask, (answer,))
                 truncated = truncated or cut
                 call = Call((answer,), messages, output, criterion_reads.LAYOUT, rule.keys[0])
                 calls.append(call)
@@ -251,8 +250,7 @@ class HeadDecider:
                 head,
                 self.backend,
                 self.settings.decision,
-                plan.turn,
-                self.level_ask(plan.item, plan.resolved, behaviour),
+                Asks(plan.turn, self.level_ask(plan.item, plan.resolved, behaviour)),
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
@@ -281,11 +279,10 @@ class HeadDecider:
         behaviour: BehaviourReading | None = None,
     ) -> Judgment:
         """A pairwise head verdict with the reference's part (state_judging.
-        with_reference_reading), where the item has a reference: the criterion scores read
-        with it (`criteria`: they are read), its likelihood after each answer, the share
-        of its own words each answer states, the share of the request's items each states
-        in its order, and (`behaviour`, code run in the jail) the share of its
-        function's results each answer's function gives."""
+        with_reference_reading), where the item has a reference: the signals of the
+        reference the decision record uses (app/deciding/signals.py), with the criterion
+        scores read with it (`criteria`: they are read) and (`behaviour`, code run in the
+        jail) its function's results beside each answer's."""
         item = plan.item
         if not (item.reference and self.settings.use_reference):
             return judgment
@@ -293,21 +290,10 @@ class HeadDecider:
             return self.graded_with_reference(plan, judgment)
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
-        words = order = None
-        if self.settings.weighs("reference_words"):
-            words = reference_words_lead(item.answers, item.reference, item.question)
-        if self.settings.weighs("reference_order"):
-            order = reference_order_lead(item.answers, item.reference, item.question)
-        judged = with_reference_reading(
-            judgment,
-            self.settings.decision,
-            plan.resolved.rule.overall_range(),
-            criteria=criteria,
-            words_lead=words,
-            behaviour=behaviour,
-            order_lead=order,
-        )
-        return judged
+        reads = reference_reads(item, judgment, plan.resolved.rule.overall_range(), behaviour)
+        if not criteria:
+            reads = replace(reads, criteria_overall=())
+        return with_reference_reading(judgment, self.settings.decision, reads)
 
     def graded_with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
         """A single answer's rubric grade combined from its reads (app/deciding/

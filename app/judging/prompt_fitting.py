@@ -67,18 +67,26 @@ def _numbers(count: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(1, count + 1))
 
 
+@dataclass(frozen=True)
+class PromptAsk:
+    """What one call asks: its protocol, the template that writes it and its reply's form."""
+
+    protocol: Protocol
+    template: PromptTemplate
+    output: OutputSpec
+
+
 def fitted_messages(
     backend: Backend,
     item: JudgeItem,
-    protocol: Protocol,
     fit: PromptFit,
     resolved: ResolvedCriteria,
-    template: PromptTemplate,
+    ask: PromptAsk,
     order: tuple[int, ...],
-    output: OutputSpec,
 ) -> tuple[list[Message], bool]:
     """The prompt for answers in `order`, its texts cut (from the middle) to fit the
     context with room for the reply; True when something was cut."""
+    protocol, template, output = ask.protocol, ask.template, ask.output
     reference = item.reference if fit.use_reference else None
     answers = [item.answers[i] for i in order]
     chars = sum(len(t) for t in (item.question, reference or "", *answers))

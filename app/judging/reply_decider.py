@@ -14,7 +14,7 @@ from app.formats.parsing import ParseFailure, parse_output
 from app.formats.prompts import PromptTemplate
 from app.judging.config import JudgeConfig
 from app.judging.plans import Call, Plan
-from app.judging.prompt_fitting import PromptFit, fitted_messages
+from app.judging.prompt_fitting import PromptAsk, PromptFit, fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol
 from models.backends.base import Backend, Generation, OutputSpec
 from models.verdict_settings import PairCombine
@@ -97,9 +97,8 @@ class ReplyDecider:
                 if template.native
                 else output_spec(protocol, resolved.rule, len(order), layout, forced)
             )
-            messages, cut = fitted_messages(
-                self.backend, item, protocol, settings.fit, resolved, template, order, output
-            )
+            ask = PromptAsk(protocol, template, output)
+            messages, cut = fitted_messages(self.backend, item, settings.fit, resolved, ask, order)
             truncated = truncated or cut
             calls.append(Call(order, messages, output, layout))
         return calls, truncated

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import streamlit as st
 
 from app.catalog.scenarios import load_catalog
+from app.deciding.decision import share_words
 from app.deciding.state_head import REFERENCE_SHARES, reference_signals
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
@@ -279,8 +280,9 @@ def _disagreement(judgment: Judgment) -> str:
     return HEAD_DISAGREEMENT if judgment.criteria_by_head else DISAGREEMENT
 
 
-def head_note(parts: dict[str, float]) -> str:
-    """How much each signal of a head moved a pairwise verdict (logit units), in words."""
+def head_note(parts: dict[str, float], shares: Mapping[str, str] | None = None) -> str:
+    """How much each signal of a head moved a pairwise verdict (logit units), in words
+    (`shares`: the judge's decision record's words for its shares)."""
     from app.deciding.state_head import part_phrases, reference_decided
 
     rewards = ["relevance rewards the request's topic"] if parts.get("relevance") else []
@@ -295,7 +297,7 @@ def head_note(parts: dict[str, float]) -> str:
     )
     note = (
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
-        f"written reply; {sees}): " + "; ".join(part_phrases(parts)) + caveat + "."
+        f"written reply; {sees}): " + "; ".join(part_phrases(parts, shares)) + caveat + "."
     )
     note += order_note(parts) + behaviour_note(parts) + code_unread_note(parts)
     note += rule_note(parts)
@@ -354,7 +356,7 @@ def _headline(judgment: Judgment, top: float | None) -> None:
         if judgment.relevance:
             st.caption(relevance_note(judgment.relevance))
         if judgment.verdict_parts:
-            st.caption(head_note(judgment.verdict_parts))
+            st.caption(head_note(judgment.verdict_parts, share_words(judgment.model)))
         if details := code_run_details(judgment.code_run, ["A", "B"]):
             st.caption(details)
     elif judgment.ranking:

@@ -25,6 +25,7 @@ from app.deciding.criterion_head import (
 )
 from app.deciding.decision import Fitted, Rule
 from app.deciding.head_record import head_decision
+from app.deciding.signals import AnswerReads
 from app.deciding.state_head import StateHead, reference_signals
 from app.io.reader import InputRow
 from app.judging import head_decider
@@ -117,13 +118,8 @@ def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
     _, criteria = heads
     rule = resolve(CriteriaChoice(scenario=judged.scenario), PLANET_PAIR, service.catalog).rule
     readings = backend.read_answers(PLANET_PAIR.question, list(PLANET_PAIR.answers), True)
-    expected = head_levels(
-        criteria,
-        rule.specs,
-        [r.states for r in readings],
-        [r.features() for r in readings],
-        PLANET_PAIR.answers,
-    )
+    read = AnswerReads([r.states for r in readings], [r.features() for r in readings], [], [], [])
+    expected = head_levels(criteria, rule.specs, read, PLANET_PAIR.answers)
     for number, answer in enumerate(judged.answers):
         for key in keys:
             assert answer.expected_criteria[key] == pytest.approx(expected[number][key], abs=1e-6)
@@ -516,7 +512,8 @@ def test_a_head_that_reads_request_relevance_gets_it_from_the_engine(tiny, heads
     likelihood = readings[0].features()
     with pytest.raises(ValueError, match="relevance"):
         near.features(readings[0].states, likelihood, len(PLANET_PAIR.answers[0]))
-    assert head_levels(near, [], [readings[0].states], [likelihood], ["x"]) is None
+    read = AnswerReads([readings[0].states], [likelihood], [], [], [])
+    assert head_levels(near, [], read, ["x"]) is None
 
 
 def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):

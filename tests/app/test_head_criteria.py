@@ -153,7 +153,7 @@ def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_ref
 
 def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     """The arithmetic of `with_reference_reading` on a judgment built by hand."""
-    from app.deciding.state_judging import with_reference_reading
+    from app.deciding.state_judging import reference_reads, with_reference_reading
     from app.records import AnswerScores
     from tests.support.head_configs import reference_record
 
@@ -169,7 +169,9 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
             AnswerScores(criteria={"a": 2.5}, overall=2.5, expected_overall=2.5),
         ),
     )
-    moved = with_reference_reading(judged, reference_record(reference_weight=2.0), (1, 5))
+    item = JudgeItem(id="p", question="q", answers=("a", "b"), reference="r")
+    reads = reference_reads(item, judged, (1, 5))
+    moved = with_reference_reading(judged, reference_record(reference_weight=2.0), reads)
     assert moved.verdict_parts == {
         "states": -0.4,
         "reference_criteria_difference": 0.5,
@@ -178,12 +180,11 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
         "score": 0.6,
     }
     assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
-    unweighed = with_reference_reading(judged, reference_record(), (1, 5))
+    unweighed = with_reference_reading(judged, reference_record(), reads)
     assert unweighed.winner == "B" and "reference" not in unweighed.verdict_parts
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
-    assert (
-        with_reference_reading(one_read, reference_record(reference_weight=2.0), (1, 5)) is one_read
-    )
+    one = reference_reads(item, one_read, (1, 5))
+    assert with_reference_reading(one_read, reference_record(reference_weight=2.0), one) is one_read
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):

@@ -43,7 +43,6 @@ def fitting_pairs(
 ) -> list[JudgeItem]:
     """The labelled pairs of the fitting set (see the module's docstring)."""
     from app.catalog.scenarios import load_catalog
-    from training.datasets.alpacaeval import length_balanced, read_decisive
     from training.datasets.examples import PAIRWISE_FILE, BuildReport, _labelled, counterexamples
     from training.lora.config import DataConfig, resolve_path
 
@@ -54,16 +53,32 @@ def fitting_pairs(
     autoj_counter = counterexamples(decisive, AUTOJ_COUNTER_SHARE, seed, catalog, report, "nearest")
     pairs = autoj + autoj_counter
     if alpacaeval:
-        taken: dict[str, int] = {}
-        pool = []
-        for item in read_decisive(resolve_path(config.alpacaeval_file)):
-            if taken.get(item.question, 0) < per_request:
-                taken[item.question] = taken.get(item.question, 0) + 1
-                pool.append(item.model_copy(update={"reference": None}))
-        chosen = length_balanced(pool, alpacaeval, seed)
-        made = counterexamples(chosen, ALPACA_COUNTER_SHARE, seed, catalog, report, "nearest")
+        chosen, made = alpacaeval_pairs(alpacaeval, seed, per_request)
         pairs += chosen + made
     return pairs
+
+
+def alpacaeval_pairs(
+    count: int, seed: int = SEED, per_request: int = ALPACA_PER_REQUEST
+) -> tuple[list[JudgeItem], list[JudgeItem]]:
+    """`count` length-balanced decisive AlpacaEval pairs (at most `per_request` of one
+    instruction, references dropped) and nearest-request counterexamples of half of them."""
+    from app.catalog.scenarios import load_catalog
+    from training.datasets.alpacaeval import length_balanced, read_decisive
+    from training.datasets.examples import BuildReport, counterexamples
+    from training.lora.config import DataConfig, resolve_path
+
+    taken: dict[str, int] = {}
+    pool = []
+    for item in read_decisive(resolve_path(DataConfig().alpacaeval_file)):
+        if taken.get(item.question, 0) < per_request:
+            taken[item.question] = taken.get(item.question, 0) + 1
+            pool.append(item.model_copy(update={"reference": None}))
+    chosen = length_balanced(pool, count, seed)
+    made = counterexamples(
+        chosen, ALPACA_COUNTER_SHARE, seed, load_catalog(), BuildReport(), "nearest"
+    )
+    return chosen, made
 
 
 def saved_fitting_pairs(

@@ -62,6 +62,7 @@ class FitConfig(BaseModel):
     price_per_second: float = Field(ge=0.0)
     signals: tuple[Declared, ...] = Field(min_length=1)  # the candidates
     rules: tuple[DeclaredRule, ...] = ()
+    shares: dict[str, str] = Field(default_factory=dict)  # each share's words, for the page
 
 
 def load_config(path: Path = CONFIG) -> FitConfig:
@@ -378,6 +379,7 @@ def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, 
         "tie_threshold": round(found.weights.tie_threshold, 4),
         "doubt_below": doubt_below,
         "fitted": fitted,
+        "shares": {share: words for share, words in config.shares.items()},
     }
 
 

@@ -15,7 +15,11 @@ The sets come from the training split only:
 - `autoj`: Auto-J's labelled training pairs (human labels, ties included);
 - `reference`: the reference-decided training pairs (training/datasets/reference_decided.py),
   judged with their references and code run in the jail;
-- `autoj-counter`: nearest-request counterexamples of 30 % of the decisive Auto-J pairs.
+- `autoj-counter`: nearest-request counterexamples of 30 % of the decisive Auto-J pairs;
+- `alpacaeval`: length-balanced decisive AlpacaEval pairs (GPT-4-class preferences, as many
+  won by the shorter answer as by the longer), and `alpacaeval-counter`: nearest-request
+  counterexamples of half of them (training/datasets/state_head_data.py builds both), so
+  that the fit does not learn Auto-J's leaning to length.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from app.deciding.decision import recorded_values
 from app.records import JudgeItem, Judgment, Label, Status
 
 OUT = Path(__file__).resolve().parent / "cache"
-SETS = ("autoj", "reference", "autoj-counter")
+SETS = ("autoj", "reference", "autoj-counter", "alpacaeval", "alpacaeval-counter")
 SEED = 0
+ALPACAEVAL_PAIRS = 400  # the AlpacaEval pairs a CPU can read (each about 15 s on one core)
 
 
 def pair_key(item: JudgeItem) -> str:
@@ -64,6 +69,11 @@ def training_pairs(name: str) -> list[JudgeItem]:
         from training.datasets.reference_decided import build
 
         return [as_item(row) for row in build()[0]]
+    if name.startswith("alpacaeval"):
+        from training.datasets.state_head_data import alpacaeval_pairs
+
+        chosen, made = alpacaeval_pairs(ALPACAEVAL_PAIRS, SEED)
+        return made if name == "alpacaeval-counter" else chosen
     from app.catalog.scenarios import load_catalog
     from training.datasets.examples import PAIRWISE_FILE, BuildReport, _labelled, counterexamples
     from training.datasets.state_head_data import AUTOJ_COUNTER_SHARE

@@ -12,8 +12,9 @@ from app.deciding.reference_order import (
     request_items,
 )
 from app.deciding.reference_words import reference_words_lead
+from app.deciding.signals import PairReads
 from app.deciding.state_judging import with_reference_reading
-from app.records import Judgment, Protocol, Status
+from app.records import JudgeItem, Judgment, Protocol, Status
 from tests.support.head_configs import reference_record
 
 QUESTION = "Sort these numbers from smallest to largest: 80, 41, 85, 16, 93, 39."
@@ -67,13 +68,18 @@ def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
         verdict_parts={"states": 0.9, "score": 0.9},
     )
     lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
+    item = JudgeItem(
+        id="p", question=QUESTION, answers=(POLISHED_WRONG, RIGHT), reference=REFERENCE
+    )
+    reads = PairReads(item, reference=REFERENCE)
+    words = reference_words_lead(item.answers, REFERENCE, QUESTION)
     weighing = reference_record(reference_order_weight=12.0, reference_words_weight=1.0)
-    moved = with_reference_reading(judged, weighing, (1, 10), order_lead=lead, words_lead=1.0)
+    moved = with_reference_reading(judged, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_order"] == pytest.approx(-2.0)
-    assert parts["reference"] == pytest.approx(-1.0)
+    assert parts["reference"] == pytest.approx(-2.0 + words)
     assert parts["reference_order_difference"] == pytest.approx(lead)
     assert moved.winner == "B"  # the order turned it to the right answer
-    unweighted = with_reference_reading(judged, reference_record(), (1, 10), order_lead=lead)
-    assert unweighted.winner == "A" and "reference_order" not in unweighted.verdict_parts
-    assert unweighted.verdict_parts["reference_order_difference"] == pytest.approx(-1 / 6)
+    assert lead == pytest.approx(-1 / 6)
+    unweighted = with_reference_reading(judged, reference_record(), reads)
+    assert unweighted is judged  # a record that does not weigh the order reads none of it

@@ -11,8 +11,9 @@ from app.deciding.reference_words import (
     stated_share,
     words,
 )
+from app.deciding.signals import PairReads
 from app.deciding.state_judging import with_reference_reading
-from app.records import Judgment, Protocol, Status
+from app.records import JudgeItem, Judgment, Protocol, Status
 from tests.support.head_configs import reference_record
 
 QUESTION = "What is 15% of 80?"
@@ -59,14 +60,18 @@ def test_the_words_share_joins_the_verdict_and_is_kept_by_signal():
         leaning="B",
         verdict_parts={"states": -0.4, "reference_likelihood_difference": 0.1, "score": -0.4},
     )
+    # the reference states "12" and "apples" beyond the request: A states both, B one
+    item = JudgeItem(
+        id="p", question=QUESTION, answers=("12 apples", "12"), reference="15% of 80 is 12 apples."
+    )
+    reads = PairReads(item, reference=item.reference)
     weighing = reference_record(reference_likelihood_weight=2.0, reference_words_weight=3.0)
-    moved = with_reference_reading(judged, weighing, (1, 10), words_lead=0.5)
+    moved = with_reference_reading(judged, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_words"] == pytest.approx(1.5)
     assert parts["reference_likelihood"] == pytest.approx(0.2)
     assert parts["reference"] == pytest.approx(1.7) and parts["score"] == pytest.approx(1.3)
     assert parts["reference_words_difference"] == 0.5
     assert moved.winner == "A"  # the reference turned it
-    unweighted = with_reference_reading(judged, reference_record(), (1, 10), words_lead=0.5)
-    assert "reference" not in unweighted.verdict_parts  # no weight: the head's verdict
-    assert unweighted.verdict_parts["reference_words_difference"] == 0.5  # the lead is kept
+    unweighted = with_reference_reading(judged, reference_record(), reads)
+    assert unweighted is judged  # a record that does not weigh the words reads none of them

@@ -16,6 +16,16 @@ from training.decision.record_file import record_path, record_text, rule_table, 
 SIGNAL = {"value": "A's lead", "share": "fit", "reads": ["text"], "cost": "none"}
 
 
+@pytest.fixture(autouse=True)
+def drawn_signals(monkeypatch):
+    """The drawn rows' signals, registered for these tests (a record names only signals
+    app/deciding/signals.py knows; their values here are the rows', never read of a pair)."""
+    from app.deciding import signals
+
+    for name in ("good", "noise", "order"):
+        monkeypatch.setitem(signals.SIGNALS, name, lambda reads: None)
+
+
 def drawn_rows(n: int = 1200, tie_threshold: float = 0.8, seed: int = 0) -> list[dict]:
     """Pairs whose labels come from a known ordinal logit on `good` (weight 1.5), with a
     `noise` signal that tells nothing and an `order` value that decides a few pairs."""

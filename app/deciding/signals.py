@@ -1,0 +1,150 @@
+"""The signals a decision record can weigh, each one small unit: a name and a function from
+what the engine read of a pair (`PairReads`) to A's lead over B, or None where the pair has
+no value of it (not read, or no reference in use).
+
+A record (app/deciding/decision.py) names the signals it weighs and what each reads; a
+signal is computed only where its record names it (`pair_values`), so a judge reads and
+computes only what its record uses. A new signal is one function here (or in its own module,
+registered with `@signal`), its entry in a record and its test; the record says its weight,
+its share of the page's verdict and its label there, and the model card's table of the rule
+is made from the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.records import JudgeItem
+from models.readings import FEATURES
+
+
+@dataclass(frozen=True)
+class AnswerReads:
+    """What the engine read of each answer: its pooled states, its likelihood features, the
+    level probabilities of each criterion read on from it, the log-probabilities of the
+    reference's tokens after it, the log-odds of its check, and its request relevance."""
+
+    features: list[Any]  # numpy arrays, or None where not read
+    likelihoods: list[dict[str, float] | None]
+    criteria: list[Any]
+    references: list[Any]
+    odds: list[float | None]
+    similarities: Any | None = None
+
+
+@dataclass(frozen=True)
+class PairReads:
+    """What the engine read of a pair so far: each answer's values read of it (the states'
+    w . f, its likelihood features, its request relevance, its log length), and with a
+    reference in use the reference's mean log-probability after each answer, the log-odds of
+    the judge's check of each, each answer's overall criterion score on 0-1 of its range and
+    (code run in the jail) each function's behaviour beside the reference function's."""
+
+    item: JudgeItem
+    answers: Sequence[dict[str, float]] = ()
+    reference: str | None = None  # the reference in use
+    reference_means: Sequence[float | None] = ()
+    check_odds: Sequence[float | None] = ()
+    criteria_overall: Sequence[float | None] = ()
+    behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
+
+
+Value = Callable[[PairReads], float | None]
+SIGNALS: dict[str, Value] = {}
+
+
+def signal(name: str) -> Callable[[Value], Value]:
+    """Register `function` as the value of the signal `name` (each name once)."""
+
+    def register(function: Value) -> Value:
+        if name in SIGNALS:
+            raise ValueError(f"signal '{name}' is registered twice")
+        SIGNALS[name] = function
+        return function
+
+    return register
+
+
+def pair_values(names: Sequence[str], reads: PairReads) -> dict[str, float]:
+    """The values of the signals `names` (a record's) that this pair has."""
+    found = {}
+    for name in names:
+        if name not in SIGNALS:
+            known = ", ".join(sorted(SIGNALS))
+            raise ValueError(f"no signal '{name}' is registered (known: {known})")
+        value = SIGNALS[name](reads)
+        if value is not None:
+            found[name] = float(value)
+    return found
+
+
+def _lead(values: Sequence[float | None]) -> float | None:
+    if len(values) != 2 or None in values:
+        return None
+    return values[0] - values[1]  # type: ignore[operator]
+
+
+def _answer_lead(name: str) -> Value:
+    def value(reads: PairReads) -> float | None:
+        return _lead([answer.get(name) for answer in reads.answers])
+
+    return value
+
+
+# each value read of each answer, A's minus B's: the states' w . f, the likelihood features,
+# the request relevance and the log length (each recorded wherever it was read)
+ANSWER_SIGNALS = ("states", *FEATURES, "relevance", "length")
+for _name in ANSWER_SIGNALS:
+    signal(_name)(_answer_lead(_name))
+
+REFERENCE_SIGNALS = (
+    "reference_likelihood",
+    "reference_check",
+    "reference_criteria",
+    "reference_words",
+    "reference_order",
+    "reference_behaviour",
+)
+# reference signals whose reads are made for something else (the criterion scores, the code
+# run), so they are recorded whether or not a record weighs them
+REFERENCE_READS = ("reference_criteria", "reference_behaviour")
+
+
+@signal("reference_likelihood")
+def reference_likelihood(reads: PairReads) -> float | None:
+    return _lead(reads.reference_means) if reads.reference else None
+
+
+@signal("reference_check")
+def reference_check(reads: PairReads) -> float | None:
+    return _lead(reads.check_odds) if reads.reference else None
+
+
+@signal("reference_criteria")
+def reference_criteria(reads: PairReads) -> float | None:
+    return _lead(reads.criteria_overall) if reads.reference else None
+
+
+@signal("reference_words")
+def reference_words(reads: PairReads) -> float | None:
+    from app.deciding.reference_words import reference_words_lead
+
+    if not reads.reference:
+        return None
+    return reference_words_lead(reads.item.answers, reads.reference, reads.item.question)
+
+
+@signal("reference_order")
+def reference_order(reads: PairReads) -> float | None:
+    from app.deciding.reference_order import reference_order_lead
+
+    if not reads.reference:
+        return None
+    return reference_order_lead(reads.item.answers, reads.reference, reads.item.question)
+
+
+@signal("reference_behaviour")
+def reference_behaviour(reads: PairReads) -> float | None:
+    return reads.behaviour.lead() if reads.reference and reads.behaviour is not None else None
