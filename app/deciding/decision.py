@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.foundation.datafiles import read_mapping, validate
+from models.readings import FEATURES
 
 Read = Literal["states", "likelihood", "relevance", "text", "reference_read", "code_run"]
 
@@ -82,8 +83,44 @@ class Rule(DeclaredRule):
     fitted: Fitted
 
 
+class GradeRule(BaseModel):
+    """A judge's rule for one answer's grade: a linear sum of its signals' values (each the
+    answer's own value, not a lead), plus an intercept, clipped to the scale."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    signals: tuple[Signal, ...] = ()  # none: every answer gets the intercept
+    intercept: float
+    scale: tuple[int, int] = (1, 10)
+    fitted: Fitted | None = None
+
+    @model_validator(mode="after")
+    def _known_signals(self) -> GradeRule:
+        unknown = sorted({s.name for s in self.signals} - set(GRADE_SIGNALS))
+        if unknown:
+            raise ValueError(f"signals: {unknown} are no grade signals (known: {GRADE_SIGNALS})")
+        return self
+
+    def reads(self) -> set[str]:
+        return {read for signal in self.signals if signal.weight for read in signal.reads}
+
+
+# an answer's grade reads its states (the grade head's w . f) and its likelihood features
+GRADE_SIGNALS = ("grade_states", *FEATURES)
+
+
+def grade_of(rule: GradeRule, values: Mapping[str, float]) -> float:
+    """One answer's grade by `rule` from its signals' values (one without a value adds
+    nothing), clipped to the rule's scale."""
+    value = rule.intercept + sum(
+        s.weight * values[s.name] for s in rule.signals if s.weight and s.name in values
+    )
+    low, high = rule.scale
+    return min(max(value, low), high)
+
+
 class DecisionRecord(BaseModel):
-    """A judge's whole pairwise rule."""
+    """A judge's whole rule: a pair's verdict and (`grade`) one answer's grade."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -96,6 +133,7 @@ class DecisionRecord(BaseModel):
     fitted: Fitted | None = None  # where the tie threshold and the whole record were fitted
     # what each share of the score means, for a user: the page names each share by it
     shares: dict[str, str] = Field(default_factory=dict)
+    grade: GradeRule | None = None  # one answer's grade (a head that grades)
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DecisionRecord:
@@ -130,9 +168,10 @@ class DecisionRecord(BaseModel):
         return bool(set(self.used()).intersection(names))
 
     def reads(self) -> set[str]:
-        """What the engine must read for this record."""
+        """What the engine must read for this record (its grade's reads included)."""
         parts = [*self.signals, *self.rules]
-        return {read for part in parts if getattr(part, "weight", 1.0) for read in part.reads}
+        found = {read for part in parts if getattr(part, "weight", 1.0) for read in part.reads}
+        return found | (self.grade.reads() if self.grade else set())
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,30 @@ def record_of(judge: str, head: StateHead, doubt_below: float) -> dict:
     }
 
 
+def grade_of_head(head: StateHead) -> dict[str, Any] | None:
+    """The grade rule's data for a head that holds its grade weights (None: it grades not)."""
+    if not head.grades:
+        return None
+    fitted = {"by": "python -m training.heads.state_head", "rows": "Auto-J's rated single answers"}
+    signals = []
+    if head.grade_weights:
+        count = len(head.grade_weights)
+        value = f"the grade head's w . f(answer) ({count} weights in state_head.json)"
+        cost = "one read of the answer (shared by every likelihood signal)"
+        signals.append(_signal("grade_states", 1.0, value, "grade", ["states"], cost, fitted))
+    for feature, weight in head.grade_likelihood.items():
+        cost = "none beyond the read of the answer"
+        signals.append(
+            _signal(feature, weight, f"its {FEATURE_WORDS[feature]}", "grade", ["likelihood"],
+                    cost, fitted)
+        )  # fmt: skip
+    return {"signals": signals, "intercept": head.grade_intercept, "scale": [1, 10]}
+
+
 def head_decision(head: StateHead, doubt_below: float) -> DecisionRecord:
     """The decision record of a head that holds its own weights (a judge without a
     decision.yaml: its fits wrote the weights into its state_head.json)."""
-    return DecisionRecord.model_validate(record_of("", head, doubt_below))
+    data = record_of("", head, doubt_below)
+    if (grade := grade_of_head(head)) is not None:
+        data["grade"] = grade
+    return DecisionRecord.model_validate(data)

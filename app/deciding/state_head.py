@@ -127,6 +127,10 @@ PAIRWISE_WEIGHTS = (
 )
 
 
+# and those its record's grade rule holds instead, where it has one
+GRADE_WEIGHTS = ("grade_intercept", "grade_likelihood")
+
+
 @cache
 def load_state_head(path: Path) -> StateHead:
     """The head at `path`, validated; errors name the file and the field."""

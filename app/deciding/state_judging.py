@@ -19,7 +19,14 @@ import numpy as np
 from app.catalog.scoring import ScoringRule
 from app.deciding.criterion_head import CriterionHead, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
-from app.deciding.decision import Decision, DecisionRecord, decide, recorded_values, sigmoid
+from app.deciding.decision import (
+    Decision,
+    DecisionRecord,
+    decide,
+    grade_of,
+    recorded_values,
+    sigmoid,
+)
 from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.signals import (
@@ -70,7 +77,7 @@ def head_judgment(
     (criterion_reads.turn_criteria); with `asks.levels`, a criterion head gives them from
     the same reads (no read of their own)."""
     criteria, levels = asks.criteria, asks.levels
-    likely = "likelihood" in record.reads() or bool(head.grade_likelihood)
+    likely = "likelihood" in record.reads()
     reads = read_features(item, head, source, criteria.ask if criteria else None, likely)
     relevance = "relevance" in record.reads() and base.protocol is not Protocol.SINGLE
     if relevance or (levels is not None and levels.head.relevance):
@@ -78,7 +85,7 @@ def head_judgment(
 
         reads = replace(reads, similarities=request_similarities(item.question, item.answers))
     if base.protocol is Protocol.SINGLE:
-        judgment = _grades(base, head, reads)
+        judgment = _grades(base, head, record, reads)
     elif base.protocol is Protocol.PAIRWISE:
         answers = _answer_values(item, head, reads, relevance)
         judgment = _verdict(base, record, PairReads(item, answers))
@@ -127,7 +134,6 @@ def _with_grade_reads(judgment: Judgment, mean: float | None, odds: list[float |
     return judgment.model_copy(update={"verdict_parts": parts})
 
 
-GRADE_SCALE = (1, 10)  # a head's grade: clipped to it
 CHECK_FLOOR = 1e-6  # a check's probability is kept this far from 0 and 1 (finite log-odds)
 
 
@@ -339,18 +345,22 @@ def _ranking(base: Judgment, record: DecisionRecord, answers: list[dict[str, flo
     )
 
 
-def _grades(base: Judgment, head: StateHead, reads: AnswerReads) -> Judgment:
+def _grades(
+    base: Judgment, head: StateHead, record: DecisionRecord, reads: AnswerReads
+) -> Judgment:
+    """Each answer's grade by the record's grade rule, from its states (the grade head's
+    w . f) and its likelihood features."""
+    rule = record.grade
+    if rule is None:
+        raise ValueError("the judge's decision record has no grade rule: it grades no answer")
     weights = np.asarray(head.grade_weights or (), dtype=np.float64)
     answers = []
     for f, likelihood in zip(reads.features, reads.likelihoods):
-        value = head.grade_intercept
-        if weights.size:
-            value += float(weights @ f)
-        if head.grade_likelihood:
-            assert likelihood is not None
-            value += sum(w * likelihood[name] for name, w in head.grade_likelihood.items())
-        value = min(max(value, GRADE_SCALE[0]), GRADE_SCALE[1])
+        values = dict(likelihood or {})
+        if weights.size and f is not None:
+            values["grade_states"] = float(weights @ f)
+        value = grade_of(rule, values)
         answers.append(AnswerScores(criteria={}, overall=round(value), expected_overall=value))
-    # the head's grade is on 1-10 whatever the criteria's scale (a rubric's may be 1-5)
-    update = {"status": Status.OK, "answers": tuple(answers), "overall_scale": GRADE_SCALE}
+    # the head's grade is on its rule's scale whatever the criteria's (a rubric's may be 1-5)
+    update = {"status": Status.OK, "answers": tuple(answers), "overall_scale": rule.scale}
     return base.model_copy(update=update)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.code_run.answers import reference_function
@@ -89,7 +90,9 @@ def run_decision(
     file), with this run's doubt threshold and, where the run asks for a tie band, the tie
     threshold that makes pairs within it ties."""
     record = record or head_decision(head, doubt_below)
-    update: dict[str, float] = {"doubt_below": doubt_below}
+    update: dict[str, Any] = {"doubt_below": doubt_below}
+    if record.grade is None and head.grades:  # a record of the verdict alone: the head grades
+        update["grade"] = head_decision(head, doubt_below).grade
     if tie_band:
         update["tie_threshold"] = tie_threshold_for(tie_band)
     return record.model_copy(update=update)

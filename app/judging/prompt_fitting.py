@@ -69,10 +69,11 @@ def _numbers(count: int) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PromptAsk:
-    """What one call asks: its protocol, the template that writes it and its reply's form."""
+    """What one call asks: its protocol, the prompt template that writes it and its reply's
+    form."""
 
     protocol: Protocol
-    template: PromptTemplate
+    writer: PromptTemplate
     output: OutputSpec
 
 
@@ -86,7 +87,7 @@ def fitted_messages(
 ) -> tuple[list[Message], bool]:
     """The prompt for answers in `order`, its texts cut (from the middle) to fit the
     context with room for the reply; True when something was cut."""
-    protocol, template, output = ask.protocol, ask.template, ask.output
+    protocol, template, output = ask.protocol, ask.writer, ask.output
     reference = item.reference if fit.use_reference else None
     answers = [item.answers[i] for i in order]
     chars = sum(len(t) for t in (item.question, reference or "", *answers))

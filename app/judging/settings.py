@@ -22,7 +22,12 @@ from app.deciding.calibration import load_calibration
 from app.deciding.criterion_head import load_criterion_head
 from app.deciding.decision import DecisionRecord, load_decision
 from app.deciding.rubric_grade import RubricGrade
-from app.deciding.state_head import PAIRWISE_WEIGHTS, StateHead, load_state_head
+from app.deciding.state_head import (
+    GRADE_WEIGHTS,
+    PAIRWISE_WEIGHTS,
+    StateHead,
+    load_state_head,
+)
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
@@ -91,18 +96,20 @@ def judge_settings(
 def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord | None:
     """The head's decision record, where the judge names one and decides by its head (a run
     that turns the head off decides from the reply); its head must then hold no pairwise
-    weight of its own (one place for the rule)."""
+    weight of its own, nor grade weights where the record grades (one place for the rule)."""
     if settings.decision_record is None or head is None:  # no head: the reply decides
         return None
     path = MODELS_DIR / settings.decision_record
-    held = sorted(name for name in PAIRWISE_WEIGHTS if getattr(head, name))
+    record = load_decision(path)
+    fields = PAIRWISE_WEIGHTS + (GRADE_WEIGHTS if record.grade is not None else ())
+    held = sorted(name for name in fields if getattr(head, name))
     if held:
         raise ConfigError(
             MODELS_DIR / str(settings.state_head),
             held[0],
-            f"the pairwise weights ({', '.join(held)}) belong in the decision record {path}",
+            f"the weights ({', '.join(held)}) belong in the decision record {path}",
         )
-    return load_decision(path)
+    return record
 
 
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:

@@ -106,3 +106,26 @@ def test_a_reference_naming_the_right_answer_moves_the_criteria_and_the_verdict_
 
     assert lead_of_a(given) > lead_of_a(without) + 1.0, (lead_of_a(given), lead_of_a(without))
     assert given.criteria_verdict == "A"
+
+
+def test_a_single_answers_grade_is_the_records_grade_rule_on_its_read(judged):
+    """The default judge grades one answer by its decision record's grade rule, on the same
+    read of the answer a verdict makes (its states and likelihood features)."""
+    import numpy as np
+
+    from app.deciding.decision import grade_of
+
+    entry, _, judge, _, _ = judged
+    config = with_changes(
+        judge_config(entry, protocol=Protocol.SINGLE), {"criterion_scores": False}
+    )
+    item = JudgeItem(id="g", question="What is 7 times 8?", answers=("7 times 8 is 56.",))
+    graded = JudgeService(judge.backend, entry.name).judge(item, config)
+    head, rule = config.parts.head, config.parts.decision.grade
+    assert graded.status is Status.OK and rule is not None
+    reading = judge.backend.read_answers(item.question, list(item.answers), True)[0]
+    values = reading.features() | {
+        "grade_states": float(np.dot(head.grade_weights, reading.states))
+    }
+    assert graded.answers[0].expected_overall == pytest.approx(grade_of(rule, values), abs=1e-4)
+    assert graded.overall_scale == (1, 10)

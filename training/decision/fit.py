@@ -423,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         found = fit(rows, config)
         print(found.report())
         data = record_data(config, found, doubt)
+        if (grade := load_decision(record_path(config.judge)).grade) is not None:
+            data["grade"] = grade.model_dump(mode="json", exclude_defaults=True)  # not refitted
     if args.write or args.out:
         print(write_record(data, args.out))
     return 0

@@ -10,11 +10,12 @@ from typing import Any
 
 import yaml
 
-from app.deciding.decision import DecisionRecord, load_decision
+from app.deciding.decision import DecisionRecord, GradeRule, load_decision
 from models.registry import MODELS_DIR, load_registry
 
 HEADER = (
-    "# {judge}'s whole pairwise rule (app/deciding/decision.py says how it is applied):\n"
+    "# {judge}'s whole rule: a pair's verdict and one answer's grade\n"
+    "# (app/deciding/decision.py says how it is applied):\n"
     "# score = sum(weight x value) over the signals a pair has; P(A) = sigmoid(score - t),\n"
     "# P(B) = sigmoid(-score - t), a tie between (t = tie_threshold); a rule decides outright\n"
     "# where its value is at least its threshold. Written by `python -m training.decision.fit\n"
@@ -81,7 +82,28 @@ def rule_table(record: DecisionRecord) -> str:
                 f"| `{rule.name}` | {rule.when} (value: {rule.value}) | the answer it "
                 f"favours wins | {rule.confidence:.1%} | {rule.fitted.rows} |"
             )
+    if record.grade is not None:
+        lines += ["", *grade_table(record.grade)]
     return "\n".join([*lines, "", TABLE_END])
+
+
+def grade_table(rule: GradeRule) -> list[str]:
+    """The grade rule's lines of the table."""
+    low, high = rule.scale
+    lines = [
+        f"One answer's grade: {rule.intercept:g} + the sum of weight x value over its signals, "
+        f"clipped to {low}-{high}.",
+        "",
+        "| signal | weight | value (the answer's own) | reads | fitted by, on |",
+        "|---|---:|---|---|---|",
+    ]
+    for signal in rule.signals:
+        where = f"`{signal.fitted.by}`, {signal.fitted.rows}"
+        lines.append(
+            f"| `{signal.name}` | {signal.weight:g} | {signal.value} | "
+            f"{', '.join(signal.reads)} | {where} |"
+        )
+    return lines
 
 
 def with_table(card: str, table: str) -> str:

@@ -105,3 +105,36 @@ def test_a_signal_without_a_value_adds_nothing_and_a_tie_threshold_gives_ties():
     tied = decide(record.model_copy(update={"tie_threshold": 1.0}), {"relevance": 0.001})
     assert tied.leaning == "tie" and tied.p_tie == pytest.approx(0.462, abs=1e-3)
     assert tied.p_a + tied.p_b + tied.p_tie == pytest.approx(1.0)
+
+
+def test_the_default_records_grade_rule_is_the_grade_its_head_gave():
+    """The grade head's intercept and likelihood weights moved from state_head.json into the
+    record's grade rule (tests/golden/default_grade_before.json: what the head held); the
+    rule gives the same grade from the same values, clipped to 1-10."""
+    import numpy as np
+
+    from app.deciding.decision import grade_of
+
+    before = json.loads(GOLDEN.with_name("default_grade_before.json").read_text("utf-8"))
+    rule = default_record().grade
+    assert rule is not None and rule.scale == (1, 10)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        values = {name: float(rng.normal(scale=20)) for name in before["grade_likelihood"]}
+        values["grade_states"] = float(rng.normal(scale=3))
+        old = before["grade_intercept"] + values["grade_states"]
+        old += sum(w * values[name] for name, w in before["grade_likelihood"].items())
+        assert grade_of(rule, values) == pytest.approx(min(max(old, 1), 10), abs=1e-9)
+
+
+def test_a_head_file_holding_weights_its_record_holds_is_refused(tmp_path: Path):
+    """One place for each weight: the default's head may not hold a grade weight its record's
+    grade rule holds (the error names the head's file and the field)."""
+    from app.deciding.state_head import StateHead
+    from app.judging.settings import _decision
+
+    entry = load_registry().get()
+    head = StateHead(base_file="x.gguf", weights=(1.0, 0.0), grade_intercept=4.0)
+    with pytest.raises(ConfigError, match=r"state_head\.json.*grade_intercept"):
+        _decision(entry.judging, head)
+    assert _decision(entry.judging, head.model_copy(update={"grade_intercept": 0.0})) is not None
