@@ -31,7 +31,6 @@ JUDGE_FILES = (
     "calibration",
     "scenario_classifier",
     "criterion_head",
-    "rubric_grade",
 )
 
 
@@ -80,10 +79,6 @@ class JudgeSettings(BaseModel):
     # `criteria_read: head`: the criterion head, an .npz file under models/
     # (app/deciding/criterion_head.py, fitted by training.heads.criterion_head)
     criterion_head: str | None = None
-    # A single answer's rubric grade with a reference, combined from the rubric read, the head's
-    # grade and the reference turn's reads: a JSON file under models/ (app/deciding/
-    # rubric_grade.py, fitted by training.heads.rubric_grade_fit); None: the rubric read alone.
-    rubric_grade: str | None = None
 
     @model_validator(mode="after")
     def _judge_files_exist(self) -> JudgeSettings:

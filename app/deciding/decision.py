@@ -59,6 +59,14 @@ class Declared(BaseModel):
     cost: str
     seconds: float = Field(default=0.0, ge=0.0)  # per pair on one core, beyond shared reads
     reference: bool = False  # read only where the pair has a reference in use
+    # the value is held inside this range (the one it took on the rows it was fitted on)
+    bounds: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _ordered_bounds(self) -> Declared:
+        if self.bounds is not None and self.bounds[0] > self.bounds[1]:
+            raise ValueError(f"bounds: {self.bounds[0]} > {self.bounds[1]}")
+        return self
 
 
 class Signal(Declared):
@@ -85,36 +93,44 @@ class Rule(DeclaredRule):
 
 class GradeRule(BaseModel):
     """A judge's rule for one answer's grade: a linear sum of its signals' values (each the
-    answer's own value, not a lead), plus an intercept, clipped to the scale."""
+    answer's own value, not a lead, held inside the signal's bounds), plus an intercept,
+    clipped to the scale."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     signals: tuple[Signal, ...] = ()  # none: every answer gets the intercept
     intercept: float
     scale: tuple[int, int] = (1, 10)
+    cv_pearson: float | None = None  # with the label, out of fold, where it was measured
     fitted: Fitted | None = None
 
-    @model_validator(mode="after")
-    def _known_signals(self) -> GradeRule:
-        unknown = sorted({s.name for s in self.signals} - set(GRADE_SIGNALS))
-        if unknown:
-            raise ValueError(f"signals: {unknown} are no grade signals (known: {GRADE_SIGNALS})")
-        return self
+    def weights(self) -> dict[str, float]:
+        return {signal.name: signal.weight for signal in self.signals if signal.weight}
+
+    def held(self, values: Mapping[str, float]) -> dict[str, float]:
+        """The weighed signals' values (those given), each held inside its bounds."""
+        found = {}
+        for signal in self.signals:
+            if signal.weight and (value := values.get(signal.name)) is not None:
+                low, high = signal.bounds or (-math.inf, math.inf)
+                found[signal.name] = min(max(value, low), high)
+        return found
 
     def reads(self) -> set[str]:
         return {read for signal in self.signals if signal.weight for read in signal.reads}
 
 
-# an answer's grade reads its states (the grade head's w . f) and its likelihood features
+# an answer's grade reads its states (the grade head's w . f) and its likelihood features;
+# a rubric's grade with a reference (app/deciding/rubric_grade.py) reads these
 GRADE_SIGNALS = ("grade_states", *FEATURES)
+RUBRIC_SIGNALS = ("level", "grade", "check", "likelihood", "length", "reference_words")
 
 
 def grade_of(rule: GradeRule, values: Mapping[str, float]) -> float:
     """One answer's grade by `rule` from its signals' values (one without a value adds
-    nothing), clipped to the rule's scale."""
-    value = rule.intercept + sum(
-        s.weight * values[s.name] for s in rule.signals if s.weight and s.name in values
-    )
+    nothing; each held inside its bounds), clipped to the rule's scale."""
+    weights = rule.weights()
+    value = rule.intercept + sum(weights[name] * v for name, v in rule.held(values).items())
     low, high = rule.scale
     return min(max(value, low), high)
 
@@ -134,6 +150,8 @@ class DecisionRecord(BaseModel):
     # what each share of the score means, for a user: the page names each share by it
     shares: dict[str, str] = Field(default_factory=dict)
     grade: GradeRule | None = None  # one answer's grade (a head that grades)
+    # one answer's grade on a rubric, with a reference (app/deciding/rubric_grade.py)
+    rubric_grade: GradeRule | None = None
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DecisionRecord:
@@ -149,6 +167,11 @@ class DecisionRecord(BaseModel):
                 f"signals, rules: {unknown} name no signal of app/deciding/signals.py "
                 f"(known: {', '.join(sorted(SIGNALS))})"
             )
+        for field, known in (("grade", GRADE_SIGNALS), ("rubric_grade", RUBRIC_SIGNALS)):
+            rule = getattr(self, field)
+            unknown = sorted({s.name for s in rule.signals} - set(known)) if rule else []
+            if unknown:
+                raise ValueError(f"{field}.signals: {unknown} unknown; known: {known}")
         return self
 
     def weights(self) -> dict[str, float]:

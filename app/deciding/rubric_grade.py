@@ -17,19 +17,15 @@ The page says when a signal was held (the part `rubric_grade_held`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from app.catalog.criteria_types import CriterionSpec
+from app.deciding.decision import RUBRIC_SIGNALS, Fitted, GradeRule, Signal, grade_of
 from app.deciding.reference_words import reference_words, stated_share
 from app.records import JudgeItem, Judgment
-from models.foundation.errors import ConfigError
 
-SIGNALS = ("level", "grade", "check", "likelihood", "length", "reference_words")
+SIGNALS = RUBRIC_SIGNALS
 READ_PART = "rubric_read"  # the rubric read's own level, kept where the combination replaced it
 PEARSON_PART = "rubric_grade_pearson"  # the combination's out-of-fold Pearson, for the page
 SHARE_PREFIX = "rubric_grade_"  # + a signal's name: its weight times its value
@@ -68,92 +64,53 @@ def signals_of(
     return {name: float(value) for name, value in found.items() if value is not None}
 
 
-@dataclass(frozen=True)
-class RubricGrade:
-    """`intercept + sum(weights[s] * signal s)`, clipped to the rubric's scale."""
-
-    weights: dict[str, float]
-    intercept: float
-    # with the label, out of fold on the rows it was fitted on (the signals and ridge chosen
-    # inside each fold: training.heads.rubric_grade_fit's nested CV)
-    cv_pearson: float
-    rows: int
-    scale: tuple[int, int] = (1, 5)
-    # each weighed signal's lowest and highest value on the rows it was fitted on
-    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-    def held(self, signals: dict[str, float]) -> dict[str, float]:
-        """The weighed signals, each held inside its fitted range."""
-        return {
-            name: min(max(signals[name], self.bounds[name][0]), self.bounds[name][1])
-            if name in self.bounds
-            else signals[name]
-            for name in self.weights
-        }
-
-    def grade(self, signals: dict[str, float]) -> float:
-        held = self.held(signals)
-        value = self.intercept + sum(w * held[name] for name, w in self.weights.items())
-        return min(max(value, self.scale[0]), self.scale[1])
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "weights": self.weights,
-            "intercept": self.intercept,
-            "cv_pearson": self.cv_pearson,
-            "rows": self.rows,
-            "scale": list(self.scale),
-            "bounds": {name: list(bound) for name, bound in self.bounds.items()},
-        }
-
-    @classmethod
-    def load(cls, path: Path) -> RubricGrade:
-        """The combination saved at `path`; a ConfigError names the file and the field."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(path, "", f"cannot be read as JSON ({exc})") from exc
-        for name in ("weights", "intercept", "cv_pearson", "rows", "scale"):
-            if name not in data:
-                raise ConfigError(path, name, "missing")
-        for name in ("weights", "bounds"):
-            unknown = sorted(set(data.get(name) or {}) - set(SIGNALS))
-            if unknown:
-                raise ConfigError(path, name, f"unknown signals {unknown}; known: {SIGNALS}")
-        read = {
-            "weights": lambda v: {str(k): float(w) for k, w in v.items()},
-            "intercept": float,
-            "cv_pearson": float,
-            "rows": int,
-            "scale": _scale,
-            "bounds": lambda v: {str(k): _bound(b) for k, b in v.items()},
-        }
-        values: dict[str, Any] = {}
-        for name, convert in read.items():
-            if name == "bounds" and name not in data:
-                continue  # a combination saved before signals were held: none held
-            try:
-                values[name] = convert(data[name])
-            except (TypeError, ValueError, AttributeError) as exc:
-                raise ConfigError(path, name, f"not a valid value: {data[name]!r}") from exc
-        return cls(**values)
+# what each signal's value is, what it reads and costs (a record's rubric_grade declares them)
+SIGNAL_WORDS = {
+    "level": ("the rubric read's expected level", "likelihood", "a criterion read"),
+    "grade": ("the head's own 1-10 grade of the answer", "states", "none beyond the read"),
+    "check": (
+        "the log-odds of the judge's check that it gives the reference's result",
+        "reference_read",
+        "one token read on after the answer's read",
+    ),
+    "likelihood": (
+        "the reference's mean log-probability after it",
+        "reference_read",
+        "the reference read on after the answer's read",
+    ),
+    "length": ("log(1 + its words)", "text", "none"),
+    "reference_words": (
+        "the share of the reference's own words (not the request's) it states",
+        "text",
+        "none (read from the text)",
+    ),
+}
 
 
-def _scale(value: Any) -> tuple[int, int]:
-    """[lowest, highest] as whole numbers (a ValueError or TypeError otherwise)."""
-    low, high = value
-    return int(low), int(high)
+def rubric_rule(
+    weights: dict[str, float],
+    intercept: float,
+    cv_pearson: float,
+    fitted: Fitted,
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> GradeRule:
+    """The rubric grade's rule (a decision record's `rubric_grade`): `intercept + sum(weights[s]
+    x signal s)`, each signal held inside its `bounds`, clipped to the rubric's 1-5."""
+    signals = []
+    for name, weight in weights.items():
+        value, read, cost = SIGNAL_WORDS[name]
+        bound = (bounds or {}).get(name)
+        signals.append(
+            Signal(name=name, value=value, share="rubric_grade", reads=(read,), cost=cost,
+                   weight=weight, fitted=fitted, bounds=bound)
+        )  # fmt: skip
+    return GradeRule(
+        signals=tuple(signals), intercept=intercept, scale=(1, 5), cv_pearson=cv_pearson,
+        fitted=fitted,
+    )  # fmt: skip
 
 
-def _bound(value: Any) -> tuple[float, float]:
-    """[lowest, highest], lowest <= highest (a ValueError or TypeError otherwise)."""
-    low, high = (float(v) for v in value)
-    if low > high:
-        raise ValueError(f"{low} > {high}")
-    return low, high
-
-
-def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:
+def fits(grade: GradeRule, specs: Sequence[CriterionSpec]) -> bool:
     """Whether `grade` was fitted on criteria like these: one criterion with level texts
     (a rubric) on the grade's scale."""
     return (
@@ -163,21 +120,21 @@ def fits(grade: RubricGrade, specs: Sequence[CriterionSpec]) -> bool:
     )
 
 
-def with_rubric_grade(judgment: Judgment, item: JudgeItem, grade: RubricGrade) -> Judgment:
+def with_rubric_grade(judgment: Judgment, item: JudgeItem, grade: GradeRule) -> Judgment:
     """A single answer's judgment with its rubric criterion graded by the combination, the
     read level kept as the part `rubric_read`; unchanged where a signal was not read."""
-    signals = signals_of(judgment, item, ("level", *grade.weights))
+    signals = signals_of(judgment, item, ("level", *grade.weights()))
     if signals is None or READ_PART in (judgment.verdict_parts or {}):
         return judgment
     scores = judgment.answers[0]
     key = next(iter(scores.expected_criteria or {}))
-    value = grade.grade(signals)
+    value = grade_of(grade, signals)
     combined = scores.model_copy(
         update={"criteria": {key: round(value, 1)}, "expected_criteria": {key: value}}
     )
     # each signal's part of the grade (its weight times its value, held in its fitted range)
     held = grade.held(signals)
-    shares = {f"{SHARE_PREFIX}{n}": round(w * held[n], 4) for n, w in grade.weights.items()}
+    shares = {f"{SHARE_PREFIX}{n}": round(w * held[n], 4) for n, w in grade.weights().items()}
     outside = sum(held[name] != signals[name] for name in held)
     parts = {
         **(judgment.verdict_parts or {}),

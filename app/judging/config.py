@@ -17,8 +17,7 @@ from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.scenario_detection import ScenarioClassifier
 from app.deciding.calibration import ConfidenceCalibration
 from app.deciding.criterion_head import CriterionHead
-from app.deciding.decision import DecisionRecord
-from app.deciding.rubric_grade import RubricGrade
+from app.deciding.decision import DecisionRecord, GradeRule
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
 from models.backends.base import SamplingParams, run_sampling
@@ -61,7 +60,7 @@ class JudgeParts:
     # criterion levels from the verdict's read (app/deciding/criterion_head.py)
     criterion_levels: CriterionHead | None = None
     # a single answer's rubric grade with a reference (app/deciding/rubric_grade.py)
-    rubric_combination: RubricGrade | None = None
+    rubric_combination: GradeRule | None = None
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from app.code_run.behaviour import (
 from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
-from app.deciding.decision import DecisionRecord, tie_threshold_for
+from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
 from app.deciding.head_record import head_decision
-from app.deciding.rubric_grade import RubricGrade, fits, with_rubric_grade
+from app.deciding.rubric_grade import fits, with_rubric_grade
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
     Asks,
@@ -56,7 +56,7 @@ class HeadSettings:
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
     fit: PromptFit  # the criterion reads' prompts, always scored
     # a single answer's rubric grade with a reference, combined from its reads
-    rubric_combination: RubricGrade | None = None
+    rubric_combination: GradeRule | None = None
 
     def weighs(self, *signals: str) -> bool:
         """Whether the decision record weighs, or rules by, any of `signals` (only then is

@@ -21,7 +21,6 @@ from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.criterion_head import load_criterion_head
 from app.deciding.decision import DecisionRecord, load_decision
-from app.deciding.rubric_grade import RubricGrade
 from app.deciding.state_head import (
     GRADE_WEIGHTS,
     PAIRWISE_WEIGHTS,
@@ -122,10 +121,11 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             "read the criteria 'apart' (--criteria-apart)",
         )
     head = load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None
+    decision = _decision(settings, head)
     return JudgeParts(
         context_tokens=context_tokens,
         head=head,
-        decision=_decision(settings, head),
+        decision=decision,
         calibrator=(
             load_calibration(MODELS_DIR / settings.calibration) if settings.calibration else None
         ),
@@ -139,9 +139,7 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             if settings.criterion_head
             else None
         ),
-        rubric_combination=(
-            RubricGrade.load(MODELS_DIR / settings.rubric_grade) if settings.rubric_grade else None
-        ),
+        rubric_combination=decision.rubric_grade if decision is not None else None,
     )
 
 

@@ -4,7 +4,6 @@ the reference turn's reads kept in the judgment, and the judge's combination
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,10 +11,11 @@ import pytest
 
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
-from app.deciding.rubric_grade import READ_PART, RubricGrade, signals_of
+from app.deciding.decision import Fitted, GradeRule, grade_of
+from app.deciding.rubric_grade import READ_PART, SIGNALS, rubric_rule, signals_of
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
-from app.judging.settings import SettingsLayer, judge_config, with_changes
+from app.judging.settings import judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from models.foundation.errors import ConfigError
 from models.judge_settings import JudgeSettings
@@ -32,7 +32,7 @@ ITEM = JudgeItem(
     answers=("Sydney is the capital of Australia, a vibrant harbour city.",),
     reference="Canberra is the capital.",
 )
-COMBINATION = RubricGrade(
+COMBINATION = rubric_rule(
     {
         "level": 0.5,
         "grade": 0.1,
@@ -43,7 +43,7 @@ COMBINATION = RubricGrade(
     },
     intercept=1.0,
     cv_pearson=0.4,
-    rows=320,
+    fitted=Fitted(by="this test", rows="320 rows"),
 )
 
 
@@ -64,7 +64,7 @@ def head(tiny) -> StateHead:
     )
 
 
-def _config(head: StateHead, grade: RubricGrade | None, rubric_path: Path = HELPFULNESS_RUBRIC):
+def _config(head: StateHead, grade: GradeRule | None, rubric_path: Path = HELPFULNESS_RUBRIC):
     rubric = load_rubric(rubric_path)
     base = JudgeConfig(
         protocol=Protocol.SINGLE,
@@ -107,7 +107,7 @@ def test_a_single_answers_reference_reads_are_kept_and_graded_by_the_combination
     assert signals is not None
     key = next(iter(read.answers[0].expected_criteria))
     assert combined.answers[0].expected_criteria[key] == pytest.approx(
-        COMBINATION.grade(signals), abs=1e-3
+        grade_of(COMBINATION, signals), abs=1e-3
     )
     assert combined.verdict_parts[READ_PART] == pytest.approx(signals["level"], abs=1e-3)
     assert combined.verdict_parts["rubric_grade_pearson"] == COMBINATION.cv_pearson
@@ -135,16 +135,23 @@ def test_a_rubric_unlike_the_fits_keeps_its_read_levels(tiny, head):
     assert len(judged.answers[0].expected_criteria) > 1
 
 
-def test_a_judge_names_its_combination_file_and_a_bad_one_is_named(tmp_path, monkeypatch):
-    import app.judging.settings as settings
-    import models.judge_settings as judge_settings
+def test_the_default_judges_record_holds_its_combination_and_a_bad_one_is_named(tmp_path):
+    """The rubric grade is a part of the judge's decision record (its `rubric_grade`), loaded
+    with the rest; a record whose rubric grade is malformed is refused naming the field."""
+    import yaml
 
-    path = tmp_path / "rubric_grade.json"
-    path.write_text(json.dumps(COMBINATION.as_json()), encoding="utf-8")
-    monkeypatch.setattr(settings, "MODELS_DIR", tmp_path)
-    monkeypatch.setattr(judge_settings, "_MODELS_DIR", tmp_path)
-    config = judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))
-    assert config.parts.rubric_combination == COMBINATION
-    path.write_text(json.dumps({**COMBINATION.as_json(), "scale": [1]}))
-    with pytest.raises(ConfigError, match=r"rubric_grade\.json: scale: not a valid value"):
-        judge_config(None, SettingsLayer(rubric_grade="rubric_grade.json"))
+    from app.deciding.decision import load_decision
+    from models.registry import load_registry
+
+    config = judge_config(load_registry().get())
+    shipped = config.parts.rubric_combination
+    assert shipped is not None and shipped == config.parts.decision.rubric_grade
+    assert shipped.scale == (1, 5) and set(shipped.weights()) <= set(SIGNALS)
+    assert all(s.bounds is not None for s in shipped.signals)  # each held in its fitted range
+    data = shipped.model_dump(mode="json")
+    data["scale"] = [1]
+    path = tmp_path / "decision.yaml"
+    record = config.parts.decision.model_dump(mode="json") | {"rubric_grade": data}
+    path.write_text(yaml.safe_dump(record), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"decision\.yaml: rubric_grade\.scale"):
+        load_decision(path)

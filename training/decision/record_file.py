@@ -83,24 +83,31 @@ def rule_table(record: DecisionRecord) -> str:
                 f"favours wins | {rule.confidence:.1%} | {rule.fitted.rows} |"
             )
     if record.grade is not None:
-        lines += ["", *grade_table(record.grade)]
+        lines += ["", *grade_table(record.grade, "One answer's grade")]
+    if record.rubric_grade is not None:
+        title = "A one-criterion rubric's grade of one answer, with a reference"
+        lines += ["", *grade_table(record.rubric_grade, title)]
     return "\n".join([*lines, "", TABLE_END])
 
 
-def grade_table(rule: GradeRule) -> list[str]:
-    """The grade rule's lines of the table."""
+def grade_table(rule: GradeRule, title: str) -> list[str]:
+    """A grade rule's lines of the table."""
     low, high = rule.scale
+    pearson = (
+        f" (Pearson with the label, out of fold: {rule.cv_pearson:g})" if rule.cv_pearson else ""
+    )
     lines = [
-        f"One answer's grade: {rule.intercept:g} + the sum of weight x value over its signals, "
-        f"clipped to {low}-{high}.",
+        f"{title}: {rule.intercept:g} + the sum of weight x value over its signals, each held "
+        f"in its range, clipped to {low}-{high}{pearson}.",
         "",
-        "| signal | weight | value (the answer's own) | reads | fitted by, on |",
-        "|---|---:|---|---|---|",
+        "| signal | weight | value (the answer's own) | held in | reads | fitted by, on |",
+        "|---|---:|---|---|---|---|",
     ]
     for signal in rule.signals:
         where = f"`{signal.fitted.by}`, {signal.fitted.rows}"
+        held = f"{signal.bounds[0]:g} to {signal.bounds[1]:g}" if signal.bounds else "-"
         lines.append(
-            f"| `{signal.name}` | {signal.weight:g} | {signal.value} | "
+            f"| `{signal.name}` | {signal.weight:g} | {signal.value} | {held} | "
             f"{', '.join(signal.reads)} | {where} |"
         )
     return lines

@@ -17,7 +17,6 @@ much the figure owes to one split.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.rubric_grade import SIGNALS, RubricGrade, signals_of
+from app.deciding.decision import Fitted, GradeRule
+from app.deciding.rubric_grade import SIGNALS, rubric_rule, signals_of
 from app.io.judgments import read_judgments
 from app.io.reader import InputRow, read_rows
 from app.records import Judgment
@@ -107,7 +107,7 @@ def fold_of(groups: Sequence[str], folds: int = FOLDS) -> np.ndarray:
 
 
 def held_in(x: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-    """`x` with each column held inside its range on `fitted` (as RubricGrade.held)."""
+    """`x` with each column held inside its range on `fitted` (as GradeRule.held)."""
     return np.clip(x, fitted.min(axis=0), fitted.max(axis=0))
 
 
@@ -208,11 +208,15 @@ def report(found: dict[str, Any]) -> dict[str, Any]:
         "chosen": chosen,
         "nested CV Pearson (the choice made inside each fold)": held_out,
         "nested CV Pearson over random request-grouped splits": split_spread(found),
-        "grade": RubricGrade(
+        "grade": rubric_rule(
             dict(zip(signals, (round(float(w), 6) for w in weights))),
             round(intercept, 6),
             held_out,
-            len(y),
+            Fitted(
+                by="python -m training.heads.rubric_grade_fit",
+                rows=f"{len(y)} rows of Prometheus' vicuna_eval, with their references",
+                cv=f"request-grouped nested CV Pearson {held_out}",
+            ),
             bounds={name: _range(x[:, c]) for name, c in zip(signals, columns)},
         ),
     }
@@ -240,9 +244,28 @@ def render(result: dict[str, Any]) -> str:
         "(lowest {lowest:.3f})".format(
             **result["nested CV Pearson over random request-grouped splits"]
         ),
-        f"weights {grade.weights}, intercept {grade.intercept}",
+        f"weights {grade.weights()}, intercept {grade.intercept}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def write_rubric_grade(grade: GradeRule, path: Path) -> str:
+    """Write `grade` as the rubric grade of the decision record at `path` (made where there
+    is none), and the tables of the rule beside it."""
+    import yaml
+
+    from app.deciding.decision import load_decision
+    from training.decision.record_file import record_text, tables_written
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if data is None:
+        raise SystemExit(f"{path}: no decision record to add the rubric grade to")
+    data["rubric_grade"] = grade.model_dump(mode="json", exclude_defaults=True)
+    path.write_text(record_text(data), encoding="utf-8")
+    load_decision.cache_clear()
+    for target, text in tables_written(path).items():
+        target.write_text(text, encoding="utf-8")
+    return f"wrote the rubric grade into {path}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,14 +279,18 @@ def main(argv: list[str] | None = None) -> int:
         default=READS_DIR,
         help="rubric_grade_reads' --out, or rubric_eval's (its judgments with the reference)",
     )
-    parser.add_argument("--write", type=Path, help="save the chosen combination (JSON) here")
+    parser.add_argument(
+        "--write",
+        type=Path,
+        help="save the chosen combination as the rubric_grade of this decision record "
+        "(the default judge's: models/judges/<name>/decision.yaml; its tables are written anew)",
+    )
     args = parser.parse_args(argv)
     rows = [row for row in read_rows(args.file) if row.item is not None]
     result = report(table(rows, loaded_judgments(args.reads)))
     print(render(result))
     if args.write:
-        args.write.write_text(json.dumps(result["grade"].as_json(), indent=2) + "\n")
-        print(f"wrote {args.write}")
+        print(write_rubric_grade(result["grade"], args.write))
     return 0
 
 

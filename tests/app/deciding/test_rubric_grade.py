@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
+from app.deciding.decision import DecisionRecord, Fitted, grade_of
 from app.deciding.rubric_grade import (
     HELD_PART,
     READ_PART,
-    RubricGrade,
+    rubric_rule,
     signals_of,
     with_rubric_grade,
 )
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
-from models.foundation.errors import ConfigError
 
+FITTED = Fitted(by="this test", rows="none")
+SIGNAL = {
+    "name": "states",
+    "value": "v",
+    "share": "states",
+    "reads": ["states"],
+    "cost": "c",
+    "weight": 1.0,
+    "fitted": {"by": "b", "rows": "r"},
+}
 ITEM = JudgeItem(
     id="r1",
     question="What is the capital of France?",
@@ -63,30 +72,30 @@ def test_a_signal_not_read_gives_no_signals():
     assert signals_of(read, echo) is None
     # a combination that does not weigh the reference's words needs none
     assert "reference_words" not in signals_of(read, echo, ("level", "check"))
-    unweighed = RubricGrade({"level": 1.0, "check": 0.5}, intercept=0.0, cv_pearson=0.4, rows=9)
+    unweighed = rubric_rule({"level": 1.0, "check": 0.5}, 0.0, 0.4, FITTED)
     assert with_rubric_grade(read, echo, unweighed).verdict_parts[READ_PART] == 4.2
     assert signals_of(read, ITEM.model_copy(update={"reference": None})) is None
 
 
 def test_the_grade_is_the_weighted_sum_clipped_to_the_scale():
-    grade = RubricGrade({"level": 1.0, "check": 0.5}, intercept=-1.0, cv_pearson=0.4, rows=10)
-    assert grade.grade({"level": 4.0, "check": 1.0}) == pytest.approx(3.5)
-    assert grade.grade({"level": 5.0, "check": 10.0}) == 5.0
-    assert grade.grade({"level": 1.0, "check": -10.0}) == 1.0
+    grade = rubric_rule({"level": 1.0, "check": 0.5}, -1.0, 0.4, FITTED)
+    assert grade_of(grade, {"level": 4.0, "check": 1.0}) == pytest.approx(3.5)
+    assert grade_of(grade, {"level": 5.0, "check": 10.0}) == 5.0
+    assert grade_of(grade, {"level": 1.0, "check": -10.0}) == 1.0
 
 
 def test_a_signal_outside_its_fitted_range_is_held_at_its_edge_and_counted():
-    grade = RubricGrade(
+    grade = rubric_rule(
         {"level": 1.0, "likelihood": -0.5},
-        intercept=0.0,
-        cv_pearson=0.5,
-        rows=10,
+        0.0,
+        0.5,
+        FITTED,
         bounds={"level": (2.0, 4.5), "likelihood": (-2.0, -0.3)},
     )
     # a one-word reference after a wrong answer: a likelihood no fitted row came near
     signals = {"level": 2.5, "likelihood": -8.0, "length": 3.0}
     assert grade.held(signals) == {"level": 2.5, "likelihood": -2.0}
-    assert grade.grade(signals) == pytest.approx(2.5 + 1.0)  # not 2.5 + 4.0
+    assert grade_of(grade, signals) == pytest.approx(2.5 + 1.0)  # not 2.5 + 4.0
     judged = graded({"reference_check": 0.1, "reference_likelihood": -8.0}, level=2.5)
     combined = with_rubric_grade(judged, ITEM, grade)
     parts = combined.verdict_parts
@@ -95,31 +104,17 @@ def test_a_signal_outside_its_fitted_range_is_held_at_its_edge_and_counted():
     assert HELD_PART not in with_rubric_grade(inside, ITEM, grade).verdict_parts
 
 
-def test_a_saved_grade_loads_back_and_a_bad_file_names_its_field(tmp_path):
-    grade = RubricGrade({"level": 0.9, "length": 0.1}, 0.3, 0.45, 320, bounds={"level": (2, 4)})
-    path = tmp_path / "rubric_grade.json"
-    path.write_text(json.dumps(grade.as_json()))
-    assert RubricGrade.load(path) == grade
-    unbounded = {k: v for k, v in grade.as_json().items() if k != "bounds"}
-    path.write_text(json.dumps(unbounded))
-    assert RubricGrade.load(path).bounds == {}  # saved before signals were held
-    path.write_text(json.dumps({**grade.as_json(), "bounds": {"level": [4, 2]}}))
-    with pytest.raises(ConfigError, match=r"bounds: not a valid value"):
-        RubricGrade.load(path)
-    path.write_text(json.dumps({**grade.as_json(), "bounds": {"shoe size": [1, 2]}}))
-    with pytest.raises(ConfigError, match=r"bounds: unknown.*shoe size"):
-        RubricGrade.load(path)
-    path.write_text(json.dumps({**grade.as_json(), "weights": {"shoe size": 1.0}}))
-    with pytest.raises(ConfigError, match=r"rubric_grade\.json: weights: unknown.*shoe size"):
-        RubricGrade.load(path)
-    missing = grade.as_json()
-    del missing["intercept"]
-    path.write_text(json.dumps(missing))
-    with pytest.raises(ConfigError, match=r"rubric_grade\.json: intercept: missing"):
-        RubricGrade.load(path)
-    path.write_text(json.dumps({**grade.as_json(), "rows": None}))
-    with pytest.raises(ConfigError, match=r"rows: not a valid value: None"):
-        RubricGrade.load(path)
-    path.write_text("{not json")
-    with pytest.raises(ConfigError, match="cannot be read as JSON"):
-        RubricGrade.load(path)
+def test_a_rubric_grade_in_a_record_loads_back_and_a_bad_one_names_its_field():
+    grade = rubric_rule({"level": 0.9, "length": 0.1}, 0.3, 0.45, FITTED, bounds={"level": (2, 4)})
+    record = {"judge": "j", "signals": [SIGNAL], "doubt_below": 0.5}
+    data = grade.model_dump(mode="json")
+    assert DecisionRecord.model_validate(record | {"rubric_grade": data}).rubric_grade == grade
+    data["signals"][0]["bounds"] = [4, 2]
+    with pytest.raises(ValueError, match=r"bounds: 4\.0 > 2\.0"):
+        DecisionRecord.model_validate(record | {"rubric_grade": data})
+    data["signals"][0] |= {"bounds": None, "name": "shoe size"}
+    with pytest.raises(ValueError, match=r"rubric_grade\.signals: \['shoe size'\] unknown"):
+        DecisionRecord.model_validate(record | {"rubric_grade": data})
+    del data["intercept"]
+    with pytest.raises(ValueError, match="intercept"):
+        DecisionRecord.model_validate(record | {"rubric_grade": data})

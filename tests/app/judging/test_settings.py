@@ -159,15 +159,14 @@ def test_backend_names_come_from_the_backend_registry(monkeypatch):
 
 def test_every_registry_entrys_judge_files_load_with_their_model():
     """The registry checks that a judge's files are there; what is in them (a state head, a
-    calibration, a scenario classifier, a criterion head, a rubric grade) is read and validated
-    here, for every entry."""
+    calibration, a scenario classifier, a criterion head, a decision record with its rubric
+    grade) is read and validated here, for every entry."""
     loaded = {
         "state_head": "head",
         "decision_record": "decision",
         "calibration": "calibrator",
         "scenario_classifier": "classifier",
         "criterion_head": "criterion_levels",
-        "rubric_grade": "rubric_combination",
     }
     assert set(loaded) == set(JUDGE_FILES)
     for entry in load_registry().models:
@@ -175,6 +174,8 @@ def test_every_registry_entrys_judge_files_load_with_their_model():
         for name, part in loaded.items():
             named = getattr(entry.judging, name) is not None
             assert (getattr(parts, part) is not None) is named, (entry.name, name)
+        record = parts.decision
+        assert parts.rubric_combination == (record.rubric_grade if record else None), entry.name
 
 
 # ------------------------------------------------------------------ declared once

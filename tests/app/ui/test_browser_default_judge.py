@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from app.deciding.rubric_grade import RubricGrade
-from models.registry import MODELS_DIR, load_registry
+from app.judging.settings import judge_config
+from models.registry import load_registry
 from tests.app.ui.test_browser import (  # fixtures and helpers, not the tests
     IDLE,
     app_server,
@@ -259,9 +259,8 @@ def test_a_single_answer_on_a_one_criterion_rubric_with_a_reference_says_how_it_
     assert "The rubric grade combines the model's read of the rubric (" in text, text
     assert "its check of the answer against the reference" in text
     assert "how much of what the reference states the answer states" in text
-    shipped = load_registry().get().judging.rubric_grade
-    assert shipped, "the default judge ships a rubric grade's combination"
-    fitted = RubricGrade.load(MODELS_DIR / shipped)
+    fitted = judge_config(load_registry().get()).parts.rubric_combination
+    assert fitted is not None, "the default judge's record holds a rubric grade"
     assert f"correlates {fitted.cv_pearson:.2f} (Pearson)" in text
     # a one-word reference and a short answer lie outside Prometheus's paragraphs
     assert "outside the range the grade was fitted on" in text

@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from app.deciding.rubric_grade import RubricGrade
+from app.deciding.decision import load_decision
 from app.io.reader import InputRow
 from app.records import AnswerScores, JudgeItem, Judgment, Label, Protocol, Status
+from training.decision.record_file import record_path
 from training.heads.rubric_grade_fit import fold_of, main, random_folds, report, table
 from training.heads.rubric_grade_reads import part_output, part_rows, remaining
 
@@ -65,13 +66,14 @@ def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
     candidates = result["candidates (request-grouped CV Pearson)"]
     assert candidates["read + check"]["pearson"] > 0.95
     assert candidates["the rubric read alone"]["pearson"] < 0.8
-    assert "check" in result["grade"].weights and "level" in result["grade"].weights
-    assert result["grade"].weights["check"] == pytest.approx(0.5, abs=0.05)
+    assert "check" in result["grade"].weights() and "level" in result["grade"].weights()
+    assert result["grade"].weights()["check"] == pytest.approx(0.5, abs=0.05)
     # the choice made inside each fold holds up out of fold too
     held_out = result["nested CV Pearson (the choice made inside each fold)"]
     assert result["grade"].cv_pearson == held_out
     assert result["grade"].cv_pearson > 0.95
-    low, high = result["grade"].bounds["check"]  # the range the fit saw, kept to hold to
+    bounds = {s.name: s.bounds for s in result["grade"].signals}
+    low, high = bounds["check"]  # the range the fit saw, kept to hold to
     assert low == pytest.approx(found["x"][:, 2].min(), abs=1e-4) and high > low
     assert low <= found["x"][:, 2].min() and high >= found["x"][:, 2].max()  # rounded outward
     spread = result["nested CV Pearson over random request-grouped splits"]
@@ -95,10 +97,15 @@ def test_the_command_reads_saved_parts_and_writes_the_chosen_grade(tmp_path, cap
     lines = [j.model_dump_json() for j in judged.values()]
     (reads / "judgments-part0.jsonl").write_text("\n".join(lines[::2]) + "\n")
     (reads / "judgments-part1.jsonl").write_text("\n".join(lines[1::2]) + "\n")
-    out = tmp_path / "rubric_grade.json"
+    out = tmp_path / "decision.yaml"  # a judge's record: the grade is written into it
+    out.write_text(record_path().read_text(encoding="utf-8"), encoding="utf-8")
     assert main([str(data), "--reads", str(reads), "--write", str(out)]) == 0
-    grade = RubricGrade.load(out)
-    assert grade.rows == 80 and grade.cv_pearson > 0.95
+    grade = load_decision(out).rubric_grade
+    assert grade is not None and grade.fitted.rows.startswith("80 rows")
+    assert (
+        grade.cv_pearson > 0.95
+        and load_decision(out).signals == load_decision(record_path()).signals
+    )  # the verdict's rule is left as it was
     assert "(chosen)" in capsys.readouterr().out
 
 
