@@ -25,7 +25,8 @@ log-probability after each answer. The head moves every criterion of an answer b
 
 level points (the likelihood's term kept within the range the fit saw), with `words` and
 `likelihood` fitted on pairs whose reference decides them
-(training/heads/reference_levels.py): the same shift for every criterion of the answer, as
+(training/heads/reference_levels.py) and kept in the judge's decision record
+(`criterion_shift`, app/deciding/decision.py): the same shift for every criterion of the answer, as
 a person grading with a reference marks an answer that contradicts it down throughout.
 """
 
@@ -33,12 +34,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
+from app.deciding.decision import Fitted, ShiftRule, Signal
 from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
@@ -240,6 +242,73 @@ ARRAYS = (
 def load_criterion_head(path: Path) -> CriterionHead:
     """A judge's criterion head (read once per process); errors name the file."""
     return CriterionHead.load(path)
+
+
+# each signal of a decision record's criterion_shift: the head's field of its weight, and of
+# its bound (the largest centred value the fit saw; None: not held)
+SHIFT_FIELDS = {
+    "reference_words": None,
+    "reference_likelihood": "reference_likelihood_bound",
+    "reference_check": "reference_check_bound",
+    "reference_behaviour": None,
+    "reference_order": None,
+}
+SHIFT_WORDS = {
+    "reference_words": ("the share of the reference's own words it states", "text", "none"),
+    "reference_likelihood": (
+        "the reference's mean log-probability after it",
+        "reference_read",
+        "the reference read on after the answer's read",
+    ),
+    "reference_check": (
+        "the log-odds of the judge's check that it gives the reference's result",
+        "reference_read",
+        "one token read on after the answer's read",
+    ),
+    "reference_behaviour": (
+        "the share of the reference function's results its function gives (run in the jail)",
+        "code_run",
+        "about 0.1 s a code pair",
+    ),
+    "reference_order": (
+        "the share of the request's items it states in the reference's order",
+        "text",
+        "none",
+    ),
+}
+
+
+def shift_fields(head: CriterionHead) -> list[str]:
+    """The head's fields of a reference shift that hold a value (a record's criterion_shift
+    holds them instead, where it has one)."""
+    names = [*SHIFT_FIELDS, *(b for b in SHIFT_FIELDS.values() if b)]
+    return [name for name in names if getattr(head, name)]
+
+
+def with_shift(head: CriterionHead, rule: ShiftRule) -> CriterionHead:
+    """`head` moved with a reference as the record's `rule` says."""
+    fields: dict[str, float] = {}
+    for signal in rule.signals:
+        fields[signal.name] = signal.weight
+        if (bound := SHIFT_FIELDS[signal.name]) is not None and signal.bounds is not None:
+            fields[bound] = signal.bounds[1]
+    return replace(head, **fields)
+
+
+def shift_rule(head: CriterionHead, fitted: Fitted) -> ShiftRule | None:
+    """The criterion_shift of a decision record holding `head`'s reference weights (None:
+    the head moves with no reference)."""
+    signals = []
+    for name, bound_field in SHIFT_FIELDS.items():
+        if not (weight := getattr(head, name)):
+            continue
+        bound = getattr(head, bound_field) if bound_field else 0.0
+        value, read, cost = SHIFT_WORDS[name]
+        signals.append(
+            Signal(name=name, value=value, share="criterion_shift", reads=(read,), cost=cost,
+                   weight=weight, fitted=fitted, bounds=(-bound, bound) if bound else None)
+        )  # fmt: skip
+    return ShiftRule(signals=tuple(signals), fitted=fitted) if signals else None
 
 
 def criterion_text(name: str, description: str) -> str:

@@ -135,8 +135,32 @@ def grade_of(rule: GradeRule, values: Mapping[str, float]) -> float:
     return min(max(value, low), high)
 
 
+# what moves a criterion head's levels of an answer with a reference in use
+SHIFT_SIGNALS = (
+    "reference_words",
+    "reference_likelihood",
+    "reference_check",
+    "reference_behaviour",
+    "reference_order",
+)
+
+
+class ShiftRule(BaseModel):
+    """How a criterion head (app/deciding/criterion_head.py) moves every criterion level of an
+    answer with a reference in use: the sum over the signals of weight x (the answer's value
+    minus the mean over the item's answers), each centred value held in the signal's bounds,
+    in level points."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    signals: tuple[Signal, ...] = Field(min_length=1)
+    fitted: Fitted | None = None
+
+
 class DecisionRecord(BaseModel):
-    """A judge's whole rule: a pair's verdict and (`grade`) one answer's grade."""
+    """A judge's whole rule: a pair's verdict, one answer's grade (`grade`), a rubric's grade
+    with a reference (`rubric_grade`) and how a reference moves its criterion head's levels
+    (`criterion_shift`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -152,6 +176,7 @@ class DecisionRecord(BaseModel):
     grade: GradeRule | None = None  # one answer's grade (a head that grades)
     # one answer's grade on a rubric, with a reference (app/deciding/rubric_grade.py)
     rubric_grade: GradeRule | None = None
+    criterion_shift: ShiftRule | None = None
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DecisionRecord:
@@ -167,7 +192,12 @@ class DecisionRecord(BaseModel):
                 f"signals, rules: {unknown} name no signal of app/deciding/signals.py "
                 f"(known: {', '.join(sorted(SIGNALS))})"
             )
-        for field, known in (("grade", GRADE_SIGNALS), ("rubric_grade", RUBRIC_SIGNALS)):
+        sections = (
+            ("grade", GRADE_SIGNALS),
+            ("rubric_grade", RUBRIC_SIGNALS),
+            ("criterion_shift", SHIFT_SIGNALS),
+        )
+        for field, known in sections:
             rule = getattr(self, field)
             unknown = sorted({s.name for s in rule.signals} - set(known)) if rule else []
             if unknown:

@@ -19,7 +19,12 @@ from pydantic import ValidationError
 
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
-from app.deciding.criterion_head import load_criterion_head
+from app.deciding.criterion_head import (
+    CriterionHead,
+    load_criterion_head,
+    shift_fields,
+    with_shift,
+)
 from app.deciding.decision import DecisionRecord, load_decision
 from app.deciding.state_head import (
     GRADE_WEIGHTS,
@@ -111,6 +116,21 @@ def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord
     return record
 
 
+def _criterion_head(settings: JudgeSettings, record: DecisionRecord | None) -> CriterionHead | None:
+    """The judge's criterion head, moved with a reference as its decision record's
+    criterion_shift says (where it has one: the head's file may then hold no such weight)."""
+    if not settings.criterion_head:
+        return None
+    path = MODELS_DIR / settings.criterion_head
+    head = load_criterion_head(path)
+    if record is None or record.criterion_shift is None:
+        return head
+    if held := shift_fields(head):
+        where = MODELS_DIR / str(settings.decision_record)
+        raise ConfigError(path, held[0], f"the weights ({', '.join(held)}) belong in {where}")
+    return with_shift(head, record.criterion_shift)
+
+
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
     """The files `settings` name, loaded and validated (errors name the file and field)."""
     if settings.criteria_read == "head" and not settings.criterion_head:
@@ -134,11 +154,7 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             if settings.scenario_classifier
             else None
         ),
-        criterion_levels=(
-            load_criterion_head(MODELS_DIR / settings.criterion_head)
-            if settings.criterion_head
-            else None
-        ),
+        criterion_levels=_criterion_head(settings, decision),
         rubric_combination=decision.rubric_grade if decision is not None else None,
     )
 

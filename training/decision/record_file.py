@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from app.deciding.decision import DecisionRecord, GradeRule, load_decision
+from app.deciding.decision import DecisionRecord, GradeRule, ShiftRule, load_decision
 from models.registry import MODELS_DIR, load_registry
 
 HEADER = (
@@ -87,7 +87,28 @@ def rule_table(record: DecisionRecord) -> str:
     if record.rubric_grade is not None:
         title = "A one-criterion rubric's grade of one answer, with a reference"
         lines += ["", *grade_table(record.rubric_grade, title)]
+    if record.criterion_shift is not None:
+        lines += ["", *shift_table(record.criterion_shift)]
     return "\n".join([*lines, "", TABLE_END])
+
+
+def shift_table(rule: ShiftRule) -> list[str]:
+    """The criterion shift's lines of the table."""
+    lines = [
+        "With a reference, the criterion head moves every criterion level of an answer by the "
+        "sum of weight x (its value minus the mean over the item's answers), each held in its "
+        "range (level points):",
+        "",
+        "| signal | weight | value (the answer's own) | held in | reads | fitted by, on |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for signal in rule.signals:
+        held = f"{signal.bounds[0]:g} to {signal.bounds[1]:g}" if signal.bounds else "-"
+        lines.append(
+            f"| `{signal.name}` | {signal.weight:g} | {signal.value} | {held} | "
+            f"{', '.join(signal.reads)} | `{signal.fitted.by}`, {signal.fitted.rows} |"
+        )
+    return lines
 
 
 def grade_table(rule: GradeRule, title: str) -> list[str]:

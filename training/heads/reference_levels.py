@@ -259,6 +259,40 @@ def judged_file(path: Path) -> list[Judgment]:
     return [Judgment.model_validate_json(line) for line in lines if line.strip()]
 
 
+def write_shift(head: CriterionHead, path: Path, record: str | None) -> str:
+    """The fitted reference weights written where the judge keeps them: its decision record's
+    criterion_shift (and the tables of the rule), or, for a judge without a record, the
+    criterion head's file at `path`."""
+    from dataclasses import replace as replaced
+
+    import yaml
+
+    from app.deciding.criterion_head import shift_fields, shift_rule
+    from app.deciding.decision import Fitted, load_decision
+    from models.registry import MODELS_DIR
+    from training.decision.record_file import record_text, tables_written
+
+    if record is None:
+        head.save(path)
+        return f"wrote the reference weights into {path}"
+    fitted = Fitted(
+        by="python -m training.heads.reference_levels",
+        rows="the reference-decided training pairs (training/datasets/reference_decided.py), "
+        "read with their references",
+        cv="request-grouped CV accuracy of the pairs' criterion verdicts (levels-report)",
+    )
+    target = MODELS_DIR / record
+    data = yaml.safe_load(target.read_text(encoding="utf-8"))
+    rule = shift_rule(head, fitted)
+    data["criterion_shift"] = rule.model_dump(mode="json", exclude_defaults=True) if rule else None
+    target.write_text(record_text(data), encoding="utf-8")
+    load_decision.cache_clear()
+    for table, text in tables_written(target).items():
+        table.write_text(text, encoding="utf-8")
+    replaced(head, **dict.fromkeys(shift_fields(head), 0.0)).save(path)  # one place: the record
+    return f"wrote the reference weights into {target}"
+
+
 def main(argv: list[str] | None = None) -> int:
     from app.deciding.state_head import load_state_head
     from models.registry import MODELS_DIR, load_registry
@@ -298,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         unset = dict.fromkeys(REFERENCE, 0.0)  # a signal not chosen reads nothing
         stacked = {HEAD_FIELDS[STACKED]: result["stacked_weight"]}
-        replace(criterion_head, **{**unset, **result["weights"], **stacked}).save(path)
+        fitted_head = replace(criterion_head, **{**unset, **result["weights"], **stacked})
+        print(write_shift(fitted_head, path, entry.judging.decision_record))
     write_report(args.run, result, render(result), "levels-report")
     return 0
 

@@ -138,3 +138,25 @@ def test_a_head_file_holding_weights_its_record_holds_is_refused(tmp_path: Path)
     with pytest.raises(ConfigError, match=r"state_head\.json.*grade_intercept"):
         _decision(entry.judging, head)
     assert _decision(entry.judging, head.model_copy(update={"grade_intercept": 0.0})) is not None
+
+
+def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkeypatch):
+    """The criterion head's reference weights and bounds moved from criterion_head.npz into
+    the record's criterion_shift (tests/golden/default_shift_before.json: what the file held):
+    the loaded head moves as before, and a head file that still holds one is refused."""
+    from dataclasses import replace
+
+    import app.judging.settings as settings
+    from app.deciding.criterion_head import CriterionHead, shift_fields
+
+    before = json.loads(GOLDEN.with_name("default_shift_before.json").read_text("utf-8"))
+    before.pop("from")
+    entry = load_registry().get()
+    loaded = settings.judge_config(entry).parts.criterion_levels
+    assert {name: getattr(loaded, name) for name in before} == pytest.approx(before)
+    in_file = CriterionHead.load(MODELS_DIR / str(entry.judging.criterion_head))
+    assert shift_fields(in_file) == []  # the file holds the levels' arrays alone
+    holding = replace(in_file, reference_words=1.0)
+    monkeypatch.setattr(settings, "load_criterion_head", lambda path: holding)
+    with pytest.raises(ConfigError, match=r"criterion_head\.npz: reference_words"):
+        settings.judge_config(entry)
