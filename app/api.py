@@ -20,6 +20,7 @@ rows are judged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -43,10 +44,35 @@ __all__ = ["Judge", "JudgeConfig", "JudgeItem", "Judgment", "load_judge", "read_
 class Judge:
     """A loaded judge model and the settings it judges with."""
 
-    def __init__(self, loaded: LoadedJudge, config: JudgeConfig) -> None:
+    def __init__(
+        self, loaded: LoadedJudge, config: JudgeConfig, opened: dict[str, Any] | None = None
+    ) -> None:
         self.loaded = loaded
         self.config = config
         self.service = JudgeService(loaded.backend, loaded.name)
+        self.opened = opened or {}  # load_judge's arguments: another engine opens the same
+
+    def more_engines(self, count: int) -> list[Judge]:
+        """`count` more judges of this model with these settings, each its own engine with
+        one thread (a batch's engine pool: app/batches/engine_pool.py)."""
+        if not self.opened:
+            raise ValueError("this judge was not opened by load_judge: no engine can be added")
+        opened = dict(self.opened) | {"isolated": True}  # each in an engine worker process
+        options = replace(opened.pop("options"), n_threads=1)
+        found: list[Judge] = []
+        try:
+            for _ in range(count):
+                found.append(load_judge(options=options, **opened))
+        except BaseException:
+            for judge in found:
+                judge.close()
+            raise
+        return [judge.with_config(self.config) for judge in found]
+
+    def with_config(self, config: JudgeConfig) -> Judge:
+        """This judge (the same engine) judging with `config` by default."""
+        self.config = config
+        return self
 
     @property
     def name(self) -> str:
@@ -83,11 +109,30 @@ class Judge:
         return self.service.judge(item, self._config(changes, config), line)
 
     def judge_rows(
-        self, rows: Iterable[InputRow], config: JudgeConfig | None = None, **options: Any
+        self,
+        rows: Iterable[InputRow],
+        config: JudgeConfig | None = None,
+        engines: int = 1,
+        **options: Any,
     ) -> Iterator[Judgment]:
         """One judgment per input row, in order, each given out as soon as it is done
-        (`options`: the service's total, on_judgment, should_stop, window)."""
-        return self.service.judge_rows(rows, config or self.config, **options)
+        (`options`: the service's total, on_judgment, should_stop, window); `engines` > 1
+        judges them with that many engines at once, this one and more of the same
+        (app/batches/engine_pool.py), opened for the batch and closed after it."""
+        if engines <= 1:
+            return self.service.judge_rows(rows, config or self.config, **options)
+        return self._pooled(rows, config or self.config, engines, options)
+
+    def _pooled(
+        self, rows: Iterable[InputRow], config: JudgeConfig, engines: int, options: Any
+    ) -> Iterator[Judgment]:
+        from app.batches.engine_pool import EnginePool
+
+        pool = EnginePool([self, *self.more_engines(engines - 1)])
+        try:
+            yield from pool.judge_rows(rows, config, **options)
+        finally:
+            pool.close()
 
     def judge_many(
         self, rows: Sequence[InputRow], config: JudgeConfig | None = None
@@ -114,14 +159,34 @@ class Judge:
         return self.service.score_requests(item, config or self.config)
 
     def judge_file(
-        self, source: str | Path, out: str | Path | None = None, **changes: Any
+        self,
+        source: str | Path,
+        out: str | Path | None = None,
+        engines: int | None = None,
+        **changes: Any,
     ) -> list[Judgment]:
         """One judgment per row of a JSONL or JSON file (any layout the CLI reads), in
-        order; written to `out` as JSONL when given."""
-        judgments = list(self.service.judge_rows(read_rows(source), self._config(changes)))
+        order; written to `out` as JSONL when given. `engines`: how many judge it at once
+        (default: one per usable core, as memory allows: app/batches/engine_pool.py)."""
+        if engines is None:
+            engines = self.default_engines()
+        rows = read_rows(source)
+        judgments = list(self.judge_rows(rows, self._config(changes), engines))
         if out is not None:
             write_jsonl(judgments, out)
         return judgments
+
+    def default_engines(self) -> int:
+        """Engines a batch of this judge gets by default: one per usable core, as memory
+        allows (llama.cpp's engines); one for any other backend (a server's answers as fast
+        as it can, transformers holds a GPU) or a judge not opened by load_judge."""
+        from app.batches.engine_pool import default_engines
+
+        if not self.opened or self.backend.name != "llama-cpp":
+            return 1
+        path = self.entry.path() if self.entry is not None else Path(str(self.opened["model"]))
+        size = path.stat().st_size if path is not None and path.is_file() else None
+        return default_engines(size)[0]
 
     def _config(self, changes: Mapping[str, Any], config: JudgeConfig | None = None) -> JudgeConfig:
         return with_changes(config or self.config, changes)
@@ -166,4 +231,6 @@ def load_judge(
     options = options or BackendOptions(n_ctx=n_ctx, n_threads=threads, n_gpu_layers=gpu_layers)
     loaded = open_judge(model, options, backend=backend, isolated=isolated)
     config = judge_config(loaded.entry, overrides, context_tokens=options.n_ctx)
-    return Judge(loaded, with_changes(config, settings))
+    opened = {"model": model, "options": options, "backend": backend, "overrides": overrides}
+    opened |= {"isolated": isolated, **settings}
+    return Judge(loaded, with_changes(config, settings), opened)

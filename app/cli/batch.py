@@ -151,8 +151,9 @@ def judged_rows(
         if args.engine == "ray":
             stream = _on_ray(args, config, rows, window, bar, total)
         else:
+            engines = max(1, min(args.workers, total - initial))  # no engine without rows
             stream = judge.judge_rows(
-                rows, config, total=total, on_judgment=bar.update, window=window
+                rows, config, engines, total=total, on_judgment=bar.update, window=window
             )
         return write_batch(stream, output, on_written=recorder.add)
 

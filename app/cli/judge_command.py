@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.batches.run import ExitCode
@@ -42,6 +43,9 @@ def run_judge(args: argparse.Namespace) -> int:
     total = count_rows(args.input)
     if args.limit is not None:
         total = min(total, args.limit)
+    args.workers = batch_engines(args)
+    if args.workers > 1 and not args.n_threads and args.engine == "local":
+        args.n_threads = 1  # each engine one thread: the cores are the engines'
     started = time.perf_counter()
     judge = open_first(args, choice)
     try:
@@ -57,6 +61,34 @@ def run_judge(args: argparse.Namespace) -> int:
         judge.close()
         if second is not None:
             second.close()
+
+
+def batch_engines(args: argparse.Namespace) -> int:
+    """The engines that judge the rows (`--workers`; else one per usable core, as memory
+    allows, for llama.cpp; 2 Ray actors; 1 for a server's backend), said where memory
+    caps them."""
+    if args.workers is not None:
+        if args.workers < 1:
+            raise SystemExit("error: --workers must be at least 1")
+        return args.workers
+    if args.engine == "ray":
+        return 2
+    if args.base_url or args.backend not in (None, "llama-cpp"):
+        return 1
+    from app.batches.engine_pool import default_engines
+    from models.foundation.errors import PocketJudgeError
+    from models.registry import load_registry
+
+    try:
+        path = Path(args.model) if args.model and args.model.endswith(".gguf") else None
+        path = path or load_registry().get(args.model).path()
+    except PocketJudgeError:
+        return 1  # the front door names the model's problem when it opens it
+    size = path.stat().st_size if path is not None and path.is_file() else None
+    engines, note = default_engines(size)
+    if note and not args.quiet:
+        print(f"note: {note}", file=sys.stderr)
+    return engines
 
 
 def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, Any]:

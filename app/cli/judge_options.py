@@ -140,7 +140,11 @@ def the_run(judge: argparse.ArgumentParser) -> None:
         "Ray instance on 127.0.0.1",
     )
     judge.add_argument(
-        "--workers", type=int, default=2, help="--engine ray: actors, each with its own judge"
+        "--workers",
+        type=int,
+        help="engines judging the rows at once, each its own process with one thread (default: "
+        "one per usable core, as memory allows; a server's backend: 1); --engine ray: actors, "
+        "each with its own judge (default 2)",
     )
     judge.add_argument(
         "--history",

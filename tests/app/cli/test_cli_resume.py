@@ -124,13 +124,16 @@ def test_a_killed_batch_resumes_after_its_last_whole_row(
     assert partials(out) == []
 
 
+@pytest.mark.parametrize("engines", [1, 2])
 def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_on(
-    tiny_gguf_model: Path, tmp_path: Path
+    tiny_gguf_model: Path, tmp_path: Path, engines: int
 ) -> None:
-    """llama.cpp runs in an engine worker: its death (here SIGKILL, as when memory runs
-    out) ends the run with the signal named, not the CLI with it."""
+    """llama.cpp runs in engine workers (one per engine of the batch): the death of one
+    (here SIGKILL, as when memory runs out) ends the run with the signal named, not the CLI
+    with it, the rows before it written in order; the same command judges every other row
+    once."""
     source, out = rows_file(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
-    args = command(tiny_gguf_model, source, out)
+    args = command(tiny_gguf_model, source, out, "--workers", str(engines))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(args, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
     try:
@@ -138,8 +141,9 @@ def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_o
         while not (partials(out) and len(whole_lines(partials(out)[0])) >= 3):
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
-        [worker] = engine_workers(process.pid, tiny_gguf_model.name)
-        os.kill(worker, signal.SIGKILL)
+        workers = engine_workers(process.pid, tiny_gguf_model.name)
+        assert len(workers) == engines
+        os.kill(workers[-1], signal.SIGKILL)
         _, stderr = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
@@ -152,7 +156,22 @@ def test_an_engine_killed_mid_batch_is_named_exits_3_and_the_same_command_goes_o
     again = run(args)
     assert again.returncode == 0, again.stderr
     assert f"resuming: {len(kept)} of {ROWS} rows" in again.stderr
-    assert [j.line for j in read(out)] == list(range(1, ROWS + 1))
+    assert [j.line for j in read(out)] == list(range(1, ROWS + 1))  # each row once, in order
+
+
+def test_two_engines_give_the_rows_of_one_in_order(tiny_gguf_model: Path, tmp_path: Path) -> None:
+    source = rows_file(tmp_path / "in.jsonl", count=12)
+    judged = {}
+    for engines in (1, 2):
+        out = tmp_path / f"out{engines}.jsonl"
+        done = run(command(tiny_gguf_model, source, out, "--workers", str(engines)))
+        assert done.returncode == 0, done.stderr
+        judged[engines] = read(out)
+    assert [j.line for j in judged[2]] == list(range(1, 13))
+    fields = ("id", "winner", "confidence", "verdict_probs", "raw_output")
+    assert [j.model_dump(include=set(fields)) for j in judged[2]] == [
+        j.model_dump(include=set(fields)) for j in judged[1]
+    ]
 
 
 def test_ctrl_c_exits_130_keeps_the_rows_and_the_same_command_goes_on(

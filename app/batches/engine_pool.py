@@ -1,0 +1,132 @@
+"""A batch judged by several engines at once, one per usable core: the rows come out in
+input order as if one engine had judged them.
+
+llama.cpp reads with one thread per process at nearly the speed of two on a busy machine,
+so a batch's throughput is the number of engines, not their threads. Each engine is a judge
+of its own (its own engine worker process, one thread: app/api.py, models/backends/
+worker_backend.py); a driver thread per engine takes the next window of rows, and the
+judgments are given out in row order, each as soon as every earlier row's is. A stop asked
+for (`should_stop`) lets the windows in progress finish and starts no new one; an engine
+that stops (EngineStopped: a crash, the machine out of memory) ends the batch after the
+rows before its window, so the rows written are whole and in order, and the same command
+judges the rest (the next call starts a fresh engine).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
+from pathlib import Path
+from queue import Queue
+from typing import TYPE_CHECKING
+
+from app.batches.tally import Tally
+from app.io.reader import InputRow
+from app.records import Judgment
+
+if TYPE_CHECKING:
+    from app.api import Judge
+    from app.judging.config import JudgeConfig
+
+ENGINE_OVERHEAD_BYTES = 600 * 1024**2  # an engine worker beside its model: context, Python
+MOST_BY_DEFAULT = 8  # engines a batch gets unasked on a large machine (--workers N: more)
+LOOKAHEAD = 2  # windows in flight per engine: the next one is ready when one finishes
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, which a container may narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the machine can give without swapping (Linux's MemAvailable)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_engines(model_bytes: int | None) -> tuple[int, str | None]:
+    """Engines for a batch by default: one per usable core (at most MOST_BY_DEFAULT), capped
+    by the memory each needs (its own model and context); a note where memory caps them."""
+    cores = min(usable_cores(), MOST_BY_DEFAULT)
+    memory = available_memory()
+    if not model_bytes or memory is None:
+        return cores, None
+    fits = max(1, memory // (model_bytes + ENGINE_OVERHEAD_BYTES))
+    if fits >= cores:
+        return cores, None
+    note = (
+        f"{fits} engine(s), not {cores} (one per core): each holds its own copy of the "
+        f"model, and {memory / 1024**3:.1f} GiB of memory is free"
+    )
+    return int(fits), note
+
+
+class EnginePool:
+    """Judges of the same model and settings, each its own engine, judging one batch."""
+
+    def __init__(self, judges: Sequence[Judge]) -> None:
+        if not judges:
+            raise ValueError("an engine pool needs at least one judge")
+        self.judges = list(judges)
+
+    def judge_rows(
+        self,
+        rows: Iterable[InputRow],
+        config: JudgeConfig,
+        *,
+        on_judgment: Callable[[Judgment, Tally], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        total: int | None = None,
+        window: int = 1,
+    ) -> Iterator[Judgment]:
+        """One judgment per row, in row order (see the module's docstring); `on_judgment`
+        is called with each, in order, and the tally of the whole batch."""
+        free: Queue[Judge] = Queue()
+        for judge in self.judges:
+            free.put(judge)
+
+        def judged(chunk: list[InputRow]) -> list[Judgment]:
+            judge = free.get()
+            try:
+                return judge.judge_many(chunk, config)
+            finally:
+                free.put(judge)
+
+        tally = Tally(total=total)
+        iterator = iter(rows)
+        pending: deque[Future[list[Judgment]]] = deque()
+        with ThreadPoolExecutor(len(self.judges), thread_name_prefix="engine") as pool:
+            try:
+                while True:
+                    stopping = should_stop is not None and should_stop()
+                    while not stopping and len(pending) < LOOKAHEAD * len(self.judges):
+                        chunk = list(islice(iterator, window))
+                        if not chunk:
+                            break
+                        pending.append(pool.submit(judged, chunk))
+                    if not pending:
+                        return
+                    for judgment in pending.popleft().result():
+                        tally.add(judgment)
+                        if on_judgment is not None:
+                            on_judgment(judgment, tally)
+                        yield judgment
+            finally:
+                for future in pending:  # a stop or a stopped engine: start none of the rest
+                    future.cancel()
+
+    def close(self) -> None:
+        """Close every judge but the first (the caller's)."""
+        for judge in self.judges[1:]:
+            judge.close()
