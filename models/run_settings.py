@@ -195,6 +195,19 @@ class RunSettings(BaseModel):
         ge=0,
         le=999,
     )
+    workers: int = _setting(
+        0,
+        flag="--workers",
+        widget="number",
+        label="Engines for a batch",
+        help="Engines judging a batch's rows at once, each its own process with one thread "
+        "(0: one per usable core, at most 8, as memory allows; a server's backend: 1; "
+        "--engine ray: its actors, 0 meaning 2). One item judged alone uses one engine and "
+        "the threads.",
+        step=1,
+        ge=0,
+        le=64,
+    )
     cascade_below: float = _setting(
         0.6,
         flag="--cascade-below",

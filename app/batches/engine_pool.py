@@ -18,10 +18,11 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from queue import Queue
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from app.batches.tally import Tally
 from app.io.reader import InputRow
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 ENGINE_OVERHEAD_BYTES = 600 * 1024**2  # an engine worker beside its model: context, Python
 MOST_BY_DEFAULT = 8  # engines a batch gets unasked on a large machine (--workers N: more)
 LOOKAHEAD = 2  # windows in flight per engine: the next one is ready when one finishes
+Item = TypeVar("Item")
+Done = TypeVar("Done")
 
 
 def usable_cores() -> int:
@@ -72,6 +75,45 @@ def default_engines(model_bytes: int | None) -> tuple[int, str | None]:
     return int(fits), note
 
 
+def in_order(
+    workers: Sequence[Callable[[list[Item]], list[Done]]],
+    items: Iterable[Item],
+    should_stop: Callable[[], bool] | None = None,
+    window: int = 1,
+) -> Iterator[Done]:
+    """What `workers` make of `items`, `window` items at a time, each worker in a thread
+    of its own, given out in the items' order (see the module's docstring: a stop lets the
+    windows in progress finish; a worker's exception comes out at its window's place)."""
+    free: Queue[Callable[[list[Item]], list[Done]]] = Queue()
+    for worker in workers:
+        free.put(worker)
+
+    def done(chunk: list[Item]) -> list[Done]:
+        worker = free.get()
+        try:
+            return worker(chunk)
+        finally:
+            free.put(worker)
+
+    iterator = iter(items)
+    pending: deque[Future[list[Done]]] = deque()
+    with ThreadPoolExecutor(len(workers), thread_name_prefix="engine") as pool:
+        try:
+            while True:
+                stopping = should_stop is not None and should_stop()
+                while not stopping and len(pending) < LOOKAHEAD * len(workers):
+                    chunk = list(islice(iterator, window))
+                    if not chunk:
+                        break
+                    pending.append(pool.submit(done, chunk))
+                if not pending:
+                    return
+                yield from pending.popleft().result()
+        finally:
+            for future in pending:  # a stop or a stopped engine: start none of the rest
+                future.cancel()
+
+
 class EnginePool:
     """Judges of the same model and settings, each its own engine, judging one batch."""
 
@@ -92,41 +134,19 @@ class EnginePool:
     ) -> Iterator[Judgment]:
         """One judgment per row, in row order (see the module's docstring); `on_judgment`
         is called with each, in order, and the tally of the whole batch."""
-        free: Queue[Judge] = Queue()
-        for judge in self.judges:
-            free.put(judge)
-
-        def judged(chunk: list[InputRow]) -> list[Judgment]:
-            judge = free.get()
-            try:
-                return judge.judge_many(chunk, config)
-            finally:
-                free.put(judge)
-
+        workers = [partial(_judged, judge, config) for judge in self.judges]
         tally = Tally(total=total)
-        iterator = iter(rows)
-        pending: deque[Future[list[Judgment]]] = deque()
-        with ThreadPoolExecutor(len(self.judges), thread_name_prefix="engine") as pool:
-            try:
-                while True:
-                    stopping = should_stop is not None and should_stop()
-                    while not stopping and len(pending) < LOOKAHEAD * len(self.judges):
-                        chunk = list(islice(iterator, window))
-                        if not chunk:
-                            break
-                        pending.append(pool.submit(judged, chunk))
-                    if not pending:
-                        return
-                    for judgment in pending.popleft().result():
-                        tally.add(judgment)
-                        if on_judgment is not None:
-                            on_judgment(judgment, tally)
-                        yield judgment
-            finally:
-                for future in pending:  # a stop or a stopped engine: start none of the rest
-                    future.cancel()
+        for judgment in in_order(workers, rows, should_stop, window):
+            tally.add(judgment)
+            if on_judgment is not None:
+                on_judgment(judgment, tally)
+            yield judgment
 
     def close(self) -> None:
         """Close every judge but the first (the caller's)."""
         for judge in self.judges[1:]:
             judge.close()
+
+
+def _judged(judge: Judge, config: JudgeConfig, rows: list[InputRow]) -> list[Judgment]:
+    return judge.judge_many(rows, config)

@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -97,6 +98,11 @@ class BatchJob:
 
     `history`, when given, records the run in the run history at `history_path`
     (None: the default one); see the module docstring.
+
+    `engines` > 1 (a loaded judge, app.api.Judge): each start or resume opens that many less
+    one more engines of the same judge, each judging rows of its own while the rows still
+    come out in order (app/batches/engine_pool.py); a stop lets each finish its row, and
+    the run closes them when it ends.
     """
 
     def __init__(
@@ -108,8 +114,10 @@ class BatchJob:
         lock: threading.Lock | None = None,
         history: RunStart | None = None,
         history_path: Path | str | None = None,
+        engines: int = 1,
     ) -> None:
         self._service = service
+        self._engines = engines
         self._rows = tuple(rows)
         self._config = config
         self._model_lock: AbstractContextManager[object] = (
@@ -283,11 +291,36 @@ class BatchJob:
         """A judgment for each row from the first without one, until a stop is asked."""
         with self._guard:
             start = len(self._judgments)
+        if self._engines > 1:
+            yield from self._pooled(self._rows[start:])
+            return
         for row in self._rows[start:]:
-            with self._guard:
-                if self._stop_requested:
-                    return
+            if self._stopping():
+                return
             yield self._judge(row)
+
+    def _stopping(self) -> bool:
+        with self._guard:
+            return self._stop_requested
+
+    def _pooled(self, rows: Sequence[InputRow]) -> Iterator[Judgment]:
+        """`rows` judged by this job's engines at once, in order (app/batches/engine_pool.py):
+        the shared judge under its lock, and engines of its own opened for this run."""
+        from app.batches.engine_pool import in_order
+
+        more = self._service.more_engines(min(self._engines, len(rows)) - 1)  # type: ignore[attr-defined]
+        try:
+            workers = [partial(self._judged, self._service, self._model_lock)]
+            workers += [partial(self._judged, engine, nullcontext()) for engine in more]
+            yield from in_order(workers, rows, self._stopping)
+        finally:
+            for engine in more:
+                engine.close()
+
+    def _judged(
+        self, judge: ItemJudge, lock: AbstractContextManager[object], rows: list[InputRow]
+    ) -> list[Judgment]:
+        return [self._judge(row, judge, lock) for row in rows]
 
     def append(self, judgment: Judgment) -> None:
         """Keep a judgment (the batch loop's sink: the rows in order)."""
@@ -300,14 +333,19 @@ class BatchJob:
             row = self._rows[len(self._judgments) - 1]
         self._record("add", judgment, row.item)
 
-    def _judge(self, row: InputRow) -> Judgment:
-        config = self._config
+    def _judge(
+        self,
+        row: InputRow,
+        judge: ItemJudge | None = None,
+        lock: AbstractContextManager[object] | None = None,
+    ) -> Judgment:
+        config, judge = self._config, judge or self._service
         if row.item is None:
             return error_judgment(
-                row, config.protocol, model=self._service.model_name, template=config.judge.template
+                row, config.protocol, model=judge.model_name, template=config.judge.template
             )
-        with self._model_lock:
-            return self._service.judge(row.item, config, line=row.line)
+        with lock or self._model_lock:
+            return judge.judge(row.item, config, line=row.line)
 
     def _record(self, method: str, *args: Any) -> None:
         """Call the recorder's `method` (start, add, finish, stop), if there is a recorder;

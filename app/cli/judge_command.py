@@ -67,9 +67,9 @@ def batch_engines(args: argparse.Namespace) -> int:
     """The engines that judge the rows (`--workers`; else one per usable core, as memory
     allows, for llama.cpp; 2 Ray actors; 1 for a server's backend), said where memory
     caps them."""
-    if args.workers is not None:
-        if args.workers < 1:
-            raise SystemExit("error: --workers must be at least 1")
+    if args.workers:
+        if args.workers < 0:
+            raise SystemExit("error: --workers must be 0 (one per core) or more")
         return args.workers
     if args.engine == "ray":
         return 2

@@ -89,7 +89,9 @@ def the_answer(judge: argparse.ArgumentParser) -> None:
         action="store_true",
         help="score mode: evaluate every prompt in full (benchmarks)",
     )
-    add_run_arguments(judge, "reference_metrics", *SAMPLING_SETTINGS, "n_threads", "n_gpu_layers")
+    add_run_arguments(
+        judge, "reference_metrics", *SAMPLING_SETTINGS, "n_threads", "n_gpu_layers", "workers"
+    )
     judge.add_argument("--int8", action="store_true", help="transformers: bitsandbytes INT8 (GPU)")
 
 
@@ -138,13 +140,6 @@ def the_run(judge: argparse.ArgumentParser) -> None:
         "--address",
         help="--engine ray: the cluster to join (ray://HOST:10001, or auto); default: a local "
         "Ray instance on 127.0.0.1",
-    )
-    judge.add_argument(
-        "--workers",
-        type=int,
-        help="engines judging the rows at once, each its own process with one thread (default: "
-        "one per usable core, as memory allows; a server's backend: 1); --engine ray: actors, "
-        "each with its own judge (default 2)",
     )
     judge.add_argument(
         "--history",

@@ -3,7 +3,7 @@
 The Batch page's settings become the run's recorded settings (and, with the uploaded
 bytes, its run key), the same way the CLI's arguments do for `python -m app judge`:
 everything that changes the results, nothing that only changes how fast they come
-(threads, GPU layers).
+(threads, GPU layers, engines).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from app.judging.config import JudgeConfig
 from app.runs.store import RunStart
 from app.ui.settings import Settings, is_model_file, registry_entry
 
-NOT_SETTINGS = frozenset({"rubric", "n_threads", "n_gpu_layers"})
+NOT_SETTINGS = frozenset({"rubric", "n_threads", "n_gpu_layers", "workers"})
 
 
 def model_file(model: str) -> Path | None:

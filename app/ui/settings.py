@@ -79,6 +79,7 @@ class Settings:
     n_ctx: int = _starts("n_ctx")
     n_threads: int = _starts("n_threads")  # 0: let llama.cpp choose
     n_gpu_layers: int = _starts("n_gpu_layers")
+    workers: int = _starts("workers")  # a batch's engines (0: one per usable core)
     use_reference: bool = _starts("use_reference")
     run_code: bool = _starts("run_code")
     swap: bool = _starts("swap")

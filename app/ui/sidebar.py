@@ -170,7 +170,7 @@ def _pair_settings() -> None:
 
 def _parameters() -> None:
     with st.expander("Generation and load parameters"):
-        for name in ("temperature", "top_p", "max_tokens", "repeat_penalty", "seed"):
+        for name in ("temperature", "top_p", "max_tokens", "repeat_penalty", "seed", "workers"):
             setting_widget(name)
         st.caption("Loading the model again applies these:")
         for name in ("n_ctx", "n_threads", "n_gpu_layers"):

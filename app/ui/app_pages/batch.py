@@ -76,7 +76,8 @@ def start(settings: Settings, rows: list[InputRow], upload) -> None:
     except OSError as exc:  # the model or template file went away: judge without a record
         st.warning(f"This batch is not kept in the run history: {exc}")
         history = None
-    job = BatchJob(loaded, rows, config, lock=shared.lock, history=history)
+    engines = settings.workers or loaded.default_engines()
+    job = BatchJob(loaded, rows, config, lock=shared.lock, history=history, engines=engines)
     try:
         shared.track(job)
     except PocketJudgeError as exc:

@@ -31,7 +31,8 @@ def app_env(monkeypatch: pytest.MonkeyPatch, tiny_gguf_model: Path, tmp_path: Pa
 
 @pytest.fixture
 def make_app(app_env: Path) -> Callable[..., AppTest]:
-    """A started app; `fast=True` picks 1 thread, 900 tokens and two criteria."""
+    """A started app; `fast=True` picks 1 thread, 900 tokens, two criteria and one engine
+    for a batch (the batch tests time a stop by holding the shared judge's lock)."""
 
     def make(page: str | None = None, *, fast: bool = True) -> AppTest:
         at = AppTest.from_file(MAIN, default_timeout=TIMEOUT).run()
@@ -39,6 +40,7 @@ def make_app(app_env: Path) -> Callable[..., AppTest]:
         if fast:
             at.sidebar.number_input(key="n_threads").set_value(1)
             at.sidebar.number_input(key="max_tokens").set_value(MAX_TOKENS)
+            at.sidebar.number_input(key="workers").set_value(1)
             at.session_state["cfg.criteria_mode"] = "criteria"
             at.session_state["cfg.criteria"] = FAST_CRITERIA
             at.run()

@@ -182,6 +182,23 @@ def test_stop_keeps_the_judged_rows_and_resume_finishes(
     assert [j.id for j in snap.judgments] == [f"r{n}" for n in range(6)] + ["bad"]
 
 
+def test_a_batch_with_two_engines_gives_every_row_in_order(
+    make_app: Callable[..., AppTest], app_env: Path
+) -> None:
+    """The sidebar's "Engines for a batch" (0 by default: one per usable core) runs a batch
+    on that many engines; its rows still come in input order, each once."""
+    at = make_app(PAGE)
+    at.sidebar.number_input(key="workers").set_value(2).run()
+    upload(at, rows(6))
+    at.button(key="run_batch").click().run()
+    assert current_run(at).job._engines == 2
+    finish(at)
+    snap = current_run(at).job.snapshot()
+    assert snap.state == "done" and [j.id for j in snap.judgments] == [
+        f"r{n}" for n in range(6)
+    ] + ["bad"]
+
+
 def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
     make_app: Callable[..., AppTest], app_env: Path
 ) -> None:
