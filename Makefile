@@ -145,6 +145,7 @@ BENCH_ARGS ?=
 bench: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.run $(BENCH_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.scale_out
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.engines
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.heads --models pj-qwen15-reward,pj-qwen15-head
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.engine
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench.code_run
