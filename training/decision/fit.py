@@ -423,8 +423,10 @@ def main(argv: list[str] | None = None) -> int:
         found = fit(rows, config)
         print(found.report())
         data = record_data(config, found, doubt)
-        if (grade := load_decision(record_path(config.judge)).grade) is not None:
-            data["grade"] = grade.model_dump(mode="json", exclude_defaults=True)  # not refitted
+        kept = load_decision(record_path(config.judge))  # its rules of grades: not refitted here
+        for section in ("grade", "rubric_grade", "criterion_shift"):
+            if (rule := getattr(kept, section)) is not None:
+                data[section] = rule.model_dump(mode="json", exclude_defaults=True)
     if args.write or args.out:
         print(write_record(data, args.out))
     return 0
