@@ -68,6 +68,12 @@ def test_an_engine_killed_mid_batch_leaves_the_page_up_and_resume_finishes(
 ) -> None:
     page.locator(".st-key-reference_metrics label").first.click()  # no BERTScore load
     settle(page)
+    # one engine for the batch (the default is one per core): the kill below ends the only one
+    page.get_by_text("Generation and load parameters").click()
+    engines = page.locator(".st-key-workers input")
+    engines.fill("1")
+    engines.press("Enter")
+    settle(page)
     go_to(page, "Batch")
     page.locator(".st-key-upload input[type=file]").set_input_files(
         batch_file(tmp_path / "colours.jsonl")
