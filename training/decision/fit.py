@@ -43,7 +43,7 @@ from models.foundation.datafiles import read_mapping, validate
 from models.registry import load_registry
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
-from training.decision.record_file import record_path, record_text, tables_written
+from training.decision.record_file import record_path, write_record_file
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
 LABELS = {"A": 0, "B": 1, "tie": 2}
@@ -387,12 +387,9 @@ def write_record(data: dict[str, Any], out: Path | None = None) -> str:
     """Write the judge's record and its tables of the rule (or, to `out`, the record alone:
     a trial); say what was written."""
     path = out or record_path(data["judge"])
-    path.write_text(record_text(data), encoding="utf-8")
-    load_decision.cache_clear()
+    write_record_file(path, data, tables=out is None)
     if out is not None:
         return f"wrote {path}, a trial"
-    for target, text in tables_written(path).items():
-        target.write_text(text, encoding="utf-8")
     return f"wrote {path} and its tables of the rule"
 
 

@@ -265,12 +265,10 @@ def write_shift(head: CriterionHead, path: Path, record: str | None) -> str:
     criterion head's file at `path`."""
     from dataclasses import replace as replaced
 
-    import yaml
-
     from app.deciding.criterion_head import shift_fields, shift_rule
-    from app.deciding.decision import Fitted, load_decision
+    from app.deciding.decision import Fitted
     from models.registry import MODELS_DIR
-    from training.decision.record_file import record_text, tables_written
+    from training.decision.record_file import write_section
 
     if record is None:
         head.save(path)
@@ -282,13 +280,7 @@ def write_shift(head: CriterionHead, path: Path, record: str | None) -> str:
         cv="request-grouped CV accuracy of the pairs' criterion verdicts (levels-report)",
     )
     target = MODELS_DIR / record
-    data = yaml.safe_load(target.read_text(encoding="utf-8"))
-    rule = shift_rule(head, fitted)
-    data["criterion_shift"] = rule.model_dump(mode="json", exclude_defaults=True) if rule else None
-    target.write_text(record_text(data), encoding="utf-8")
-    load_decision.cache_clear()
-    for table, text in tables_written(target).items():
-        table.write_text(text, encoding="utf-8")
+    write_section(target, "criterion_shift", shift_rule(head, fitted))
     replaced(head, **dict.fromkeys(shift_fields(head), 0.0)).save(path)  # one place: the record
     return f"wrote the reference weights into {target}"
 

@@ -250,21 +250,11 @@ def render(result: dict[str, Any]) -> str:
 
 
 def write_rubric_grade(grade: GradeRule, path: Path) -> str:
-    """Write `grade` as the rubric grade of the decision record at `path` (made where there
-    is none), and the tables of the rule beside it."""
-    import yaml
+    """Write `grade` as the rubric grade of the decision record at `path`, and the tables of
+    the rule beside it."""
+    from training.decision.record_file import write_section
 
-    from app.deciding.decision import load_decision
-    from training.decision.record_file import record_text, tables_written
-
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    if data is None:
-        raise SystemExit(f"{path}: no decision record to add the rubric grade to")
-    data["rubric_grade"] = grade.model_dump(mode="json", exclude_defaults=True)
-    path.write_text(record_text(data), encoding="utf-8")
-    load_decision.cache_clear()
-    for target, text in tables_written(path).items():
-        target.write_text(text, encoding="utf-8")
+    write_section(path, "rubric_grade", grade)
     return f"wrote the rubric grade into {path}"
 
 
