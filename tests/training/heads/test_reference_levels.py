@@ -107,3 +107,29 @@ def test_the_codes_behaviour_is_fitted_on_top_and_turns_the_pairs_words_miss():
     assert "the code's behaviour on top (code run)" in render(result)
     plain = _table(40, 7)  # no function anywhere: nothing fitted on top
     assert chosen(plain, k=2.0)["stacked_weight"] == 0.0
+
+
+def test_the_fitted_shift_is_written_into_the_judges_record_and_out_of_its_head(tmp_path):
+    """`--write`: the weights go to the decision record's criterion_shift (one place), the
+    criterion head's file keeps its arrays with no shift weight of its own."""
+    from dataclasses import replace
+
+    from app.deciding.criterion_head import CriterionHead, shift_fields
+    from app.deciding.decision import load_decision
+    from models.registry import MODELS_DIR, load_registry
+    from training.decision.record_file import record_path
+    from training.heads.reference_levels import write_shift
+
+    record = tmp_path / "decision.yaml"
+    record.write_text(record_path().read_text(encoding="utf-8"), encoding="utf-8")
+    shipped = CriterionHead.load(MODELS_DIR / str(load_registry().get().judging.criterion_head))
+    fitted = replace(shipped, reference_words=1.5, reference_check=0.5, reference_check_bound=0.8)
+    head = tmp_path / "criterion_head.npz"
+    write_shift(fitted, head, str(record))
+    signals = {s.name: s for s in load_decision(record).criterion_shift.signals}
+    assert {name: s.weight for name, s in signals.items()} == {
+        "reference_words": 1.5,
+        "reference_check": 0.5,
+    }
+    assert signals["reference_check"].bounds == (-0.8, 0.8)
+    assert shift_fields(CriterionHead.load(head)) == []
