@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -67,12 +68,9 @@ class Judge:
             for judge in found:
                 judge.close()
             raise
-        return [judge.with_config(self.config) for judge in found]
-
-    def with_config(self, config: JudgeConfig) -> Judge:
-        """This judge (the same engine) judging with `config` by default."""
-        self.config = config
-        return self
+        for judge in found:
+            judge.config = self.config
+        return found
 
     @property
     def name(self) -> str:
@@ -126,13 +124,24 @@ class Judge:
     def _pooled(
         self, rows: Iterable[InputRow], config: JudgeConfig, engines: int, options: Any
     ) -> Iterator[Judgment]:
-        from app.batches.engine_pool import EnginePool
+        """`rows` judged by this engine and `engines - 1` more opened for them, in row order
+        (`options` as the service's; its tally is the whole batch's)."""
+        from app.batches.engine_pool import in_order
+        from app.batches.tally import Tally
 
-        pool = EnginePool([self, *self.more_engines(engines - 1)])
+        more = self.more_engines(engines - 1)
+        workers = [partial(Judge.judge_many, judge, config=config) for judge in (self, *more)]
+        tally, on_judgment = Tally(total=options.get("total")), options.get("on_judgment")
         try:
-            yield from pool.judge_rows(rows, config, **options)
+            stream = in_order(workers, rows, options.get("should_stop"), options.get("window", 1))
+            for judgment in stream:
+                tally.add(judgment)
+                if on_judgment is not None:
+                    on_judgment(judgment, tally)
+                yield judgment
         finally:
-            pool.close()
+            for judge in more:
+                judge.close()
 
     def judge_many(
         self, rows: Sequence[InputRow], config: JudgeConfig | None = None
@@ -185,8 +194,7 @@ class Judge:
         if not self.opened or self.backend.name != "llama-cpp":
             return 1
         path = self.entry.path() if self.entry is not None else Path(str(self.opened["model"]))
-        size = path.stat().st_size if path is not None and path.is_file() else None
-        return default_engines(size)[0]
+        return default_engines(path)[0]
 
     def _config(self, changes: Mapping[str, Any], config: JudgeConfig | None = None) -> JudgeConfig:
         return with_changes(config or self.config, changes)

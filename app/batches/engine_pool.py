@@ -1,15 +1,16 @@
 """A batch judged by several engines at once, one per usable core: the rows come out in
 input order as if one engine had judged them.
 
-llama.cpp reads with one thread per process at nearly the speed of two on a busy machine,
-so a batch's throughput is the number of engines, not their threads. Each engine is a judge
-of its own (its own engine worker process, one thread: app/api.py, models/backends/
-worker_backend.py); a driver thread per engine takes the next window of rows, and the
-judgments are given out in row order, each as soon as every earlier row's is. A stop asked
-for (`should_stop`) lets the windows in progress finish and starts no new one; an engine
-that stops (EngineStopped: a crash, the machine out of memory) ends the batch after the
-rows before its window, so the rows written are whole and in order, and the same command
-judges the rest (the next call starts a fresh engine).
+One engine decodes with one thread and reads a prompt with every core, so engines gain
+where replies are decoded and little for a judge that only reads prompts (bench/engines.md:
+0.85x the time of one engine for the 135M reply judge, 0.98x for the default's head). Each
+engine is a judge of its own (its own engine worker process, one thread: app/api.py,
+models/backends/worker_backend.py); a driver thread per engine takes the next window of
+rows, and the judgments are given out in row order, each as soon as every earlier row's
+is. A stop asked for (`should_stop`) lets the windows in progress finish and starts no new
+one; an engine that stops (EngineStopped: a crash, the machine out of memory) ends the
+batch after the rows before its window, so the rows written are whole and in order, and
+the same command judges the rest (the next call starts a fresh engine).
 """
 
 from __future__ import annotations
@@ -18,19 +19,10 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
 from itertools import islice
 from pathlib import Path
 from queue import Queue
-from typing import TYPE_CHECKING, TypeVar
-
-from app.batches.tally import Tally
-from app.io.reader import InputRow
-from app.records import Judgment
-
-if TYPE_CHECKING:
-    from app.api import Judge
-    from app.judging.config import JudgeConfig
+from typing import TypeVar
 
 ENGINE_OVERHEAD_BYTES = 600 * 1024**2  # an engine worker beside its model: context, Python
 MOST_BY_DEFAULT = 8  # engines a batch gets unasked on a large machine (--workers N: more)
@@ -58,11 +50,13 @@ def available_memory() -> int | None:
     return None
 
 
-def default_engines(model_bytes: int | None) -> tuple[int, str | None]:
-    """Engines for a batch by default: one per usable core (at most MOST_BY_DEFAULT), capped
-    by the memory each needs (its own model and context); a note where memory caps them."""
+def default_engines(model: Path | None) -> tuple[int, str | None]:
+    """Engines for a batch of the model file `model` by default: one per usable core (at
+    most MOST_BY_DEFAULT), capped by the memory each needs (its own copy of the model and
+    its context); a note where memory caps them."""
     cores = min(usable_cores(), MOST_BY_DEFAULT)
     memory = available_memory()
+    model_bytes = model.stat().st_size if model is not None and model.is_file() else None
     if not model_bytes or memory is None:
         return cores, None
     fits = max(1, memory // (model_bytes + ENGINE_OVERHEAD_BYTES))
@@ -112,41 +106,3 @@ def in_order(
         finally:
             for future in pending:  # a stop or a stopped engine: start none of the rest
                 future.cancel()
-
-
-class EnginePool:
-    """Judges of the same model and settings, each its own engine, judging one batch."""
-
-    def __init__(self, judges: Sequence[Judge]) -> None:
-        if not judges:
-            raise ValueError("an engine pool needs at least one judge")
-        self.judges = list(judges)
-
-    def judge_rows(
-        self,
-        rows: Iterable[InputRow],
-        config: JudgeConfig,
-        *,
-        on_judgment: Callable[[Judgment, Tally], None] | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        total: int | None = None,
-        window: int = 1,
-    ) -> Iterator[Judgment]:
-        """One judgment per row, in row order (see the module's docstring); `on_judgment`
-        is called with each, in order, and the tally of the whole batch."""
-        workers = [partial(_judged, judge, config) for judge in self.judges]
-        tally = Tally(total=total)
-        for judgment in in_order(workers, rows, should_stop, window):
-            tally.add(judgment)
-            if on_judgment is not None:
-                on_judgment(judgment, tally)
-            yield judgment
-
-    def close(self) -> None:
-        """Close every judge but the first (the caller's)."""
-        for judge in self.judges[1:]:
-            judge.close()
-
-
-def _judged(judge: Judge, config: JudgeConfig, rows: list[InputRow]) -> list[Judgment]:
-    return judge.judge_many(rows, config)

@@ -84,8 +84,7 @@ def batch_engines(args: argparse.Namespace) -> int:
         path = path or load_registry().get(args.model).path()
     except PocketJudgeError:
         return 1  # the front door names the model's problem when it opens it
-    size = path.stat().st_size if path is not None and path.is_file() else None
-    engines, note = default_engines(size)
+    engines, note = default_engines(path)
     if note and not args.quiet:
         print(f"note: {note}", file=sys.stderr)
     return engines
