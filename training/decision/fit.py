@@ -15,7 +15,9 @@ chosen are data (`--config`). The fit:
    sigmoid(-score - t), a tie between: a third class, where the training pairs have ties),
    fed both orders of every pair (no position preference, no intercept), with an L2 penalty
    on the signals scaled to unit size; the penalty's strength chosen by request-grouped
-   cross-validation (folds never split a request).
+   cross-validation (folds never split a request). A pair a candidate's own weights were
+   fitted on (the config's `fitted_on`: the state head's states on its fitting set) leaves
+   this fit: the signal's value is in-sample there, and every fold would trust it too much.
 3. **Signals chosen**: backward from all candidates with data, a signal is dropped where the
    cross-validated log loss without it is less than `min_gain + price_per_second x seconds`
    above the loss with it (it does not earn its cost).
@@ -34,13 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from app.deciding.decision import DecisionRecord, Declared, DeclaredRule, load_decision
 from models.foundation.datafiles import read_mapping, validate
 from models.registry import load_registry
+from training.decision.in_sample import FITS
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, write_record_file
@@ -63,6 +66,16 @@ class FitConfig(BaseModel):
     signals: tuple[Declared, ...] = Field(min_length=1)  # the candidates
     rules: tuple[DeclaredRule, ...] = ()
     shares: dict[str, str] = Field(default_factory=dict)  # each share's words, for the page
+    # a signal whose own weights were fitted on training pairs -> that fit (in_sample.FITS):
+    # its value is in-sample on those pairs, so they leave this fit
+    fitted_on: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_fits(self) -> FitConfig:
+        for signal, name in self.fitted_on.items():
+            if name not in FITS:
+                raise ValueError(f"fitted_on.{signal}: unknown fit '{name}' ({', '.join(FITS)})")
+        return self
 
 
 def load_config(path: Path = CONFIG) -> FitConfig:
@@ -97,9 +110,14 @@ class Pairs:
         )
 
 
+def labelled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The labelled, read rows of the cache (errors and unlabelled rows left out)."""
+    return [r for r in rows if r.get("values") and r.get("label") in LABELS]
+
+
 def pairs_of(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Pairs:
-    """The labelled, read rows of the cache as arrays (errors and unlabelled rows left out)."""
-    kept = [r for r in rows if r.get("values") and r.get("label") in LABELS]
+    """The labelled, read rows of the cache as arrays."""
+    kept = labelled(rows)
     return Pairs(
         tuple(names),
         np.array([[r["values"].get(n) or 0.0 for n in names] for r in kept], dtype=np.float64),
@@ -284,9 +302,13 @@ class Fit:
     choice: Choice
     weights: Weights
     pairs: Pairs  # the pairs the weights were fitted on (those no rule decided)
+    seen: int = 0  # the pairs left out: a candidate's own weights were fitted on them
 
     def report(self) -> str:
-        lines = [f"{len(self.pairs.labels)} pairs for the weights, by set:"]
+        lines = [
+            f"{len(self.pairs.labels)} pairs for the weights ({self.seen} left out: a "
+            "candidate's own weights were fitted on them), by set:"
+        ]
         for name in np.unique(self.pairs.sets):
             mine = self.pairs.sets == name
             right = agreement(self.choice.probabilities[mine], self.pairs.labels[mine])
@@ -306,21 +328,27 @@ class Fit:
 
 
 def fit(rows: Sequence[dict[str, Any]], config: FitConfig) -> Fit:
-    """Rules, then the signals and their weights, on the cached rows."""
+    """Rules, then the signals and their weights, on the cached rows (the weights without the
+    pairs a candidate's own weights were fitted on: `seen_by`, training/decision/in_sample.py)."""
+    candidates = {s.name for s in config.signals}
     names = [s.name for s in config.signals] + [r.name for r in config.rules]
     everything = pairs_of(rows, names)
     rules, open_ = fit_rules(everything, config.rules)
-    pairs = everything.subset(open_, [s.name for s in config.signals])
+    unseen = np.array([not candidates & set(r.get("seen_by", ())) for r in labelled(rows)])
+    pairs = everything.subset(open_ & unseen, [s.name for s in config.signals])
     choice = choose_signals(pairs, config)
     weights = fit_weights(pairs.columns(choice.names), pairs.labels, choice.names, choice.strength)
-    return Fit(rules, choice, weights, pairs)
+    return Fit(rules, choice, weights, pairs, int(np.sum(open_ & ~unseen)))
 
 
 def _rows_of(found: Fit) -> str:
     pairs = found.pairs
     sets = ", ".join(f"{name} {int((pairs.sets == name).sum())}" for name in np.unique(pairs.sets))
     ties = int((pairs.labels == 2).sum())
-    return f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)"
+    seen = f", {found.seen} more left out where a signal's own weights were fitted on them"
+    return f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)" + (
+        seen if found.seen else ""
+    )
 
 
 def rules_data(config: FitConfig, found: Sequence[RuleFit]) -> list[dict[str, Any]]:
@@ -407,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    rows = labelled_rows(args.reads)
+    rows = labelled_rows(args.reads, config.fitted_on)
     if not rows:
         raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]

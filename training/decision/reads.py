@@ -10,6 +10,8 @@ labels are joined from the data when the fit reads the cache: `labelled_rows`), 
 is committed and a later session goes on from it. `--part K
 --parts N` lets N processes, one core each, share the pairs; each appends to its own file
 and skips what any file already holds, so a stopped run goes on where it stopped.
+`--skip-seen-by state_head` skips the pairs the state head was fitted on (the decision fit
+leaves them out: training/decision/in_sample.py).
 
 The sets come from the training split only:
 - `autoj`: Auto-J's labelled training pairs (human labels, ties included);
@@ -29,11 +31,13 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.deciding.decision import recorded_values
 from app.records import JudgeItem, Judgment, Label, Status
+from training.decision.in_sample import FITS, seen_by
 
 OUT = Path(__file__).resolve().parent / "cache"
 SETS = ("autoj", "reference", "autoj-counter", "alpacaeval", "alpacaeval-counter")
@@ -100,16 +104,32 @@ def cached_rows(folder: Path = OUT) -> Iterator[dict[str, Any]]:
                 continue
 
 
-def labelled_rows(folder: Path = OUT) -> list[dict[str, Any]]:
-    """The cached rows with their training labels joined from the data by pair key."""
+def labelled_rows(folder: Path = OUT, fits: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The cached rows with their training labels joined from the data by pair key, and
+    (`fits`: a signal -> the fit of its own weights) the signals fitted on each pair."""
     rows = list(cached_rows(folder))
-    labels = {
-        pair_key(item): item.label.winner
+    items = {
+        pair_key(item): item
         for name in sorted({row["set"] for row in rows})
         for item in training_pairs(name)
         if item.label is not None
     }
-    return [row | {"label": labels.get(row["key"])} for row in rows]
+    joined = []
+    for row in rows:
+        item = items.get(row["key"])
+        label = item.label.winner if item is not None else None  # type: ignore[union-attr]
+        seen = seen_by(item, fits) if item is not None and fits else []
+        joined.append(row | {"label": label, "seen_by": seen})
+    return joined
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Which judge reads (a registry name; None: the default) and the fits whose pairs it
+    skips (training/decision/in_sample.py: their signals' values there are in-sample)."""
+
+    model: str | None = None
+    skip_seen_by: tuple[str, ...] = ()
 
 
 def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:
@@ -137,7 +157,11 @@ def interleaved(sets: list[list[Any]]) -> list[Any]:
 
 
 def read(
-    names: list[str], part: int, parts: int, folder: Path = OUT, model: str | None = None
+    names: list[str],
+    part: int,
+    parts: int,
+    folder: Path = OUT,
+    options: ReadOptions = ReadOptions(),
 ) -> int:
     """Judge this part's pairs of each set not cached yet, appending each as it is done."""
     from tqdm import tqdm
@@ -145,13 +169,17 @@ def read(
     from app.api import load_judge
 
     done = {row["key"] for row in cached_rows(folder)}
-    sets = [[(name, item) for item in training_pairs(name)[part::parts]] for name in names]
+    seen = [FITS[fit] for fit in options.skip_seen_by]
+    sets = [
+        [(name, p) for p in training_pairs(name)[part::parts] if not any(s(p) for s in seen)]
+        for name in names
+    ]
     todo = interleaved([[p for p in found if pair_key(p[1]) not in done] for found in sets])
     folder.mkdir(parents=True, exist_ok=True)
     if not todo:
         print(f"part {part}: every pair is cached")
         return 0
-    opened = load_judge(model, threads=1, criterion_scores=False, protocol="pairwise")
+    opened = load_judge(options.model, threads=1, criterion_scores=False, protocol="pairwise")
     path = folder / f"part{part}.jsonl"
     with opened as judge, path.open("a", encoding="utf-8") as out:
         for name, item in tqdm(todo, desc=f"reads part {part}", unit="pair", file=sys.stderr):
@@ -168,8 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=1)
     parser.add_argument("--model", help="a registry name (default: the default judge)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--skip-seen-by",
+        nargs="+",
+        default=[],
+        choices=sorted(FITS),
+        help="skip the pairs these fits were fitted on (a decision fit leaves them out)",
+    )
     args = parser.parse_args(argv)
-    return read(args.sets, args.part, args.parts, args.out, args.model)
+    options = ReadOptions(args.model, tuple(args.skip_seen_by))
+    return read(args.sets, args.part, args.parts, args.out, options)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,23 @@ def test_the_cards_and_the_docs_tables_of_the_rule_are_written_from_the_record()
     assert len(written) == 2  # the default judge's card and docs/reference.md
     for target, text in written.items():
         assert target.read_text(encoding="utf-8") == text, "python -m training.decision.record_file"
+
+
+def test_the_pairs_a_candidates_own_weights_were_fitted_on_leave_the_fit():
+    """A signal's value is in-sample on the pairs its own weights were fitted on (the state
+    head's states on its fitting set): those pairs leave the weights' fit, whatever they say."""
+    rows = drawn_rows()
+    seen = [r | {"seen_by": ["good"], "label": "A"} for r in drawn_rows(300, seed=1)]
+    alone, joined = fit(rows, config()), fit(rows + seen, config())
+    assert joined.seen == 285  # 15 of the 300 a rule decides
+    assert len(joined.pairs.labels) == len(alone.pairs.labels)
+    assert joined.weights.weights == pytest.approx(alone.weights.weights)
+    others = [r | {"seen_by": ["elsewhere"]} for r in drawn_rows(300, seed=1)]
+    assert fit(rows + others, config()).seen == 0  # a signal that is not a candidate
+
+
+def test_a_fit_config_names_only_known_fits():
+    data = config().model_dump(mode="json") | {"fitted_on": {"good": "nowhere"}}
+    with pytest.raises(ValueError, match=r"fitted_on\.good: unknown fit 'nowhere'"):
+        FitConfig.model_validate(data)
+    assert load_config().fitted_on == {"states": "state_head"}

@@ -32,3 +32,11 @@ def test_a_cached_row_keeps_values_not_texts_and_gets_its_label_back(tmp_path: P
     cache.write_text(json.dumps(row) + "\n" + json.dumps(other)[:40] + "\n", encoding="utf-8")
     (found,) = labelled_rows(tmp_path)  # the line a stopped run cut short is left out
     assert found["label"] == first.label.winner and found["key"] == pair_key(first)
+
+
+def test_the_state_heads_fitting_pairs_are_seen_by_states_and_the_reference_pairs_are_not():
+    from training.decision.in_sample import seen_by
+
+    fits = {"states": "state_head"}
+    assert seen_by(training_pairs("autoj")[0], fits) == ["states"]
+    assert seen_by(training_pairs("reference")[0], fits) == []
