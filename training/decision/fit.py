@@ -18,6 +18,8 @@ chosen are data (`--config`). The fit:
    cross-validation (folds never split a request). A pair a candidate's own weights were
    fitted on (the config's `fitted_on`: the state head's states on its fitting set) leaves
    this fit: the signal's value is in-sample there, and every fold would trust it too much.
+   The config's `held` signals keep the weights the judge's record holds (and where they were
+   fitted); their sum is each pair's offset, the other weights are fitted around it.
 3. **Signals chosen**: backward from all candidates with data, a signal is dropped where the
    cross-validated log loss without it is less than `min_gain + price_per_second x seconds`
    above the loss with it (it does not earn its cost).
@@ -69,13 +71,24 @@ class FitConfig(BaseModel):
     # a signal whose own weights were fitted on training pairs -> that fit (in_sample.FITS):
     # its value is in-sample on those pairs, so they leave this fit
     fitted_on: dict[str, str] = Field(default_factory=dict)
+    # signals whose weights are kept as the judge's record holds them (fitted by the fits it
+    # names): the other weights are fitted around their sum, an offset
+    held: tuple[str, ...] = ()
 
     @model_validator(mode="after")
-    def _known_fits(self) -> FitConfig:
+    def _known_names(self) -> FitConfig:
         for signal, name in self.fitted_on.items():
             if name not in FITS:
                 raise ValueError(f"fitted_on.{signal}: unknown fit '{name}' ({', '.join(FITS)})")
+        candidates = {s.name for s in self.signals}
+        for name in self.held:
+            if name not in candidates:
+                raise ValueError(f"held: '{name}' is not one of the signals")
         return self
+
+    def free(self) -> list[str]:
+        """The candidates this fit weighs (those it does not hold)."""
+        return [s.name for s in self.signals if s.name not in self.held]
 
 
 def load_config(path: Path = CONFIG) -> FitConfig:
@@ -93,6 +106,7 @@ class Pairs:
     labels: np.ndarray
     groups: np.ndarray
     sets: np.ndarray
+    offset: np.ndarray  # the held signals' part of each pair's score (A's lead)
 
     def columns(self, names: Sequence[str]) -> np.ndarray:
         return self.values[:, [self.names.index(n) for n in names]]
@@ -107,6 +121,7 @@ class Pairs:
             self.labels[rows],
             self.groups[rows],
             self.sets[rows],
+            self.offset[rows],
         )
 
 
@@ -115,9 +130,14 @@ def labelled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("values") and r.get("label") in LABELS]
 
 
-def pairs_of(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Pairs:
-    """The labelled, read rows of the cache as arrays."""
+def pairs_of(
+    rows: Sequence[dict[str, Any]], names: Sequence[str], held: dict[str, float] | None = None
+) -> Pairs:
+    """The labelled, read rows of the cache as arrays; `held`: the weights kept as they are,
+    whose sum is each pair's offset."""
     kept = labelled(rows)
+    held = held or {}
+    offset = [sum(w * (r["values"].get(n) or 0.0) for n, w in held.items()) for r in kept]
     return Pairs(
         tuple(names),
         np.array([[r["values"].get(n) or 0.0 for n in names] for r in kept], dtype=np.float64),
@@ -125,6 +145,7 @@ def pairs_of(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Pairs:
         np.array([LABELS[r["label"]] for r in kept]),
         np.array([r["request"] for r in kept]),
         np.array([r["set"] for r in kept]),
+        np.array(offset, dtype=np.float64),
     )
 
 
@@ -164,19 +185,21 @@ class Weights:
     weights: np.ndarray
     tie_threshold: float
 
-    def probabilities(self, values: np.ndarray) -> np.ndarray:
-        score = values @ self.weights
+    def probabilities(self, values: np.ndarray, offset: np.ndarray | float = 0.0) -> np.ndarray:
+        score = values @ self.weights + offset
         p_a = expit(score - self.tie_threshold)
         p_b = expit(-score - self.tie_threshold)
         return np.stack([p_a, p_b, np.clip(1 - p_a - p_b, 0.0, 1.0)], axis=1)
 
 
-def _objective(params: np.ndarray, x: np.ndarray, y: np.ndarray, c: float, ties: bool):
-    """The penalised negative log-likelihood of the ordinal logit and its gradient."""
+def _objective(params: np.ndarray, x: np.ndarray, y: np.ndarray, c: float, fixed: tuple):
+    """The penalised negative log-likelihood of the ordinal logit and its gradient (`fixed`:
+    the offset of each row's score and whether a tie threshold is fitted)."""
+    offset, ties = fixed
     k = x.shape[1]
     w = params[:k]
     t = float(np.logaddexp(0.0, params[k])) if ties else 0.0  # softplus: t >= 0, no bound
-    s = x @ w
+    s = x @ w + offset
     a, u, b = expit(s - t), expit(s + t), expit(-s - t)
     d_s, d_t = np.zeros_like(s), np.zeros_like(s)
     loss = 0.0
@@ -194,17 +217,28 @@ def _objective(params: np.ndarray, x: np.ndarray, y: np.ndarray, c: float, ties:
     return loss, grad
 
 
-def fit_weights(values: np.ndarray, labels: np.ndarray, names: Sequence[str], c: float) -> Weights:
-    """The ordinal logit on `values` (both orders of each pair), L2 strength `c` on the
-    values scaled to unit root mean square; a tie threshold only where there are ties."""
-    scale = np.sqrt(np.mean(values**2, axis=0))
+def fit_weights(
+    values: np.ndarray,
+    labels: np.ndarray,
+    names: Sequence[str],
+    c: float,
+    offset: np.ndarray | None = None,
+) -> Weights:
+    """The ordinal logit on `values` (both orders of each pair) around `offset` (the held
+    signals' part of the score), L2 strength `c` on the values scaled to unit root mean
+    square; a tie threshold only where there are ties."""
+    scale = np.sqrt(np.mean(values**2, axis=0)) if len(values) else np.ones(values.shape[1])
     scale[scale == 0] = 1.0
     x = values / scale
+    base = np.zeros(len(labels)) if offset is None else offset
     swapped = np.where(labels == 2, 2, 1 - np.minimum(labels, 1))
     x2, y2 = np.concatenate([x, -x]), np.concatenate([labels, swapped])
     ties = bool(np.any(labels == 2))
     start = np.zeros(x.shape[1] + (1 if ties else 0))
-    found = minimize(_objective, start, args=(x2, y2, c, ties), jac=True, method="L-BFGS-B")
+    if not start.size:  # every signal held, no ties: nothing to fit
+        return Weights(tuple(names), np.zeros(0), 0.0)
+    fixed = (np.concatenate([base, -base]), ties)
+    found = minimize(_objective, start, args=(x2, y2, c, fixed), jac=True, method="L-BFGS-B")
     k = x.shape[1]
     t = float(np.logaddexp(0.0, found.x[k])) if ties else 0.0
     return Weights(tuple(names), found.x[:k] / scale, t)
@@ -226,8 +260,8 @@ def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) 
     found = np.zeros((len(pairs.labels), 3))
     for n in np.unique(fold):
         train = fold != n
-        fitted = fit_weights(values[train], pairs.labels[train], names, c)
-        found[~train] = fitted.probabilities(values[~train])
+        fitted = fit_weights(values[train], pairs.labels[train], names, c, pairs.offset[train])
+        found[~train] = fitted.probabilities(values[~train], pairs.offset[~train])
     return found
 
 
@@ -327,17 +361,24 @@ class Fit:
         return "\n".join(lines)
 
 
-def fit(rows: Sequence[dict[str, Any]], config: FitConfig) -> Fit:
+def fit(
+    rows: Sequence[dict[str, Any]], config: FitConfig, held: dict[str, float] | None = None
+) -> Fit:
     """Rules, then the signals and their weights, on the cached rows (the weights without the
-    pairs a candidate's own weights were fitted on: `seen_by`, training/decision/in_sample.py)."""
+    pairs a candidate's own weights were fitted on: `seen_by`, training/decision/in_sample.py),
+    around the `held` weights (the config's `held` signals, as the judge's record has them)."""
+    held = held or {}
+    if missing := sorted(set(config.held) - set(held)):
+        raise ValueError(f"held: the judge's record has no weight of {', '.join(missing)}")
     candidates = {s.name for s in config.signals}
-    names = [s.name for s in config.signals] + [r.name for r in config.rules]
-    everything = pairs_of(rows, names)
+    free = config.free()
+    everything = pairs_of(rows, free + [r.name for r in config.rules], held)
     rules, open_ = fit_rules(everything, config.rules)
     unseen = np.array([not candidates & set(r.get("seen_by", ())) for r in labelled(rows)])
-    pairs = everything.subset(open_ & unseen, [s.name for s in config.signals])
+    pairs = everything.subset(open_ & unseen, free)
     choice = choose_signals(pairs, config)
-    weights = fit_weights(pairs.columns(choice.names), pairs.labels, choice.names, choice.strength)
+    values = pairs.columns(choice.names)
+    weights = fit_weights(values, pairs.labels, choice.names, choice.strength, pairs.offset)
     return Fit(rules, choice, weights, pairs, int(np.sum(open_ & ~unseen)))
 
 
@@ -365,39 +406,35 @@ def rules_data(config: FitConfig, found: Sequence[RuleFit]) -> list[dict[str, An
     return rules
 
 
-def kept_weights_data(record: DecisionRecord, config: FitConfig, found: Sequence[RuleFit]):
-    """`record` with its rules fitted anew and its signals' weights as they are (those the
-    rules replace left out): until the cache holds the training set (`--keep-weights`)."""
-    data = record.model_dump(mode="json", exclude_defaults=True)
-    ruled = {rule.name for rule in config.rules}
-    data["signals"] = [s for s in data["signals"] if s["name"] not in ruled]
-    data["rules"] = rules_data(config, found)
-    data["fitted"] = {
-        "by": "python -m training.decision.fit --keep-weights",
-        "rows": "the rules on the cached training pairs; the signals' weights kept from the "
-        "fits each names",
-    }
-    return data
-
-
-def record_data(config: FitConfig, found: Fit, doubt_below: float) -> dict[str, Any]:
-    """The record's data: the chosen signals with their weights, the rules with their
+def record_data(
+    config: FitConfig, found: Fit, doubt_below: float, kept: DecisionRecord | None = None
+) -> dict[str, Any]:
+    """The record's data: the chosen signals with their weights (the held ones as `kept`, the
+    judge's record before, has them, with where they were fitted), the rules with their
     confidences, the tie threshold and where each was fitted."""
     choice = found.choice
     right = agreement(choice.probabilities, found.pairs.labels)
     fitted = {
         "by": "python -m training.decision.fit",
-        "rows": _rows_of(found),
+        "rows": _rows_of(found)
+        + (
+            f"; around {', '.join(config.held)}, held as their fits left them"
+            if config.held
+            else ""
+        ),
         "cv": f"request-grouped {config.folds}-fold: log loss {choice.loss:.4f}, agreement "
         f"{right:.1%} (C {choice.strength:g})",
     }
     weights = dict(zip(found.weights.names, found.weights.weights))
-    signals = [
-        s.model_dump(mode="json", exclude_defaults=True)
-        | {"weight": round(float(weights[s.name]), 6), "fitted": fitted}
-        for s in config.signals
-        if s.name in weights
-    ]
+    held = {s.name: s for s in kept.signals} if kept is not None else {}
+    signals = []
+    for s in config.signals:
+        if s.name in config.held:
+            signals.append(held[s.name].model_dump(mode="json", exclude_defaults=True))
+        elif s.name in weights:
+            weight = round(float(weights[s.name]), 6)
+            data = s.model_dump(mode="json", exclude_defaults=True)
+            signals.append(data | {"weight": weight, "fitted": fitted})
     rules = rules_data(config, found.rules)
     return {
         "judge": config.judge,
@@ -427,31 +464,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reads", type=Path, default=READS)
     parser.add_argument("--write", action="store_true", help="write the judge's decision.yaml")
     parser.add_argument("--out", type=Path, help="write the record here instead (a trial)")
-    parser.add_argument(
-        "--keep-weights",
-        action="store_true",
-        help="fit the rules alone, keeping the record's signal weights (until the cache "
-        "holds the training set)",
-    )
     args = parser.parse_args(argv)
     config = load_config(args.config)
     rows = labelled_rows(args.reads, config.fitted_on)
     if not rows:
         raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
-    if args.keep_weights:
-        names = [r.name for r in config.rules]
-        rules, _ = fit_rules(pairs_of(rows, names), config.rules)
-        print("\n".join(f"rule {r.name}: {r.right} of {r.decided} right" for r in rules))
-        data = kept_weights_data(load_decision(record_path(config.judge)), config, rules)
-    else:
-        found = fit(rows, config)
-        print(found.report())
-        data = record_data(config, found, doubt)
-        kept = load_decision(record_path(config.judge))  # its rules of grades: not refitted here
-        for section in ("grade", "rubric_grade", "criterion_shift"):
-            if (rule := getattr(kept, section)) is not None:
-                data[section] = rule.model_dump(mode="json", exclude_defaults=True)
+    kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
+    found = fit(rows, config, {n: w for n, w in kept.weights().items() if n in config.held})
+    print(found.report())
+    data = record_data(config, found, doubt, kept)
+    for section in ("grade", "rubric_grade", "criterion_shift"):  # not refitted here
+        if (rule := getattr(kept, section)) is not None:
+            data[section] = rule.model_dump(mode="json", exclude_defaults=True)
     if args.write or args.out:
         print(write_record(data, args.out))
     return 0

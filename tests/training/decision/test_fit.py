@@ -155,3 +155,37 @@ def test_a_fit_config_names_only_known_fits():
     with pytest.raises(ValueError, match=r"fitted_on\.good: unknown fit 'nowhere'"):
         FitConfig.model_validate(data)
     assert load_config().fitted_on == {"states": "state_head"}
+
+
+def test_held_weights_stay_as_the_record_has_them_and_the_rest_is_fitted_around_them():
+    """A held signal (fitted by its own fit, named in the record) is an offset: the free
+    signal's weight is the one the labels were drawn with, and the record keeps the held one
+    with where it was fitted."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for n in range(4000):
+        good, noise = rng.normal(scale=2.0), rng.normal()
+        label = "A" if rng.random() < expit(1.5 * good + 1.0 * noise) else "B"
+        values = {"good": good, "noise": noise}
+        rows.append({"values": values, "label": label, "request": f"r{n}", "set": "drawn"})
+    cfg = config().model_copy(update={"held": ("good",), "strengths": (1000.0,)})
+    found = fit(rows, cfg, {"good": 1.5})
+    assert found.choice.names == ("noise",)
+    assert found.weights.weights[0] == pytest.approx(1.0, rel=0.1)
+    kept = DecisionRecord.model_validate(
+        {
+            "judge": "toy",
+            "signals": [
+                {"name": "good", "weight": 1.5, **SIGNAL, "fitted": {"by": "its own", "rows": "x"}}
+            ],
+            "doubt_below": 0.5,
+        }
+    )
+    data = record_data(cfg, found, 0.55, kept)
+    record = DecisionRecord.model_validate(data)
+    assert record.weights()["good"] == 1.5 and record.signals[0].fitted.by == "its own"
+    assert record.weights()["noise"] == pytest.approx(found.weights.weights[0], abs=1e-6)
+    with pytest.raises(ValueError, match="the judge's record has no weight of good"):
+        fit(rows, cfg, {})
+    with pytest.raises(ValueError, match="held: 'other' is not one of the signals"):
+        FitConfig.model_validate(config().model_dump(mode="json") | {"held": ["other"]})
