@@ -227,7 +227,7 @@ def fit_weights(
     """The ordinal logit on `values` (both orders of each pair) around `offset` (the held
     signals' part of the score), L2 strength `c` on the values scaled to unit root mean
     square; a tie threshold only where there are ties."""
-    scale = np.sqrt(np.mean(values**2, axis=0)) if len(values) else np.ones(values.shape[1])
+    scale = np.sqrt(np.mean(values**2, axis=0))
     scale[scale == 0] = 1.0
     x = values / scale
     base = np.zeros(len(labels)) if offset is None else offset
@@ -382,14 +382,16 @@ def fit(
     return Fit(rules, choice, weights, pairs, int(np.sum(open_ & ~unseen)))
 
 
-def _rows_of(found: Fit) -> str:
+def _rows_of(found: Fit, held: Sequence[str]) -> str:
     pairs = found.pairs
     sets = ", ".join(f"{name} {int((pairs.sets == name).sum())}" for name in np.unique(pairs.sets))
     ties = int((pairs.labels == 2).sum())
-    seen = f", {found.seen} more left out where a signal's own weights were fitted on them"
-    return f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)" + (
-        seen if found.seen else ""
-    )
+    text = f"{len(pairs.labels)} training pairs no rule decided ({sets}; {ties} ties)"
+    if found.seen:
+        text += f", {found.seen} more left out where a signal's own weights were fitted on them"
+    if held:
+        text += f"; around {', '.join(held)}, held as their fits left them"
+    return text
 
 
 def rules_data(config: FitConfig, found: Sequence[RuleFit]) -> list[dict[str, Any]]:
@@ -416,12 +418,7 @@ def record_data(
     right = agreement(choice.probabilities, found.pairs.labels)
     fitted = {
         "by": "python -m training.decision.fit",
-        "rows": _rows_of(found)
-        + (
-            f"; around {', '.join(config.held)}, held as their fits left them"
-            if config.held
-            else ""
-        ),
+        "rows": _rows_of(found, config.held),
         "cv": f"request-grouped {config.folds}-fold: log loss {choice.loss:.4f}, agreement "
         f"{right:.1%} (C {choice.strength:g})",
     }
