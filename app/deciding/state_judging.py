@@ -44,15 +44,6 @@ from models.readings import ReplyCriteria
 Likelihoods = list[dict[str, float] | None]
 
 
-def decides(head: StateHead | None, protocol: Protocol | None) -> bool:
-    """True when a state head makes this protocol's judgment (grades only with a grade head)."""
-    if head is None:
-        return False
-    if protocol is Protocol.SINGLE:
-        return head.grades
-    return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
-
-
 @dataclass(frozen=True)
 class Asks:
     """What a head's reads also give beside its verdict: criterion scores read on from them

@@ -106,6 +106,12 @@ class HeadDecider:
         self.model_name = model_name
         self.settings = settings
 
+    def decides(self, protocol: Protocol) -> bool:
+        """True when the head makes this protocol's judgment (grades only with a grade head)."""
+        if protocol is Protocol.SINGLE:
+            return self.settings.head.grades
+        return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
+
     def plan(
         self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria, base: Judgment
     ) -> Plan:
@@ -133,7 +139,9 @@ class HeadDecider:
                 wanted = levels.reference
             turn = self.reference_turn(resolved, wanted) if on_reads else None
             base = base.model_copy(update={"truncated": truncated})
-            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
+            return Plan(
+                item, protocol, resolved, base, calls=[], by_head=True, turn=turn, levels=levels
+            )
         if on_reads and not settings.criteria_apart:
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
             base = base.model_copy(update={"truncated": truncated})
@@ -172,12 +180,7 @@ class HeadDecider:
                 calls.append(call)
         return calls, truncated
 
-    def level_ask(
-        self,
-        item: JudgeItem,
-        resolved: ResolvedCriteria,
-        behaviour: BehaviourReading | None = None,
-    ) -> LevelAsk | None:
+    def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
         """What the criterion head gives (criteria_read: head), where it can: a head that
         reads replies, criteria on the scale it was fitted on, without level texts. With a
         reference in use, only where the head moves its levels with one and the item has
@@ -191,8 +194,7 @@ class HeadDecider:
         reference = item.reference if settings.use_reference else None
         if reference and not (level_head.reads_reference and len(item.answers) > 1):
             return None
-        shares = behaviour.shares if behaviour is not None else None
-        return LevelAsk(level_head, resolved.rule, reference or None, shares)
+        return LevelAsk(level_head, resolved.rule, reference or None)
 
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
@@ -245,6 +247,9 @@ class HeadDecider:
                 f"'{self.backend.name}' backend cannot read: use the llama-cpp backend"
             )
             return plan.base.model_copy(update={"error": error})
+        levels = plan.levels  # with each answer's share of the reference function's results
+        if levels is not None and behaviour is not None:
+            levels = replace(levels, behaviour=behaviour.shares)
         started = time.perf_counter()
         try:
             judgment = head_judgment(
@@ -253,7 +258,7 @@ class HeadDecider:
                 head,
                 self.backend,
                 self.settings.decision,
-                Asks(plan.turn, self.level_ask(plan.item, plan.resolved, behaviour)),
+                Asks(plan.turn, levels),
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.catalog.criteria_resolution import ResolvedCriteria
-from app.deciding.state_judging import TurnAsk
+from app.deciding.state_judging import LevelAsk, TurnAsk
 from app.formats.output_format import ReplyLayout
 from app.records import JudgeItem, Judgment, Protocol
 from models.backends.base import Generation, Message, OutputSpec
@@ -34,3 +34,4 @@ class Plan:
     generations: list[Generation] = field(default_factory=list)
     by_head: bool = False  # decided by the state head: no model call
     turn: TurnAsk | None = None  # criterion scores read on from the head's reads
+    levels: LevelAsk | None = None  # criterion scores the criterion head gives from them

@@ -63,11 +63,9 @@ class ReplyDecider:
         protocol: Protocol,
         resolved: ResolvedCriteria,
         base: Judgment,
-        decision: str | tuple[int, ...] | None = None,
     ) -> Plan:
-        """A plan of one call per answer order the protocol reads; `decision` fixed in a
-        decision-first reply (a critique explaining a decision already made)."""
-        calls, truncated = self.calls(item, protocol, resolved, decision)
+        """A plan of one call per answer order the protocol reads."""
+        calls, truncated = self.calls(item, protocol, resolved, None)
         base = base.model_copy(update={"truncated": truncated})
         return Plan(item, protocol, resolved, base, calls)
 
@@ -78,7 +76,9 @@ class ReplyDecider:
         resolved: ResolvedCriteria,
         decision: str | tuple[int, ...] | None,
     ) -> tuple[list[Call], bool]:
-        """One call per answer order the protocol reads; True when a text was cut."""
+        """One call per answer order the protocol reads; True when a text was cut. A
+        `decision` is fixed in a decision-first reply (a critique explaining a decision
+        already made)."""
         settings = self.settings
         if protocol in (Protocol.SINGLE, Protocol.ANCHORED):
             orders = [(index,) for index in range(len(item.answers))]
@@ -154,14 +154,3 @@ class ReplyDecider:
                     f"the judgment was complete; raise max_tokens ({exc})"
                 )
             return None, failure
-
-
-def decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:
-    """The decision a critique must explain (a pair's leaning even when uncertain)."""
-    if judgment.protocol is Protocol.PAIRWISE:
-        return judgment.leaning or (judgment.winner if judgment.winner != "uncertain" else None)
-    if judgment.protocol is Protocol.MULTI:
-        return judgment.ranking
-    if judgment.answers and len(judgment.answers) == 1:
-        return str(round(judgment.answers[0].overall))
-    return None

@@ -17,20 +17,18 @@ from itertools import islice
 from app.batches.tally import Tally
 from app.catalog.scenario_detection import chosen_scenario
 from app.catalog.scenarios import Catalog, load_catalog
-from app.deciding.state_judging import decides
 from app.io.reader import InputRow
 from app.io.writer import error_judgment
 from app.judging.config import JudgeConfig
+from app.judging.critique import Critic
 from app.judging.item_checks import checked, scenario_guesses
 from app.judging.plans import Plan
-from app.judging.reply_decider import decision_of
 from app.judging.settled_run import SettledRun, settle
-from app.records import BACKEND_FAILED, JudgeItem, Judgment, Mode, Protocol, Status
+from app.records import JudgeItem, Judgment, Mode, Protocol, Status
 from models.backends.base import Backend, Generation, SamplingParams, ScoreRequest
 from models.foundation.errors import BackendError, PocketJudgeError
 
 WINDOW_ROWS = 16  # rows read ahead and scored together (grouped by their instructions)
-CRITIQUE_SEPARATOR = "\n\n----- critique -----\n\n"
 
 
 class JudgeService:
@@ -111,14 +109,12 @@ class JudgeService:
         """A critique of a judgment already made: the reply generated again with its
         decision fixed (decision-first templates), feedback included."""
         run = self._settle(config)
-        if (unexplained := self._unexplained(judgment, run)) is not None:
+        if (unexplained := run.critic.unexplained(judgment)) is not None:
             return unexplained
-        assert run.critic is not None
-        decision = decision_of(judgment)
-        plan = self._plan(item, run.critic, judgment.line, decision, judgment.protocol)
-        if isinstance(plan, Judgment):
-            return judgment.model_copy(update={"feedback_note": plan.error})
-        return self._critique(plan, judgment, run.critic)
+        checked = self._checked(item, run, judgment.line, judgment.protocol)
+        if isinstance(checked, Judgment):
+            return judgment.model_copy(update={"feedback_note": checked.error})
+        return run.critic.critique(checked, judgment)
 
     def _settle(self, config: JudgeConfig) -> SettledRun:
         return settle(config, self.backend, self.model_name)
@@ -164,62 +160,28 @@ class JudgeService:
             judgment = run.cascade.decide(plan.item, judgment)
             if judgment.cascade and judgment.cascade["decided_by"] == "second":
                 return judgment
-        if not run.wants_critique(plan):
+        critic: Critic = run.critic
+        if not critic.wanted(plan):
             return judgment
-        if (unexplained := self._unexplained(judgment, run)) is not None:
-            return unexplained
-        critic = run.critic
-        assert critic is not None and critic.replies is not None  # the template is known
-        decision = decision_of(judgment)
-        asked = critic.replies.plan(plan.item, plan.protocol, plan.resolved, plan.base, decision)
-        return self._critique(asked, judgment, critic)
-
-    def _unexplained(self, judgment: Judgment, run: SettledRun) -> Judgment | None:
-        """`judgment` as it stays when no critique can be written of it, else None."""
-        if judgment.status is not Status.OK:
-            return judgment
-        if run.critic is None:
-            note = (
-                f"'{self.model_name}' does not write critiques (its model card says so): "
-                "it gives verdicts and scores only"
-            )
-            return judgment.model_copy(update={"feedback": None, "feedback_note": note})
-        return None
-
-    def _critique(self, plan: Plan, judgment: Judgment, critic: SettledRun) -> Judgment:
-        """`judgment` with the critique `plan`'s replies write (`critic`: generate mode)."""
-        assert critic.replies is not None  # a plan was made: the template is known
-        calls = plan.calls[:1] if judgment.protocol is Protocol.PAIRWISE else plan.calls
-        texts, raw = [], []
-        for call in calls:
-            try:
-                generation = self.backend.generate(call.messages, critic.sampling, call.output)
-                parsed = critic.replies.parse(plan, call, generation)[0]
-            except BackendError as exc:
-                return judgment.model_copy(update={"feedback_note": f"{BACKEND_FAILED}{exc}"})
-            raw.append(generation.text)
-            if parsed is not None and parsed.feedback:
-                texts.append(parsed.feedback)
-        note = None
-        if not texts:
-            note = f"'{self.model_name}' wrote no critique for this item (an empty feedback field)"
-        return judgment.model_copy(
-            update={
-                "feedback": "\n\n".join(texts) or None,
-                "feedback_note": note,
-                "raw_output": (judgment.raw_output or "") + CRITIQUE_SEPARATOR + "\n".join(raw),
-            }
-        )
+        return critic.critique(plan, judgment)
 
     # -- planning --------------------------------------------------------------
-    def _plan(
-        self,
-        item: JudgeItem,
-        run: SettledRun,
-        line: int | None,
-        decision: str | tuple[int, ...] | None = None,
-        protocol: Protocol | None = None,
+    def _plan(self, item: JudgeItem, run: SettledRun, line: int | None) -> Plan | Judgment:
+        """`item`'s plan by the decider that decides it, or its error judgment."""
+        checked = self._checked(item, run, line, None)
+        if isinstance(checked, Judgment):
+            return checked
+        item, protocol, resolved = checked.item, checked.protocol, checked.resolved
+        if run.heads is not None and run.heads.decides(protocol):
+            return run.heads.plan(item, protocol, resolved, checked.base)
+        assert run.replies is not None  # checked: the template is known
+        return run.replies.plan(item, protocol, resolved, checked.base)
+
+    def _checked(
+        self, item: JudgeItem, run: SettledRun, line: int | None, protocol: Protocol | None
     ) -> Plan | Judgment:
+        """`item` checked under `run`'s rules (its scenario guessed where left open, its
+        criteria resolved), as a plan without calls; or its error judgment."""
         rules = run.rules
         protocol = protocol or rules.protocol_of(item)
         base = Judgment(
@@ -243,10 +205,7 @@ class JudgeService:
         except (PocketJudgeError, ValueError) as exc:
             return base.model_copy(update={"error": str(exc)})
         base = base.model_copy(update={"scenario": resolved.label, "criteria": resolved.rule.keys})
-        if run.heads is not None and decides(run.heads.settings.head, protocol):
-            return run.heads.plan(item, protocol, resolved, base)
-        assert run.replies is not None  # checked: the template is known
-        return run.replies.plan(item, protocol, resolved, base, decision)
+        return Plan(item, protocol, resolved, base, calls=[])
 
     # -- running ---------------------------------------------------------------
     def _run(self, plans: Sequence[Plan], mode: Mode, sampling: SamplingParams) -> None:

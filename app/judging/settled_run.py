@@ -2,8 +2,8 @@
 
 The service reads the `JudgeConfig` here and nowhere on the per-item path: the template
 is looked up once, and each part gets only the settings it reads (the checks their
-`ItemRules`, each decider its settings, the finishing its own). A critique is written by
-a run of its own, settled with it: generate mode, no head.
+`ItemRules`, each decider its settings, the finishing its own). Critiques are written by
+the judge's own template in generate mode, one answer order (app/judging/critique.py).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from app.judging.config import JudgeConfig, SecondOpinion
+from app.judging.critique import Critic
 from app.judging.finishing import Finishing
 from app.judging.head_decider import HeadDecider, HeadSettings
 from app.judging.item_checks import ItemRules, native_generate
-from app.judging.plans import Plan
 from app.judging.reply_decider import ReplyDecider, ReplySettings
 from app.records import Mode
 from models.backends.base import Backend, SamplingParams
@@ -30,21 +30,11 @@ class SettledRun:
     heads: HeadDecider | None  # the judge's state head decides what it can
     replies: ReplyDecider | None  # None: an unknown template, each row's error says so
     finishing: Finishing
-    feedback: bool  # score mode: a critique of each judgment too
     cascade: SecondOpinion | None
-    critic: SettledRun | None  # the run that writes a critique (None inside it)
-
-    def wants_critique(self, plan: Plan) -> bool:
-        """A critique is written after the decision: score mode when asked, and always for
-        a decision the state head made (generate mode asks for the whole reply)."""
-        if plan.by_head:
-            return self.feedback or self.mode == "generate"
-        return self.mode == "score" and self.feedback
+    critic: Critic  # writes each judgment's critique where one is asked for
 
 
-def settle(
-    config: JudgeConfig, backend: Backend, model_name: str, *, critic: bool = True
-) -> SettledRun:
+def settle(config: JudgeConfig, backend: Backend, model_name: str) -> SettledRun:
     """`config` settled for `backend`: a native template's run in generate mode with its
     stop strings (item_checks.native_generate), each part given what it reads."""
     config = native_generate(config)
@@ -56,10 +46,18 @@ def settle(
     replies = None
     if rules.prompt_template is not None:
         replies = ReplyDecider(backend, ReplySettings.of(config, rules.prompt_template))
-    critique = None
-    if critic and config.judge.writes_critiques:
-        explaining = replace(config, mode="generate", parts=replace(config.parts, head=None))
-        critique = settle(explaining, backend, model_name, critic=False)
+    critiques = None
+    if config.judge.writes_critiques and rules.prompt_template is not None:
+        explaining = replace(config, mode="generate", swap=False)
+        critiques = ReplyDecider(backend, ReplySettings.of(explaining, rules.prompt_template))
+    critic = Critic(
+        backend,
+        model_name,
+        critiques,
+        config.sampling,
+        after_replies=config.mode == "score" and config.feedback,
+        after_head=config.feedback or config.mode == "generate",
+    )
     return SettledRun(
         rules=rules,
         mode=config.mode,
@@ -67,7 +65,6 @@ def settle(
         heads=heads,
         replies=replies,
         finishing=Finishing.of(config),
-        feedback=config.feedback,
         cascade=config.cascade,
-        critic=critique,
+        critic=critic,
     )

@@ -44,6 +44,8 @@ def finished(job: BatchJob, timeout: float = 300) -> None:
 
 
 def test_two_engines_give_the_rows_in_order_as_one_does(judge, tiny_gguf_model: Path):
+    # engines other tests' judges hold open (the app's cached judge) are not this run's
+    before = len(engine_workers(os.getpid(), tiny_gguf_model.name))
     one = BatchJob(judge, rows(12), judge.config)
     one.start()
     finished(one)
@@ -57,17 +59,18 @@ def test_two_engines_give_the_rows_in_order_as_one_does(judge, tiny_gguf_model: 
         (j.id, j.winner, j.confidence) for j in one.snapshot().judgments
     ]
     # the engine the run opened is closed with it; the shared one stays
-    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == 1
+    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == before
 
 
 def test_stop_stops_every_engine_and_resume_judges_each_row_once(judge, tiny_gguf_model: Path):
+    before = len(engine_workers(os.getpid(), tiny_gguf_model.name))
     job = BatchJob(judge, rows(), judge.config, engines=2)
     job.start()
     deadline = time.monotonic() + 300
     while len(job.snapshot().judgments) < 3:
         assert time.monotonic() < deadline and job.state == "running"
         time.sleep(0.01)
-    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == 2
+    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == before + 1
     job.stop()
     finished(job)
     assert job.state == "stopped"
@@ -75,7 +78,7 @@ def test_stop_stops_every_engine_and_resume_judges_each_row_once(judge, tiny_ggu
     assert 3 <= kept < ROWS
     time.sleep(0.5)  # nothing more is judged once stopped, by either engine
     assert len(job.snapshot().judgments) == kept
-    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == 1
+    assert len(engine_workers(os.getpid(), tiny_gguf_model.name)) == before
     job.resume()
     finished(job)
     assert job.state == "done"

@@ -105,9 +105,9 @@ def test_a_run_is_settled_once_whatever_its_rows(monkeypatch, rows):
     )
     assert [j.status for j in judgments] == [Status.OK] * rows
     assert [j.winner for j in judgments] == ["A"] * rows
-    # one settle per run; the template is looked up for the run and for its critique's
-    # run (each by native_generate and ItemRules), whatever the number of rows
-    assert len(settles) == 1 and lookups == [config.judge.template] * 4
+    # one settle per run; the template is looked up once by native_generate and once by
+    # ItemRules (the critiques' replies reuse it), whatever the number of rows
+    assert len(settles) == 1 and lookups == [config.judge.template] * 2
 
 
 def _row(index: int) -> InputRow:
@@ -116,7 +116,7 @@ def _row(index: int) -> InputRow:
 
 def test_each_decider_gets_only_the_settings_it_reads():
     """The reply decider's settings hold no head; the head's hold no reply layout; the
-    critique's run generates and has no head."""
+    critiques are generated, in one answer order."""
     config = Config(choice=CriteriaChoice(criteria=TWO), swap=False)
     run = settled_run.settle(config, FakeBackend([]), "fake-model")
     assert run.heads is None and run.replies is not None
@@ -132,7 +132,8 @@ def test_each_decider_gets_only_the_settings_it_reads():
         "tie_within",
         "max_tokens",
     }
-    assert run.critic is not None and run.critic.mode == "generate" and run.critic.heads is None
-    assert run.critic.critic is None
+    critiques = run.critic.replies
+    assert critiques is not None and critiques.settings.layout.feedback
+    assert critiques.settings.swap is False
     silent = config_of(writes_critiques=False)
-    assert settled_run.settle(silent, FakeBackend([]), "fake-model").critic is None
+    assert settled_run.settle(silent, FakeBackend([]), "fake-model").critic.replies is None
