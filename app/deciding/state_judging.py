@@ -302,7 +302,9 @@ def with_reference_reading(
     parts = {**parts, **{f"{name}_difference": value for name, value in leads.items()}}
     decision = decide(record, recorded_values(parts))
     share = round(decision.shares.get("reference", 0.0), 4)
-    if not share:  # the verdict stands; the text's readings are kept beside it
+    # the verdict stands (unless a reference's part, now read again, had moved it); the
+    # text's readings are kept beside it
+    if not share and "reference" not in parts:
         kept = parts != judgment.verdict_parts
         return judgment.model_copy(update={"verdict_parts": parts}) if kept else judgment
     parts = {**parts, **_shares(decision), "reference": share}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from app.catalog.criteria_resolution import ResolvedCriteria
@@ -118,7 +119,8 @@ class HeadDecider:
         """A plan the state head decides. With criteria asked for, it also holds one call per
         answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
         verdict, or (`criteria_read: with_verdict`) a turn read on from the head's reads; a
-        reference is read on from them either way (`turn`)."""
+        reference is read on from them either way (`turn`). What running the answers'
+        functions beside a reference function finds (no model call) is in it too."""
         settings = self.settings
         head = settings.head
         truncated = cut_by_head(item, head)
@@ -127,29 +129,28 @@ class HeadDecider:
         # the reference's likelihood (and check) is read where the record weighs it (or
         # criteria come with it)
         wanted = reference if settings.weighs("reference_likelihood", "reference_check") else None
-        # no criterion reads for a judgment that will be an error (a backend the head
-        # cannot read through): they would be sent and thrown away
-        if not (settings.with_criteria and resolved.rule.specs and self.reads_for(head)):
+        # nothing more is read for a judgment that will be an error (a backend the head
+        # cannot read through): it would be thrown away
+        readable = self.reads_for(head)
+        found = self.behaviour(item) if readable else None
+        planned = partial(Plan, item, protocol, resolved, calls=[], by_head=True, behaviour=found)
+        if not (settings.with_criteria and resolved.rule.specs and readable):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            turn = self.reference_turn(resolved, wanted) if on_reads else None
-            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
-        levels = self.level_ask(item, resolved)
+            return planned(base, turn=self.reference_turn(resolved, wanted) if on_reads else None)
+        base = base.model_copy(update={"truncated": truncated})
+        levels = self.level_ask(item, resolved, found)
         if levels is not None:  # no reads: the criterion head's levels (a reference read on)
             if levels.reference and levels.head.reference_likelihood:
                 wanted = levels.reference
             turn = self.reference_turn(resolved, wanted) if on_reads else None
-            base = base.model_copy(update={"truncated": truncated})
-            return Plan(
-                item, protocol, resolved, base, calls=[], by_head=True, turn=turn, levels=levels
-            )
+            return planned(base, turn=turn, levels=levels)
         if on_reads and not settings.criteria_apart:
             turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
-            base = base.model_copy(update={"truncated": truncated})
-            return Plan(item, protocol, resolved, base, calls=[], by_head=True, turn=turn)
-        calls, truncated = self.criterion_calls(item, protocol, resolved, truncated)
-        base = base.model_copy(update={"truncated": truncated})
+            return planned(base, turn=turn)
+        calls, cut = self.criterion_calls(item, protocol, resolved)
+        base = base.model_copy(update={"truncated": truncated or cut})
         turn = self.reference_turn(resolved, wanted) if on_reads else None
-        return Plan(item, protocol, resolved, base, calls=calls, by_head=True, turn=turn)
+        return planned(base, calls=calls, turn=turn)
 
     def reference_turn(self, resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
         """The reference read on from the head's reads (its likelihood after each answer, and
@@ -162,13 +163,14 @@ class HeadDecider:
         )
 
     def criterion_calls(
-        self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria, truncated: bool
+        self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria
     ) -> tuple[list[Call], bool]:
         """One call per answer and criterion (app/deciding/criterion_reads.py), read apart
-        from the head's verdict."""
+        from the head's verdict; True when a prompt was cut to fit."""
         template, fit = self.settings.criterion_template, self.settings.fit
         one = Protocol.ANCHORED if protocol is Protocol.ANCHORED else Protocol.SINGLE
         calls: list[Call] = []
+        truncated = False
         for answer in range(len(item.answers)):
             for rule in criterion_reads.criterion_rules(resolved.rule):
                 alone = replace(resolved, rule=rule)
@@ -180,11 +182,14 @@ class HeadDecider:
                 calls.append(call)
         return calls, truncated
 
-    def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
+    def level_ask(
+        self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
+    ) -> LevelAsk | None:
         """What the criterion head gives (criteria_read: head), where it can: a head that
         reads replies, criteria on the scale it was fitted on, without level texts. With a
         reference in use, only where the head moves its levels with one and the item has
-        answers to compare (a single answer's criteria are read apart with it)."""
+        answers to compare (a single answer's criteria are read apart with it); with each
+        answer's share of the reference function's results where code ran (`found`)."""
         settings = self.settings
         level_head = settings.level_head
         if level_head is None or not settings.with_criteria or settings.head.reads != "reply":
@@ -194,7 +199,8 @@ class HeadDecider:
         reference = item.reference if settings.use_reference else None
         if reference and not (level_head.reads_reference and len(item.answers) > 1):
             return None
-        return LevelAsk(level_head, resolved.rule, reference or None)
+        shares = found.shares if isinstance(found, BehaviourReading) else None
+        return LevelAsk(level_head, resolved.rule, reference or None, shares)
 
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
@@ -204,20 +210,10 @@ class HeadDecider:
     def decide(self, plan: Plan) -> Judgment:
         """The state head's judgment, from the model's states of each answer, with the
         criterion scores its plan's calls read."""
-        found = self.behaviour(plan.item)
-        behaviour = found if isinstance(found, BehaviourReading) else None
-        judgment = self.verdict(plan, behaviour)
-        if judgment.status is Status.ERROR:
-            return judgment
-        if plan.calls:
-            judgment = self.with_criteria(plan, judgment, behaviour)
-        else:
-            # criteria from the criterion head move with the reference's own signals: their
-            # lead would count those twice
-            judgment = self.with_reference(
-                plan, judgment, criteria=not judgment.criteria_by_head, behaviour=behaviour
-            )
-        return with_code_run(judgment, found)
+        judgment = self.verdict(plan)
+        if plan.calls and judgment.status is not Status.ERROR:
+            judgment = self.with_criteria(plan, judgment)
+        return judgment
 
     def behaviour(self, item: JudgeItem) -> BehaviourReading | Unread | None:
         """Each answer's function run beside a reference function on the same inputs, in
@@ -237,8 +233,10 @@ class HeadDecider:
             return Unread(CODE_OFF, CODE_ON, "not_run")
         return behaviour_reading(item.answers, item.reference, item.question)
 
-    def verdict(self, plan: Plan, behaviour: BehaviourReading | None = None) -> Judgment:
-        """The state head's decision alone (no criterion scores)."""
+    def verdict(self, plan: Plan) -> Judgment:
+        """The state head's decision before its plan's calls are read: from its own reads
+        (the criterion scores read on from them or given by the criterion head, and the
+        reference's part they hold), and what running the answers' code found."""
         head = self.settings.head
         if not self.reads_for(head):
             what = "likelihoods" if head.reads == "reply" else "hidden states"
@@ -247,27 +245,25 @@ class HeadDecider:
                 f"'{self.backend.name}' backend cannot read: use the llama-cpp backend"
             )
             return plan.base.model_copy(update={"error": error})
-        levels = plan.levels  # with each answer's share of the reference function's results
-        if levels is not None and behaviour is not None:
-            levels = replace(levels, behaviour=behaviour.shares)
         started = time.perf_counter()
+        asks = Asks(plan.turn, plan.levels)
         try:
             judgment = head_judgment(
-                plan.base,
-                plan.item,
-                head,
-                self.backend,
-                self.settings.decision,
-                Asks(plan.turn, levels),
+                plan.base, plan.item, head, self.backend, self.settings.decision, asks
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
-        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
+        judgment = judgment.model_copy(
+            update={"latency_s": round(time.perf_counter() - started, 3)}
+        )
+        # criteria from the criterion head move with the reference's own signals: their
+        # lead would count those twice
+        judgment = self.with_reference(plan, judgment, criteria=not judgment.criteria_by_head)
+        return with_code_run(judgment, plan.behaviour)
 
-    def with_criteria(
-        self, plan: Plan, judgment: Judgment, behaviour: BehaviourReading | None = None
-    ) -> Judgment:
-        """The head's judgment with the criterion scores its plan's calls read."""
+    def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
+        """The head's judgment with the criterion scores its plan's calls read (and the
+        reference's part decided again with them)."""
         reads = [
             criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
             for call, generation in zip(plan.calls, plan.generations)
@@ -277,20 +273,14 @@ class HeadDecider:
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
-        return self.with_reference(plan, judgment, behaviour=behaviour)
+        return self.with_reference(plan, judgment)
 
-    def with_reference(
-        self,
-        plan: Plan,
-        judgment: Judgment,
-        criteria: bool = True,
-        behaviour: BehaviourReading | None = None,
-    ) -> Judgment:
+    def with_reference(self, plan: Plan, judgment: Judgment, criteria: bool = True) -> Judgment:
         """A pairwise head verdict with the reference's part (state_judging.
         with_reference_reading), where the item has a reference: the signals of the
         reference the decision record uses (app/deciding/signals.py), with the criterion
-        scores read with it (`criteria`: they are read) and (`behaviour`, code run in the
-        jail) its function's results beside each answer's."""
+        scores read with it (`criteria`: they are read) and (code run in the jail) its
+        function's results beside each answer's."""
         item = plan.item
         if not (item.reference and self.settings.use_reference):
             return judgment
@@ -298,6 +288,8 @@ class HeadDecider:
             return self.graded_with_reference(plan, judgment)
         if judgment.protocol is not Protocol.PAIRWISE:
             return judgment
+        found = plan.behaviour
+        behaviour = found if isinstance(found, BehaviourReading) else None
         reads = reference_reads(item, judgment, plan.resolved.rule.overall_range(), behaviour)
         if not criteria:
             reads = replace(reads, criteria_overall=())

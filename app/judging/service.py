@@ -84,13 +84,11 @@ class JudgeService:
         run = self._settle(config)
         plan = self._plan(item, run, None)
         if isinstance(plan, Judgment) or not (plan.by_head and plan.calls) or not run.heads:
-            yield next(self._judged([(item, None)], run))
+            yield next(self._decided([plan], run))
             return
-        decided = run.heads.verdict(plan)
+        decided = run.heads.verdict(plan)  # with the reference's parts its reads hold
         if decided.status is not Status.ERROR:
-            # the reference's parts its reads already hold (not yet the criterion scores')
-            verdict = run.heads.with_reference(plan, decided, criteria=False)
-            verdict = verdict.model_copy(update={"criteria": ()})
+            verdict = decided.model_copy(update={"criteria": ()})
             yield run.finishing.finished(plan, verdict, metrics=False)
             self._run([plan], "score", run.sampling)  # a head's criterion reads
             decided = run.heads.with_criteria(plan, decided)
@@ -142,6 +140,10 @@ class JudgeService:
                 )
             else:
                 plans.append(self._plan(entry[0], run, entry[1]))
+        yield from self._decided(plans, run)
+
+    def _decided(self, plans: Sequence[Plan | Judgment], run: SettledRun) -> Iterator[Judgment]:
+        """Each plan's judgment (a bad row's error judgment as it is), in order."""
         if run.mode == "score":
             self._run([plan for plan in plans if isinstance(plan, Plan)], "score", run.sampling)
         for plan in plans:

@@ -273,6 +273,24 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
     assert off.code_run is not None and "turn on" in off.code_run["fix"]
 
 
+def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, heads):
+    """With the criteria read apart, the page's first step (the head's verdict) already
+    holds what running the code found, and its last is the judgment `judge` gives."""
+    need_jail()
+    service, _ = tiny
+    verdict, _ = _reading_reference(heads)
+    weighing = verdict.model_copy(update={"reference_behaviour_weight": 60.0})
+    config = _config((weighing, heads[1]), criteria_read="apart")
+    first, last = service.judge_in_steps(CODE_PAIR, config)
+    at_once = service.judge(CODE_PAIR, config)
+    assert first.criteria == () and last.criteria
+    for judged in (first, last):
+        assert judged.code_run is not None and judged.code_run["function"] == "second_largest"
+        assert judged.verdict_parts["reference_behaviour_difference"] < -0.3
+        assert judged.winner == "B"
+    assert last.model_dump(exclude={"latency_s"}) == at_once.model_dump(exclude={"latency_s"})
+
+
 def test_where_no_jail_works_no_answers_code_runs_and_the_page_says_what_to_do(
     tiny, heads, tmp_path: Path, monkeypatch
 ):
