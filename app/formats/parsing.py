@@ -65,18 +65,14 @@ def parse_output(
 ) -> ParsedOutput:
     layout = layout or ReplyLayout()
     data = last_json_object(text)
-    if layout.decision_first:
-        return _parse_decision_first(data, protocol, rule, n_answers, layout)
     keys = answer_keys(protocol, n_answers)
-    score_blocks = _field(data, "scores", dict)
+    if layout.decision_first:
+        return _parse_decision_first(data, protocol, rule, keys, layout)
+    scores = _criterion_scores(data, rule, keys)
     if keys:
-        scores = tuple(
-            _scores(_field(score_blocks, key, dict, "scores."), rule, key) for key in keys
-        )
         overall_block = _field(data, "overall", dict)
         stated = tuple(_stated(overall_block, key, rule) for key in keys)
     else:
-        scores = (_scores(score_blocks, rule, None),)
         stated = (_whole(data.get("overall"), "overall"),)
     low, high = rule.overall_range()
     for key, value, block in zip(keys or ("",), stated, scores):
@@ -103,20 +99,26 @@ def _feedback(data: dict[str, Any], layout: ReplyLayout) -> str | None:
     return feedback.strip()
 
 
+def _criterion_scores(
+    data: dict[str, Any], rule: ScoringRule, keys: tuple[str, ...]
+) -> tuple[dict[str, int], ...]:
+    """Each answer's criterion scores (one block, for a one-answer protocol)."""
+    block = _field(data, "scores", dict)
+    if not keys:
+        return (_scores(block, rule, None),)
+    return tuple(_scores(_field(block, key, dict, "scores."), rule, key) for key in keys)
+
+
 def _parse_decision_first(
-    data: dict[str, Any], protocol: Protocol, rule: ScoringRule, n: int, layout: ReplyLayout
+    data: dict[str, Any],
+    protocol: Protocol,
+    rule: ScoringRule,
+    keys: tuple[str, ...],
+    layout: ReplyLayout,
 ) -> ParsedOutput:
     """Decision first: the verdict, grade or ranking, then (optionally) the criterion scores,
     which must agree with it."""
-    keys = answer_keys(protocol, n)
-    scores: tuple[dict[str, int], ...] = ()
-    if layout.criteria:
-        block = _field(data, "scores", dict)
-        scores = (
-            tuple(_scores(_field(block, key, dict, "scores."), rule, key) for key in keys)
-            if keys
-            else (_scores(block, rule, None),)
-        )
+    scores = _criterion_scores(data, rule, keys) if layout.criteria else ()
     implied = tuple(rule.rounded_overall(block) for block in scores)
     verdict = ranking = None
     stated: tuple[int, ...] = implied
@@ -131,7 +133,7 @@ def _parse_decision_first(
                 f"B={implied[1]})"
             )
     elif protocol is Protocol.MULTI:
-        ranking = _ranking(data, implied) if implied else _permutation(data, n)
+        ranking = _ranking(data, implied) if implied else _permutation(data, len(keys))
     else:
         grade = _whole(data.get("overall"), "overall")
         low, high = rule.overall_range()
