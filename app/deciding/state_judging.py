@@ -41,8 +41,6 @@ from app.deciding.state_head import StateHead, answer_values, state_text
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from models.readings import ReplyCriteria
 
-Likelihoods = list[dict[str, float] | None]
-
 
 @dataclass(frozen=True)
 class Asks:
