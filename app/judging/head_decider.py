@@ -125,7 +125,6 @@ class HeadDecider:
         head = settings.head
         truncated = cut_by_head(item, head)
         reference = item.reference if settings.use_reference else None
-        on_reads = head.reads == "reply" and self.backend.capabilities.reply_criteria
         # the reference's likelihood (and check) is read where the record weighs it (or
         # criteria come with it)
         wanted = reference if settings.weighs("reference_likelihood", "reference_check") else None
@@ -136,31 +135,32 @@ class HeadDecider:
         planned = partial(Plan, item, protocol, resolved, calls=[], by_head=True, behaviour=found)
         if not (settings.with_criteria and resolved.rule.specs and readable):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            return planned(base, turn=self.reference_turn(resolved, wanted) if on_reads else None)
+            return planned(base, turn=self.turn(resolved, wanted))
         base = base.model_copy(update={"truncated": truncated})
         levels = self.level_ask(item, resolved, found)
         if levels is not None:  # no reads: the criterion head's levels (a reference read on)
             if levels.reference and levels.head.reference_likelihood:
                 wanted = levels.reference
-            turn = self.reference_turn(resolved, wanted) if on_reads else None
-            return planned(base, turn=turn, levels=levels)
-        if on_reads and not settings.criteria_apart:
-            turn = TurnAsk(criterion_reads.turn_criteria(resolved.rule, reference), resolved.rule)
+            return planned(base, turn=self.turn(resolved, wanted), levels=levels)
+        if not settings.criteria_apart and (turn := self.turn(resolved, reference, True)):
             return planned(base, turn=turn)
         calls, cut = self.criterion_calls(item, protocol, resolved)
         base = base.model_copy(update={"truncated": truncated or cut})
-        turn = self.reference_turn(resolved, wanted) if on_reads else None
-        return planned(base, calls=calls, turn=turn)
+        return planned(base, calls=calls, turn=self.turn(resolved, wanted))
 
-    def reference_turn(self, resolved: ResolvedCriteria, reference: str | None) -> TurnAsk | None:
-        """The reference read on from the head's reads (its likelihood after each answer, and
-        the judge's check of the answer against it where the head weighs that)."""
-        if not reference:
+    def turn(
+        self, resolved: ResolvedCriteria, reference: str | None, criteria: bool = False
+    ) -> TurnAsk | None:
+        """What is read on from the head's reads of each answer, where the head reads replies
+        and the backend reads on: the criteria (`criteria`, with the reference in use), or
+        the reference alone (its likelihood after each answer, and the judge's check of the
+        answer against it where the record weighs that)."""
+        on_reads = self.settings.head.reads == "reply" and self.backend.capabilities.reply_criteria
+        if not on_reads or not (criteria or reference):
             return None
-        check = self.settings.weighs("reference_check")
-        return TurnAsk(
-            criterion_reads.turn_criteria(resolved.rule, reference, False, check), resolved.rule
-        )
+        check = not criteria and self.settings.weighs("reference_check")
+        asked = criterion_reads.turn_criteria(resolved.rule, reference, criteria, check)
+        return TurnAsk(asked, resolved.rule)
 
     def criterion_calls(
         self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria
