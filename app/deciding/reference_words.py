@@ -3,10 +3,10 @@
 A reference that settles a request states its answer in words the request does not hold:
 "15% of 80 is 12." adds "12" to "What is 15% of 80?", and a reference function adds its
 calls and names. The share of those words an answer also states is a check a person makes
-first, and it costs nothing beside the verdict: no model reads it. A state head's
-`reference_words_weight` adds the weight times A's lead in that share to a pair's score
-(app.deciding.state_judging.with_reference_reading); the weight is fitted on pairs whose
-reference decides them (training/heads/reference_fit.py).
+first, and it costs nothing beside the verdict: no model reads it. The signal
+`reference_words` (app/deciding/signals.py) is A's lead in that share; a judge's decision
+record weighs it (app.deciding.state_judging.with_reference_reading), its weight fitted with
+the rest of the record on pairs whose reference decides them (training/decision/fit.py).
 
 Words are runs of letters and digits, lowercased; common function words are left out, so
 a restatement of the request or a filler sentence gains nothing.

@@ -19,8 +19,8 @@ right one; the right answer is A or B at random. The reference is worded apart f
 the right answer (a different sentence; another correct implementation).
 
 Rows go to `train.jsonl` and `test.jsonl` (30 % of requests, by a hash of the request),
-in PocketJudge's own layout with `label.winner`. The fit (training/heads/reference_fit.py)
-sees only `train.jsonl`.
+in PocketJudge's own layout with `label.winner`. The fits (training/decision/fit.py, through
+its cache of reads, and training/heads/reference_levels.py) see only `train.jsonl`.
 """
 
 from __future__ import annotations

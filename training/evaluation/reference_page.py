@@ -3,8 +3,9 @@
     python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
                                                  [--no-run-code]
 
-`training.heads.reference_fit` chooses and fits the reference's signals on the training
-pairs with the criterion scores off. The page has criterion scores too: the default's
+`training.heads.reference_fit` judges the training and held-out pairs with the criterion
+scores off (the reference's weights are the decision record's: `training.decision.fit`). The
+page has criterion scores too: the default's
 criterion head moves them by the same signals (training.heads.reference_levels); a judge
 that reads them apart with the reference adds their lead (`reference_weight`). This reads
 the held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict

@@ -85,8 +85,9 @@ def test_the_split_keeps_requests_apart_and_nothing_but_agreement_decides():
     assert polished_wrong > 0.6
 
 
-def test_the_fit_scores_each_decision_on_the_same_pairs():
+def test_the_report_scores_each_decision_on_the_same_pairs():
     found = {
+        "verdict": np.array([1.0, 1.0, -1.0, 0.0]),  # the last: a tie, wrong either way
         "head": np.array([1.0, -1.0, -0.5, -0.5]),
         "lead": np.array([0.1, 0.5, -1.0, -0.2]),
         "words": np.array([0.0, -0.5, 0.5, -1.0]),
@@ -97,61 +98,15 @@ def test_the_fit_scores_each_decision_on_the_same_pairs():
         "longer": np.array([10.0, -10.0, 10.0, 10.0]),
         "a_wins": np.array([1.0, 1.0, 0.0, 0.0]),
     }
-    got = accuracies(found, {"lead": 4.0})
-    assert got["verdict without it (the head)"] == 75.0  # the second pair wrong
-    assert got["verdict with the reference"] == 100.0  # -1 + 4 * 0.5 > 0
+    got = accuracies(found)
+    assert got["the judge's verdict (its record)"] == 75.0
+    assert got["the head alone (no reference)"] == 75.0  # the second pair wrong
     assert got["the reference's likelihood alone"] == 100.0
     assert got["the reference's words alone"] == 25.0  # the first pair's zero counts as wrong
     assert got["the judge's check alone"] == 75.0  # the last pair wrong
     assert got["the code's behaviour alone (run)"] == 50.0  # no function: a zero, wrong
     assert got["the items' order alone"] == 25.0  # defined on the third pair alone
     assert got["the longer answer"] == 25.0 and got["the shorter answer"] == 75.0
-    both = accuracies(found, {"lead": 4.0, "words": 2.0})
-    assert both["verdict with the reference"] == 75.0  # the second pair: -1 + 2 - 1 = 0
-    checked = accuracies(found, {"lead": 4.0, "words": 2.0, "check": 1.0})
-    assert checked["verdict with the reference"] == 100.0  # the second: -1 + 2 - 1 + 1 > 0
-    ran = accuracies(found, {"behaviour": 10.0})
-    assert ran["verdict with the reference"] == 75.0  # the second has no function: -1 stands
-
-
-def test_the_signals_are_chosen_by_cross_validation_on_the_training_pairs(tmp_path):
-    """The candidate whose request-grouped folds judge best is chosen, and its weights go
-    into a head's file; a signal that only adds noise is not chosen."""
-    from training.heads.reference_fit import chosen_signals, write_head
-
-    rng = np.random.default_rng(0)
-    n = 400
-    a_wins = rng.random(n) < 0.5
-    signs = np.where(a_wins, 1.0, -1.0)
-    found = {
-        "head": rng.normal(0, 0.5, n),
-        "words": signs * rng.uniform(0.2, 1.0, n) * (rng.random(n) < 0.9),  # mostly right
-        "lead": rng.normal(0, 1.0, n),  # noise
-        "check": rng.normal(0, 1.0, n),  # noise
-        "behaviour": signs * (rng.random(n) < 0.2),  # a function in a fifth: always right
-        "order": np.zeros(n),  # no reference restates the request's items
-        "a_wins": a_wins.astype(float),
-    }
-    groups = [f"q{i // 2}" for i in range(n)]
-    choice = chosen_signals(found, groups)
-    assert choice["chosen"] == "the reference's words"
-    assert choice["weights"]["words"] > 1.0 and set(choice["weights"]) == {"words"}
-    words_cv = choice["candidates"]["the reference's words"]["accuracy"]
-    assert words_cv > 0.85 > choice["candidates"]["the reference's likelihood"]["accuracy"]
-    # the code's behaviour is fitted on top of the chosen, which stay as they are
-    assert choice["stacked_weight"] > 1.0 and choice["stacked"]["accuracy"] > words_cv
-    head = tmp_path / "state_head.json"
-    head.write_text('{"base_file": "x.gguf", "weights": [0.5, -0.5]}', encoding="utf-8")
-    write_head(head, {**choice, "train_pairs": n})
-    from app.deciding.state_head import load_state_head
-
-    written = load_state_head(head)
-    assert written.reference_words_weight == choice["weights"]["words"]
-    assert written.reference_likelihood_weight == written.reference_check_weight == 0.0
-    assert written.reference_order_weight == 0.0
-    assert written.reference_behaviour_weight == choice["stacked_weight"]
-    assert "the reference's words" in str(written.fitted_on["reference_signals"])
-    assert "the code's behaviour on top" in str(written.fitted_on["reference_signals"])
 
 
 def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
@@ -174,6 +129,7 @@ def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
         },
     )
     found = features([InputRow(line=1, item=item, error=None, raw=None)], [judgment])
+    assert found["verdict"][0] == 1.0  # the judge said A
     assert found["head"][0] == pytest.approx(0.3)
     assert found["lead"][0] == pytest.approx(0.2)
     assert found["check"][0] == pytest.approx(-1.5)
@@ -190,16 +146,39 @@ def test_features_read_the_heads_own_logit_the_likelihood_and_the_check_leads():
     assert -1.0 < ran["behaviour"][0] < -0.5  # B's function gives the reference's results
 
 
-def test_the_fit_reads_the_reference_through_a_head_that_has_no_weight_for_it():
-    from app.deciding.state_head import StateHead
-    from app.judging.config import JudgeConfig, JudgeParts
-    from training.heads.reference_fit import with_reference_read
+def test_the_report_says_what_the_judges_record_got_right_beside_the_head_alone():
+    from app.io.reader import InputRow
+    from app.records import JudgeItem, Label
+    from training.heads.reference_fit import CODING_PAIR, render, report
 
-    head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
-    config = with_reference_read(JudgeConfig(parts=JudgeParts(head=head)))
-    assert 0 < config.parts.head.reference_likelihood_weight < 1e-6
-    assert 0 < config.parts.head.reference_check_weight < 1e-6  # the check is read too
-    weighted = JudgeConfig(parts=JudgeParts(head=head.model_copy(
-        update={"reference_likelihood_weight": 3.0, "reference_check_weight": 2.0})))  # fmt: skip
-    read = with_reference_read(weighted).parts.head
-    assert (read.reference_likelihood_weight, read.reference_check_weight) == (3.0, 2.0)
+    def pair(n: int, winner: str, said: str, head: float) -> tuple[InputRow, Judgment]:
+        item = JudgeItem(
+            id=f"p{n}",
+            question=f"What is {n} + {n}?",
+            answers=(str(2 * n), str(n)),
+            reference=f"{n} + {n} is {2 * n}.",
+            label=Label(winner=winner),
+        )
+        judgment = Judgment(
+            id=item.id,
+            protocol=Protocol.PAIRWISE,
+            status=Status.OK,
+            winner=said,
+            leaning=said,
+            verdict_parts={"states": head, "score": head},
+        )
+        return InputRow(line=n, item=item, error=None, raw={"family": "sums"}), judgment
+
+    rows, judged = zip(pair(1, "A", "A", -0.5), pair(2, "A", "A", 0.4), pair(3, "B", "A", 0.2))
+    coding = Judgment(
+        id="coding-pair", protocol=Protocol.PAIRWISE, status=Status.OK, winner="A", leaning="A"
+    )
+    result = report((rows, judged), (rows, judged), (CODING_PAIR, coding))
+    assert result["test"]["the judge's verdict (its record)"] == pytest.approx(66.7)
+    assert result["test"]["the head alone (no reference)"] == pytest.approx(33.3)
+    assert result["test_by_family"]["sums"]["pairs"] == 3
+    assert result["coding_pair"]["verdict"] == "A"
+    text = render(result)
+    assert "| the judge's verdict (its record) | 66.7 | 66.7 |" in text
+    assert "| sums | 3 | 66.7 | 33.3 |" in text
+    assert "the judge A" in text
