@@ -5,7 +5,8 @@ the engine as a user's batch judges it (criteria off), its signal values kept.
 
 Every pair is keyed by its request, reference and answers; a row holds the request's group
 key (folds never split a request) and the pair's value of every signal the engine recorded
-(`<signal>_difference` in its verdict parts: A's lead over B), no text and no label (the
+(`<signal>_difference` in its verdict parts: A's lead over B; every candidate of the fit's
+config is read, whatever the judge's record weighs: `reading_config`), no text and no label (the
 labels are joined from the data when the fit reads the cache: `labelled_rows`), so the cache
 is committed and a later session goes on from it. `--part K
 --parts N` lets N processes, one core each, share the pairs; each appends to its own file
@@ -30,18 +31,20 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.deciding.decision import recorded_values
+from app.deciding.decision import DecisionRecord, Declared, Fitted, Signal, recorded_values
+from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment, Label, Status
 from training.decision.in_sample import FITS, seen_by
 
 OUT = Path(__file__).resolve().parent / "cache"
 SETS = ("autoj", "reference", "autoj-counter", "alpacaeval", "alpacaeval-counter")
 SEED = 0
+READ_WEIGHT = 1e-9  # a candidate's weight while it is read for a fit: read, not weighed
 ALPACAEVAL_PAIRS = 400  # the AlpacaEval pairs a CPU can read (each about 15 s on one core)
 
 
@@ -49,6 +52,37 @@ def pair_key(item: JudgeItem) -> str:
     """The cache's key of a pair: its request, reference and both answers."""
     text = json.dumps([item.question, item.reference or "", *item.answers], ensure_ascii=False)
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def reading_record(record: DecisionRecord, candidates: Sequence[Declared]) -> DecisionRecord:
+    """`record` reading every candidate signal too: each one it does not weigh is added at
+    READ_WEIGHT, so that the engine reads it and records its value while the verdict moves
+    by no more than READ_WEIGHT times that value. A cache of reads must hold every candidate,
+    or a signal the fit once left out could never be chosen again."""
+    used = set(record.used())
+    fitted = Fitted(by="none: read for a fit (training/decision/reads.py)", rows="none")
+    added = [
+        Signal(**candidate.model_dump(), weight=READ_WEIGHT, fitted=fitted)
+        for candidate in candidates
+        if candidate.name not in used
+    ]
+    names = {signal.name for signal in added}
+    kept = tuple(signal for signal in record.signals if signal.name not in names)
+    return record.model_copy(update={"signals": (*kept, *added)})
+
+
+def reading_config(config: JudgeConfig) -> JudgeConfig:
+    """`config` whose decision record reads every candidate of the decision fit's config
+    (training/configs/decision_fit.yaml), whatever its record weighs."""
+    from app.deciding.head_record import head_decision
+    from training.decision.fit import load_config
+
+    head = config.parts.head
+    if head is None:
+        return config
+    record = config.parts.decision or head_decision(head, config.judge.uncertain_below)
+    reading = reading_record(record, load_config().signals)
+    return replace(config, parts=replace(config.parts, decision=reading))
 
 
 def request_key(question: str) -> str:
@@ -182,6 +216,7 @@ def read(
     opened = load_judge(options.model, threads=1, criterion_scores=False, protocol="pairwise")
     path = folder / f"part{part}.jsonl"
     with opened as judge, path.open("a", encoding="utf-8") as out:
+        judge.config = reading_config(judge.config)
         for name, item in tqdm(todo, desc=f"reads part {part}", unit="pair", file=sys.stderr):
             row = cache_row(name, item, judge.judge(item))
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

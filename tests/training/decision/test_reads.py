@@ -40,3 +40,51 @@ def test_the_state_heads_fitting_pairs_are_seen_by_states_and_the_reference_pair
     fits = {"states": "state_head"}
     assert seen_by(training_pairs("autoj")[0], fits) == ["states"]
     assert seen_by(training_pairs("reference")[0], fits) == []
+
+
+def test_the_reads_record_every_candidate_the_judges_record_leaves_out(tiny_gguf_model: Path):
+    """A record that no longer weighs the reference's likelihood (left out by the fit) still
+    has it read for the cache, or the fit could never choose it again; the verdict moves by
+    no more than the read weight times its value."""
+    import pytest
+
+    from app.deciding.decision import DecisionRecord, Fitted, Signal
+    from app.judging.config import JudgeConfig, JudgeParts
+    from app.judging.settings import with_changes
+    from app.records import JudgeItem
+    from tests.support.head_configs import random_reply_head, tiny_service
+    from training.decision.fit import load_config
+    from training.decision.reads import READ_WEIGHT, reading_config, reading_record
+
+    service, backend = next(tiny_service(tiny_gguf_model, "tiny-head"))
+    try:
+        head = random_reply_head(backend, 2)
+        states = Signal(
+            name="states", value="the states", share="states", reads=("states",), cost="a read",
+            weight=1.0, fitted=Fitted(by="hand", rows="none"),
+        )  # fmt: skip
+        record = DecisionRecord(judge="tiny", signals=(states,), doubt_below=0.5)
+        base = JudgeConfig(protocol=Protocol.PAIRWISE, parts=JudgeParts(head=head, decision=record))
+        config = with_changes(base, {"criterion_scores": False})
+        item = JudgeItem(
+            id="r",
+            question="What is 7 times 8?",
+            answers=("56", "7 times 8 is 54."),
+            reference="7 times 8 is 56.",
+        )
+        alone = service.judge(item, config)
+        reading = reading_config(config)
+        read = service.judge(item, reading)
+    finally:
+        backend.close()
+    candidates = {signal.name for signal in load_config().signals}
+    assert set(reading.parts.decision.used()) == candidates | {"states"}
+    assert reading_record(reading.parts.decision, load_config().signals) == reading.parts.decision
+    assert "reference_likelihood_difference" not in alone.verdict_parts
+    for name in ("reference_likelihood", "reference_check", "reference_words"):
+        assert f"{name}_difference" in read.verdict_parts, name
+    moved = abs(read.verdict_parts["score"] - alone.verdict_parts["score"])
+    values = [abs(v) for k, v in read.verdict_parts.items() if k.endswith("_difference")]
+    assert moved <= READ_WEIGHT * sum(values) + 1e-4
+    assert read.winner == alone.winner
+    assert read.verdict_probs["A"] == pytest.approx(alone.verdict_probs["A"], abs=1e-4)
