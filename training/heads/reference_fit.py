@@ -239,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         build(["--out", str(args.data)])
     from app.judging.settings import SettingsLayer
     from models.backends.base import BackendOptions
-    from training.device.caches import cached_reads
     from training.decision.reads import reading_config
+    from training.device.caches import cached_reads
     from training.evaluation.evaluate import Overrides, open_evaluated
 
     # the verdict's reference part is read without the criterion scores (the reference comes
