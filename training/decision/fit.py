@@ -38,61 +38,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from app.deciding.decision import DecisionRecord, Declared, DeclaredRule, load_decision
-from models.foundation.datafiles import read_mapping, validate
+from app.deciding.decision import DecisionRecord, DeclaredRule, load_decision
 from models.registry import load_registry
-from training.decision.in_sample import FITS
+from training.decision.fit_config import CONFIG, FitConfig, load_config
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, write_record_file
 
-CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
 LABELS = {"A": 0, "B": 1, "tie": 2}
 SMOOTHED = "(right + 1) / (decided + 2)"  # a rule's confidence: never certainty
-
-
-class FitConfig(BaseModel):
-    """What the fit chooses among, and how (training/configs/decision_fit.yaml)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    judge: str
-    folds: int = Field(default=5, ge=2)
-    strengths: tuple[float, ...] = Field(min_length=1)  # L2: C, larger is weaker
-    min_gain: float = Field(ge=0.0)
-    price_per_second: float = Field(ge=0.0)
-    signals: tuple[Declared, ...] = Field(min_length=1)  # the candidates
-    rules: tuple[DeclaredRule, ...] = ()
-    shares: dict[str, str] = Field(default_factory=dict)  # each share's words, for the page
-    # a signal whose own weights were fitted on training pairs -> that fit (in_sample.FITS):
-    # its value is in-sample on those pairs, so they leave this fit
-    fitted_on: dict[str, str] = Field(default_factory=dict)
-    # signals whose weights are kept as the judge's record holds them (fitted by the fits it
-    # names): the other weights are fitted around their sum, an offset
-    held: tuple[str, ...] = ()
-
-    @model_validator(mode="after")
-    def _known_names(self) -> FitConfig:
-        for signal, name in self.fitted_on.items():
-            if name not in FITS:
-                raise ValueError(f"fitted_on.{signal}: unknown fit '{name}' ({', '.join(FITS)})")
-        candidates = {s.name for s in self.signals}
-        for name in self.held:
-            if name not in candidates:
-                raise ValueError(f"held: '{name}' is not one of the signals")
-        return self
-
-    def free(self) -> list[str]:
-        """The candidates this fit weighs (those it does not hold)."""
-        return [s.name for s in self.signals if s.name not in self.held]
-
-
-def load_config(path: Path = CONFIG) -> FitConfig:
-    return validate(FitConfig, read_mapping(path), path)
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def reading_config(config: JudgeConfig) -> JudgeConfig:
     """`config` whose decision record reads every candidate of the decision fit's config
     (training/configs/decision_fit.yaml), whatever its record weighs."""
     from app.deciding.head_record import head_decision
-    from training.decision.fit import load_config
+    from training.decision.fit_config import load_config
 
     head = config.parts.head
     if head is None:

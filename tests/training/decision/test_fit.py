@@ -10,7 +10,8 @@ import yaml
 from scipy.special import expit
 
 from app.deciding.decision import DecisionRecord, decide
-from training.decision.fit import FitConfig, fit, fit_weights, load_config, record_data
+from training.decision.fit import fit, fit_weights, record_data
+from training.decision.fit_config import FitConfig, load_config
 from training.decision.record_file import record_path, record_text, rule_table, tables_written
 
 SIGNAL = {"value": "A's lead", "share": "fit", "reads": ["text"], "cost": "none"}

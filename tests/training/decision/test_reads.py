@@ -53,7 +53,7 @@ def test_the_reads_record_every_candidate_the_judges_record_leaves_out(tiny_gguf
     from app.judging.settings import with_changes
     from app.records import JudgeItem
     from tests.support.head_configs import random_reply_head, tiny_service
-    from training.decision.fit import load_config
+    from training.decision.fit_config import load_config
     from training.decision.reads import READ_WEIGHT, reading_config, reading_record
 
     service, backend = next(tiny_service(tiny_gguf_model, "tiny-head"))

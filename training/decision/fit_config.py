@@ -1,0 +1,56 @@
+"""What the decision fit chooses among, and how: training/configs/decision_fit.yaml, validated.
+
+Its own module so the reads (training/decision/reads.py) can read every candidate without
+importing the fit, which imports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.deciding.decision import Declared, DeclaredRule
+from models.foundation.datafiles import read_mapping, validate
+from training.decision.in_sample import FITS
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "decision_fit.yaml"
+
+
+class FitConfig(BaseModel):
+    """What the fit chooses among, and how (training/configs/decision_fit.yaml)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judge: str
+    folds: int = Field(default=5, ge=2)
+    strengths: tuple[float, ...] = Field(min_length=1)  # L2: C, larger is weaker
+    min_gain: float = Field(ge=0.0)
+    price_per_second: float = Field(ge=0.0)
+    signals: tuple[Declared, ...] = Field(min_length=1)  # the candidates
+    rules: tuple[DeclaredRule, ...] = ()
+    shares: dict[str, str] = Field(default_factory=dict)  # each share's words, for the page
+    # a signal whose own weights were fitted on training pairs -> that fit (in_sample.FITS):
+    # its value is in-sample on those pairs, so they leave this fit
+    fitted_on: dict[str, str] = Field(default_factory=dict)
+    # signals whose weights are kept as the judge's record holds them (fitted by the fits it
+    # names): the other weights are fitted around their sum, an offset
+    held: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _known_names(self) -> FitConfig:
+        for signal, name in self.fitted_on.items():
+            if name not in FITS:
+                raise ValueError(f"fitted_on.{signal}: unknown fit '{name}' ({', '.join(FITS)})")
+        candidates = {s.name for s in self.signals}
+        for name in self.held:
+            if name not in candidates:
+                raise ValueError(f"held: '{name}' is not one of the signals")
+        return self
+
+    def free(self) -> list[str]:
+        """The candidates this fit weighs (those it does not hold)."""
+        return [s.name for s in self.signals if s.name not in self.held]
+
+
+def load_config(path: Path = CONFIG) -> FitConfig:
+    return validate(FitConfig, read_mapping(path), path)
