@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the record here instead (a trial)")
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    rows = labelled_rows(args.reads, config.fitted_on)
+    rows = labelled_rows(args.reads, config.fitted_on, config.judge)
     if not rows:
         raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]

@@ -17,26 +17,41 @@ from app.records import JudgeItem
 
 
 @cache
-def state_head_texts() -> frozenset[str]:
-    """The state texts (request and answer) the state head's weights were fitted on."""
-    from training.datasets.state_head_data import fitting_pairs, texts_of
-    from training.heads.state_head import ALPACAEVAL_PAIRS
+def state_head_texts(judge: str) -> frozenset[str]:
+    """The state texts (request and answer) `judge`'s state head was fitted on: its fitting
+    set (training/datasets/state_head_data.py), rebuilt from the recipe its head file records
+    (`fitted_on.alpacaeval_pairs` and `per_request`: the default's head read 3,600 AlpacaEval
+    pairs, up to 16 of one instruction, beside every Auto-J training pair)."""
+    from app.deciding.state_head import load_state_head
+    from models.registry import MODELS_DIR, load_registry
+    from training.datasets.likelihood_data import fitting_pairs
+    from training.datasets.state_head_data import ALPACA_PER_REQUEST, texts_of
 
-    return frozenset(texts_of(fitting_pairs(ALPACAEVAL_PAIRS)))
+    entry = load_registry().get(judge)
+    if entry.judging.state_head is None:
+        raise ValueError(f"{entry.name} has no state head: no fitting set to leave out")
+    path = MODELS_DIR / entry.judging.state_head
+    fitted = load_state_head(path).fitted_on
+    if "alpacaeval_pairs" not in fitted:
+        raise ValueError(f"{path}: fitted_on.alpacaeval_pairs: the fitting set is not recorded")
+    per_request = int(fitted.get("per_request", ALPACA_PER_REQUEST))
+    return frozenset(texts_of(fitting_pairs(int(fitted["alpacaeval_pairs"]), per_request)))
 
 
-def seen_by_state_head(item: JudgeItem) -> bool:
-    """Whether either answer of `item`, after its request, was in the state head's fitting set."""
+def seen_by_state_head(item: JudgeItem, judge: str) -> bool:
+    """Whether either answer of `item`, after its request, was in `judge`'s state head's
+    fitting set."""
     from app.deciding.state_head import state_text
 
-    seen = state_head_texts()
+    seen = state_head_texts(judge)
     return any(state_text(item.question, answer) in seen for answer in item.answers)
 
 
 # a fitting set by the name a fit config gives it: whether a pair was in it
-FITS: dict[str, Callable[[JudgeItem], bool]] = {"state_head": seen_by_state_head}
+FITS: dict[str, Callable[[JudgeItem, str], bool]] = {"state_head": seen_by_state_head}
 
 
-def seen_by(item: JudgeItem, fits: dict[str, str]) -> list[str]:
-    """The signals (of `fits`: a signal -> the fit of its own weights) fitted on `item`."""
-    return sorted(signal for signal, fit in fits.items() if FITS[fit](item))
+def seen_by(item: JudgeItem, fits: dict[str, str], judge: str) -> list[str]:
+    """The signals (of `fits`: a signal -> the fit of its own weights) of `judge` fitted on
+    `item`."""
+    return sorted(signal for signal, fit in fits.items() if FITS[fit](item, judge))

@@ -85,6 +85,13 @@ def reading_config(config: JudgeConfig) -> JudgeConfig:
     return replace(config, parts=replace(config.parts, decision=reading))
 
 
+def judge_name(model: str | None) -> str:
+    """The registry name of `model` (None: the default judge)."""
+    from models.registry import load_registry
+
+    return load_registry().get(model).name
+
+
 def request_key(question: str) -> str:
     return hashlib.sha1(question.encode("utf-8")).hexdigest()[:16]
 
@@ -138,9 +145,12 @@ def cached_rows(folder: Path = OUT) -> Iterator[dict[str, Any]]:
                 continue
 
 
-def labelled_rows(folder: Path = OUT, fits: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def labelled_rows(
+    folder: Path = OUT, fits: dict[str, str] | None = None, judge: str | None = None
+) -> list[dict[str, Any]]:
     """The cached rows with their training labels joined from the data by pair key, and
-    (`fits`: a signal -> the fit of its own weights) the signals fitted on each pair."""
+    (`fits`: a signal -> the fit of its own weights) the signals of `judge` (a registry name;
+    None: the default) fitted on each pair."""
     rows = list(cached_rows(folder))
     items = {
         pair_key(item): item
@@ -148,11 +158,11 @@ def labelled_rows(folder: Path = OUT, fits: dict[str, str] | None = None) -> lis
         for item in training_pairs(name)
         if item.label is not None
     }
-    joined = []
+    joined, name = [], judge_name(judge) if fits else ""
     for row in rows:
         item = items.get(row["key"])
         label = item.label.winner if item is not None else None  # type: ignore[union-attr]
-        seen = seen_by(item, fits) if item is not None and fits else []
+        seen = seen_by(item, fits, name) if item is not None and fits else []
         joined.append(row | {"label": label, "seen_by": seen})
     return joined
 
@@ -203,9 +213,13 @@ def read(
     from app.api import load_judge
 
     done = {row["key"] for row in cached_rows(folder)}
-    seen = [FITS[fit] for fit in options.skip_seen_by]
+    seen, judge_of = [FITS[fit] for fit in options.skip_seen_by], judge_name(options.model)
     sets = [
-        [(name, p) for p in training_pairs(name)[part::parts] if not any(s(p) for s in seen)]
+        [
+            (name, p)
+            for p in training_pairs(name)[part::parts]
+            if not any(s(p, judge_of) for s in seen)
+        ]
         for name in names
     ]
     todo = interleaved([[p for p in found if pair_key(p[1]) not in done] for found in sets])

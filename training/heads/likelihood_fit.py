@@ -147,6 +147,9 @@ def fit(args: argparse.Namespace) -> int:
         fitted_on={
             "pairs": int(decisive.sum()),
             "ties": int((~decisive).sum()),
+            # the fitting set's recipe: a decision fit leaves its pairs out (in_sample.py)
+            "alpacaeval_pairs": args.alpacaeval,
+            "per_request": args.per_request,
             "C": c,
             "variant": name,
             "tie_margin": tie_margin,

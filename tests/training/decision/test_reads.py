@@ -38,8 +38,32 @@ def test_the_state_heads_fitting_pairs_are_seen_by_states_and_the_reference_pair
     from training.decision.in_sample import seen_by
 
     fits = {"states": "state_head"}
-    assert seen_by(training_pairs("autoj")[0], fits) == ["states"]
-    assert seen_by(training_pairs("reference")[0], fits) == []
+    assert seen_by(training_pairs("autoj")[0], fits, "pj-qwen15-head") == ["states"]
+    assert seen_by(training_pairs("reference")[0], fits, "pj-qwen15-head") == []
+
+
+def test_the_default_heads_file_records_the_fitting_set_its_card_says_it_read():
+    """The decision fit leaves out the pairs of the fitting set the judge's head file records:
+    the default's head read 3,600 AlpacaEval pairs, up to 16 of one instruction (its card's
+    command), not the 200 of the older head (session 39 left out the older head's pairs)."""
+    from app.deciding.state_head import load_state_head
+    from models.registry import MODELS_DIR, load_registry
+
+    entry = load_registry().get("pj-qwen15-likelihood")
+    fitted = load_state_head(MODELS_DIR / str(entry.judging.state_head)).fitted_on
+    card = (MODELS_DIR / "judges" / entry.name / "MODEL_CARD.md").read_text(encoding="utf-8")
+    card = " ".join(card.split())  # its lines wrap
+    recipe = f"--alpacaeval {fitted['alpacaeval_pairs']} --per-request {fitted['per_request']}"
+    assert recipe == "--alpacaeval 3600 --per-request 16" and recipe in card
+
+
+def test_a_head_without_its_fitting_set_recorded_is_refused_naming_the_field():
+    import pytest
+
+    from training.decision.in_sample import state_head_texts
+
+    with pytest.raises(ValueError, match=r"fitted_on\.alpacaeval_pairs"):
+        state_head_texts("pj-qwen15-reward")
 
 
 def test_the_reads_record_every_candidate_the_judges_record_leaves_out(tiny_gguf_model: Path):
