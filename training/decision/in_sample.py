@@ -17,15 +17,15 @@ from app.records import JudgeItem
 
 
 @cache
-def state_head_texts(judge: str) -> frozenset[str]:
-    """The state texts (request and answer) `judge`'s state head was fitted on: its fitting
-    set (training/datasets/state_head_data.py), rebuilt from the recipe its head file records
+def head_fitting_pairs(judge: str) -> tuple[JudgeItem, ...]:
+    """The pairs `judge`'s state head was fitted on: its fitting set
+    (training/datasets/state_head_data.py), rebuilt from the recipe its head file records
     (`fitted_on.alpacaeval_pairs` and `per_request`: the default's head read 3,600 AlpacaEval
     pairs, up to 16 of one instruction, beside every Auto-J training pair)."""
     from app.deciding.state_head import load_state_head
     from models.registry import MODELS_DIR, load_registry
     from training.datasets.likelihood_data import fitting_pairs
-    from training.datasets.state_head_data import ALPACA_PER_REQUEST, texts_of
+    from training.datasets.state_head_data import ALPACA_PER_REQUEST
 
     entry = load_registry().get(judge)
     if entry.judging.state_head is None:
@@ -35,7 +35,15 @@ def state_head_texts(judge: str) -> frozenset[str]:
     if "alpacaeval_pairs" not in fitted:
         raise ValueError(f"{path}: fitted_on.alpacaeval_pairs: the fitting set is not recorded")
     per_request = int(fitted.get("per_request", ALPACA_PER_REQUEST))
-    return frozenset(texts_of(fitting_pairs(int(fitted["alpacaeval_pairs"]), per_request)))
+    return tuple(fitting_pairs(int(fitted["alpacaeval_pairs"]), per_request))
+
+
+@cache
+def state_head_texts(judge: str) -> frozenset[str]:
+    """The state texts (request and answer) `judge`'s state head was fitted on."""
+    from training.datasets.state_head_data import texts_of
+
+    return frozenset(texts_of(head_fitting_pairs(judge)))
 
 
 def seen_by_state_head(item: JudgeItem, judge: str) -> bool:

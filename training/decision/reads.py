@@ -109,7 +109,13 @@ def as_item(row: dict[str, Any]) -> JudgeItem:
 
 
 def training_pairs(name: str) -> list[JudgeItem]:
-    """The labelled pairs of one training set (see the module's docstring)."""
+    """The labelled pairs of one training set (see the module's docstring; `head-fitting`:
+    the decision fit's judge's head's fitting set, training/decision/out_of_fold.py)."""
+    if name == "head-fitting":
+        from training.decision.fit_config import load_config
+        from training.decision.in_sample import head_fitting_pairs
+
+        return list(head_fitting_pairs(load_config().judge))
     if name == "reference":
         from training.datasets.reference_decided import build
 
@@ -163,6 +169,7 @@ def labelled_rows(
         item = items.get(row["key"])
         label = item.label.winner if item is not None else None  # type: ignore[union-attr]
         seen = seen_by(item, fits, name) if item is not None and fits else []
+        seen = [s for s in seen if s not in row.get("out_of_fold", ())]  # read out of fold
         joined.append(row | {"label": label, "seen_by": seen})
     return joined
 
