@@ -86,10 +86,14 @@ def _signal(name: str, weight: float, value: str, share: str, reads, cost: str, 
 def _fits(head: StateHead) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """Where the head's, the reference's and the criteria's weights were fitted."""
     fitted = head.fitted_on
+    alpacaeval = fitted.get("alpacaeval_pairs", "?")
+    fit = "likelihood_head" if "likelihood" in str(fitted.get("variant")) else "state_head"
     own = {
-        "by": "python -m training.heads.state_head",
-        "rows": f"{fitted.get('pairs', '?')} Auto-J training pairs ({fitted.get('ties', 0)} ties), "
-        "with the likelihood and relevance weights",
+        "by": f"python -m training.heads.{fit} fit",
+        "rows": f"{fitted.get('pairs', '?')} decisive training pairs ({fitted.get('ties', 0)} "
+        f"ties beside): every Auto-J pair and {alpacaeval} AlpacaEval pairs (at most "
+        f"{fitted.get('per_request', 4)} per instruction), with counterexamples; with the "
+        "likelihood and relevance weights",
         "cv": f"C {fitted.get('C', '?')}, variant '{fitted.get('variant', '?')}'",
     }
     reference = {
