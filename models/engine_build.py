@@ -11,7 +11,8 @@ from models.engine_library import build_variants, choose
 
 
 def main() -> int:
-    build_variants()
+    for skipped in build_variants():
+        print(f"llama.cpp variant not built: {skipped}")
     choice = choose()
     print(f"llama.cpp build: {choice.name} ({choice.reason})")
     return 0

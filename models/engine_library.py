@@ -205,10 +205,17 @@ def build_library(folder: Path, cmake_args: str, cflags: str = "") -> Path:
     return library_folder(folder)
 
 
-def build_variants() -> None:
-    """Build each variant whose build is missing or whose flags changed (a few minutes each)."""
+def build_variants(flags: set[str] | None = None) -> list[str]:
+    """Build each variant whose build is missing or whose flags changed (a few minutes each)
+    and that this CPU can run (`flags`: the instruction sets it reports; a variant it lacks
+    one for would never be loaded here); the names of those left unbuilt, and why."""
+    flags = cpu_flags() if flags is None else flags
+    skipped = []
     for candidate in variants():
         if candidate.built:
+            continue
+        if missing := [feature for feature in candidate.requires if feature not in flags]:
+            skipped.append(f"{candidate.name}: this CPU lacks {', '.join(missing)}")
             continue
         args = candidate.cmake_args
         print(
@@ -219,3 +226,4 @@ def build_variants() -> None:
         build_library(candidate.folder, args)
         (candidate.folder / STAMP).write_text(build_key(args) + "\n", encoding="utf-8")
         (candidate.folder / TURNED_OFF).unlink(missing_ok=True)
+    return skipped

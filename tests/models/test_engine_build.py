@@ -67,9 +67,15 @@ def test_the_makefile_compiles_llama_cpp_only_with_those_flags() -> None:
 
 
 def built_libraries() -> list[tuple[str, Path]]:
-    """The portable build and each variant `make setup` built (models/engine_library.py)."""
+    """The portable build and each variant `make setup` built (models/engine_library.py)
+    that this CPU can run (one it cannot is never loaded here: `choose`)."""
+    flags = engine_library.cpu_flags()
     found = [("portable", engine_library.portable_lib())]
-    found += [(v.name, v.lib) for v in engine_library.variants() if v.built]
+    found += [
+        (v.name, v.lib)
+        for v in engine_library.variants()
+        if v.built and all(feature in flags for feature in v.requires)
+    ]
     return [(name, lib) for name, lib in found if lib is not None]
 
 

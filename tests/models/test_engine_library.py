@@ -79,3 +79,27 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
     info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f\n\nprocessor\t: 1\n")
     assert engine_library.cpu_flags(info) == {"fpu", "avx2", "avx512f"}
     assert engine_library.cpu_flags(tmp_path / "missing") == set()
+
+
+def test_a_variant_this_cpu_cannot_run_is_not_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make setup` compiles a variant only for a CPU that reports what it needs (six minutes
+    saved where it would never be loaded); with those flags it is compiled."""
+    monkeypatch.setenv(engine_library.VARIANTS_ENV, str(tmp_path))
+    compiled: list[Path] = []
+
+    def compile_into(folder: Path, cmake_args: str, cflags: str = "") -> Path:
+        compiled.append(folder)
+        lib = engine_library.library_folder(folder)
+        lib.mkdir(parents=True)
+        (lib / "libllama.so").write_bytes(b"")
+        return lib
+
+    monkeypatch.setattr(engine_library, "build_library", compile_into)
+    variant = engine_library.variant("avx512")
+    assert variant is not None
+    skipped = engine_library.build_variants(flags={"avx2", "fma", "f16c"})
+    assert compiled == [] and skipped == [f"avx512: this CPU lacks {', '.join(variant.requires)}"]
+    assert engine_library.build_variants(flags=AVX512 | {"avx2"}) == []
+    assert compiled == [variant.folder] and variant.built
