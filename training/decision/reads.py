@@ -23,6 +23,9 @@ The sets come from the training split only:
   won by the shorter answer as by the longer), and `alpacaeval-counter`: nearest-request
   counterexamples of half of them (training/datasets/state_head_data.py builds both), so
   that the fit does not learn Auto-J's leaning to length.
+
+A further set is written without the engine: `head-fitting`, the judge's head's own fitting
+pairs with their states read out of fold (training/decision/out_of_fold.py).
 """
 
 from __future__ import annotations
