@@ -8,7 +8,7 @@ Every pair of the decision cache that the head's fitting set holds is in-sample 
 training pair. This gives the fit those pairs fairly: from a reading cache of the fitting set
 (each answer's states and token log-probabilities, training/device/reading_cache.py; on a lent
 GPU `training.device.gpu_reads` reads all 6,388 pairs in about a minute), the head's own fit
-(its variant and L2 strength, as its file records them) is repeated on 5 request-grouped folds,
+(its variant and L2 strength, as its file records them) is repeated on its 5 request-grouped folds,
 and each pair's `states` value comes from the fold that did not see its request. The other
 values are the engine's as they are: each likelihood feature's difference, request relevance
 (MiniLM) and the log length ratio. Each pair becomes one row of the cache (`head-fitting`, its
@@ -30,7 +30,6 @@ from app.deciding.state_head import StateHead, length_log_ratio
 from app.records import JudgeItem
 from models.readings import FEATURES
 
-FOLDS = 5
 SET = "head-fitting"
 FILE = "head_fitting_out_of_fold.jsonl"
 
@@ -40,10 +39,8 @@ def out_of_fold_states(
 ) -> np.ndarray:  # type: ignore[type-arg]
     """Each pair's `states` value (w . (f(A) - f(B))) from the head fitted as `head` was (its
     variant and C) on the folds that do not hold the pair's request."""
-    from sklearn.model_selection import GroupKFold
-
     from training.heads.likelihood_fit import VARIANTS, _design, feature_table
-    from training.heads.state_head import fit_logistic
+    from training.heads.state_head import fold_weights
 
     use_states, names, use_relevance = VARIANTS[str(head.fitted_on["variant"])]
     if not use_states:
@@ -52,13 +49,10 @@ def out_of_fold_states(
     x = _design(states, feature_table(readings), names, relevance if use_relevance else None)
     explicit, hidden = x.shape[1] - states.shape[1], states.shape[1]
     winners = [p.label.winner for p in pairs]  # type: ignore[union-attr]
-    decisive = np.array([w in ("A", "B") for w in winners])
-    y = np.array([1 if w == "A" else 0 for w in winners])
-    found = np.zeros(len(pairs))
     groups = [p.question for p in pairs]
-    for train, test in GroupKFold(n_splits=FOLDS).split(x, groups=groups):
-        train = train[decisive[train]]
-        weights = fit_logistic(x[train], y[train], float(head.fitted_on["C"]), explicit)
+    found = np.zeros(len(pairs))
+    c = float(head.fitted_on["C"])
+    for test, weights in fold_weights(x, winners, groups, c, explicit):
         found[test] = states[test] @ weights[:hidden]
     return found
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -177,19 +178,28 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, explicit: int = 0) -> n
     return model.coef_[0] / scale
 
 
-def out_of_fold(
+def fold_weights(
     x: np.ndarray, winners: list[str], groups: list[str], c: float, explicit: int = 0
-) -> np.ndarray:
-    """P(A) of every pair from a head fitted on the other folds' decisive pairs (folds
-    grouped by request, so a counterexample never sits beside its original pair)."""
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Each fold's held-out rows and the head's weights fitted on the other folds' decisive
+    pairs (folds grouped by request, so a counterexample never sits beside its original
+    pair)."""
     from sklearn.model_selection import GroupKFold
 
     decisive = np.array([w in ("A", "B") for w in winners])
     y = np.array([1 if w == "A" else 0 for w in winners])
-    scores = np.zeros(len(winners))
     for train, test in GroupKFold(n_splits=FOLDS).split(x, groups=groups):
         train = train[decisive[train]]
-        scores[test] = x[test] @ fit_logistic(x[train], y[train], c, explicit)
+        yield test, fit_logistic(x[train], y[train], c, explicit)
+
+
+def out_of_fold(
+    x: np.ndarray, winners: list[str], groups: list[str], c: float, explicit: int = 0
+) -> np.ndarray:
+    """P(A) of every pair from a head fitted on the other folds (`fold_weights`)."""
+    scores = np.zeros(len(winners))
+    for test, weights in fold_weights(x, winners, groups, c, explicit):
+        scores[test] = x[test] @ weights
     return 1 / (1 + np.exp(-scores))
 
 

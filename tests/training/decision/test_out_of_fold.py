@@ -12,7 +12,8 @@ import pytest
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Label
 from models.readings import FEATURES
-from training.decision.out_of_fold import FOLDS, head_fitting_rows
+from training.decision.out_of_fold import head_fitting_rows
+from training.heads.state_head import FOLDS
 
 QUESTIONS = [f"Is {n} an even number?" for n in range(10)]
 HEAD = StateHead(
