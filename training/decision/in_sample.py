@@ -12,8 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
+from app.deciding.state_head import StateHead
 from app.records import JudgeItem
+
+
+def judge_head(judge: str) -> tuple[Path, StateHead]:
+    """`judge`'s state head file and the head it holds."""
+    from app.deciding.state_head import load_state_head
+    from models.registry import MODELS_DIR, load_registry
+
+    entry = load_registry().get(judge)
+    if entry.judging.state_head is None:
+        raise ValueError(f"{entry.name} has no state head")
+    path = MODELS_DIR / entry.judging.state_head
+    return path, load_state_head(path)
 
 
 @cache
@@ -22,16 +36,11 @@ def head_fitting_pairs(judge: str) -> tuple[JudgeItem, ...]:
     (training/datasets/state_head_data.py), rebuilt from the recipe its head file records
     (`fitted_on.alpacaeval_pairs` and `per_request`: the default's head read 3,600 AlpacaEval
     pairs, up to 16 of one instruction, beside every Auto-J training pair)."""
-    from app.deciding.state_head import load_state_head
-    from models.registry import MODELS_DIR, load_registry
     from training.datasets.likelihood_data import fitting_pairs
     from training.datasets.state_head_data import ALPACA_PER_REQUEST
 
-    entry = load_registry().get(judge)
-    if entry.judging.state_head is None:
-        raise ValueError(f"{entry.name} has no state head: no fitting set to leave out")
-    path = MODELS_DIR / entry.judging.state_head
-    fitted = load_state_head(path).fitted_on
+    path, head = judge_head(judge)
+    fitted = head.fitted_on
     if "alpacaeval_pairs" not in fitted:
         raise ValueError(f"{path}: fitted_on.alpacaeval_pairs: the fitting set is not recorded")
     per_request = int(fitted.get("per_request", ALPACA_PER_REQUEST))

@@ -62,7 +62,7 @@ def head_fitting_rows(
 ) -> list[dict[str, Any]]:  # type: ignore[type-arg]
     """The cache's rows of the fitting pairs: `states` out of fold, the rest as read."""
     from app.deciding.relevance import relevance_differences
-    from training.decision.reads import pair_key, request_key
+    from training.decision.reads import pair_row
 
     relevance = relevance_differences(pairs)
     states = out_of_fold_states(pairs, readings, head, relevance)
@@ -71,21 +71,15 @@ def head_fitting_rows(
         a, b = first.features(), second.features()
         values = {"states": float(states[n])} | {f: a[f] - b[f] for f in FEATURES}
         values |= {"relevance": float(relevance[n]), "length": length_log_ratio(*item.answers)}
-        key, request = pair_key(item), request_key(item.question)
         rounded = {name: round(value, 6) for name, value in values.items()}
-        rows.append(
-            {"key": key, "set": SET, "id": item.id, "request": request, "reference": False,
-             "values": rounded, "error": None, "out_of_fold": ["states"]}
-        )  # fmt: skip
+        rows.append(pair_row(SET, item, rounded) | {"out_of_fold": ["states"]})
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    from app.deciding.state_head import load_state_head
-    from models.registry import MODELS_DIR, load_registry
     from training.datasets.likelihood_data import cut
     from training.decision.fit_config import load_config
-    from training.decision.in_sample import head_fitting_pairs
+    from training.decision.in_sample import head_fitting_pairs, judge_head
     from training.decision.reads import OUT
     from training.device.reading_cache import ReadingCache
     from training.heads.likelihood_fit import readings_of
@@ -98,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="the one cache of reads")
     args = parser.parse_args(argv)
     judge = args.judge or load_config().judge
-    entry = load_registry().get(judge)
-    head = load_state_head(MODELS_DIR / str(entry.judging.state_head))
+    head = judge_head(judge)[1]
     cache = ReadingCache(args.cache)
     every = head_fitting_pairs(judge)
     pairs = [p for p in every if all(cache.has(*cut(p.question, a)) for a in p.answers)]

@@ -189,14 +189,22 @@ class ReadOptions:
 def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:
     """What the cache keeps of one judged pair."""
     parts = judgment.verdict_parts or {}
+    values = recorded_values(parts) if judgment.status is Status.OK else {}
+    return pair_row(name, item, values, judgment.error)
+
+
+def pair_row(
+    name: str, item: JudgeItem, values: dict[str, float], error: str | None = None
+) -> dict[str, Any]:
+    """A cache row: the pair's key and request, its signal values, no text and no label."""
     return {
         "key": pair_key(item),
         "set": name,
         "id": item.id,
         "request": request_key(item.question),
         "reference": bool(item.reference),
-        "values": recorded_values(parts) if judgment.status is Status.OK else {},
-        "error": judgment.error,
+        "values": values,
+        "error": error,
     }
 
 
