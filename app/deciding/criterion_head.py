@@ -28,6 +28,9 @@ level points (the likelihood's term kept within the range the fit saw), with `wo
 (training/heads/reference_levels.py) and kept in the judge's decision record
 (`criterion_shift`, app/deciding/decision.py): the same shift for every criterion of the answer, as
 a person grading with a reference marks an answer that contradicts it down throughout.
+Where the record's rule `reference_behaviour` decides (the answers' functions, run in the
+jail beside a reference function, differ in the share of its results they give), that share
+holds each answer's levels instead of a weight (`behaviour_caps`, criterion_shift.caps).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
-from app.deciding.decision import Fitted, ShiftRule, Signal
+from app.deciding.decision import DecisionRecord, Fitted, ShiftRule, Signal
 from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
@@ -81,6 +84,10 @@ class CriterionHead:
     # per unit of the share of the request's items stated in the reference's order (where
     # the reference restates them: a sorting or ranking request)
     reference_order: float = 0.0
+    # where the answers' functions differ by at least this in the share of the reference
+    # function's results they give, each share holds its answer's levels (behaviour_caps):
+    # a rule of the judge's decision record (criterion_shift.caps), not a weight; 0: never
+    behaviour_cap: float = 0.0
 
     @property
     def reads_reference(self) -> bool:
@@ -91,6 +98,7 @@ class CriterionHead:
             or self.reference_check
             or self.reference_behaviour
             or self.reference_order
+            or self.behaviour_cap
         )
 
     def reference_shift(
@@ -285,19 +293,48 @@ def shift_fields(head: CriterionHead) -> list[str]:
     return [name for name in names if getattr(head, name)]
 
 
-def with_shift(head: CriterionHead, rule: ShiftRule) -> CriterionHead:
-    """`head` moved with a reference as the record's `rule` says."""
+def with_shift(head: CriterionHead, record: DecisionRecord) -> CriterionHead:
+    """`head` moved with a reference as the record's criterion_shift says, its levels held
+    where the record's rule its caps name decides (at that rule's threshold)."""
+    rule = record.criterion_shift
+    if rule is None:
+        return head
     fields: dict[str, float] = {}
     for signal in rule.signals:
         fields[signal.name] = signal.weight
         if (bound := SHIFT_FIELDS[signal.name]) is not None and signal.bounds is not None:
             fields[bound] = signal.bounds[1]
+    thresholds = {r.name: r.at_least for r in record.rules}
+    if "reference_behaviour" in rule.caps:
+        fields["behaviour_cap"] = thresholds["reference_behaviour"]
     return replace(head, **fields)
 
 
-def shift_rule(head: CriterionHead, fitted: Fitted) -> ShiftRule | None:
-    """The criterion_shift of a decision record holding `head`'s reference weights (None:
-    the head moves with no reference)."""
+def behaviour_caps(
+    head: CriterionHead, specs: Sequence[CriterionSpec], shares: Sequence[float | None] | None
+) -> np.ndarray | None:
+    """Each answer's highest level on each criterion (answers x specs) where the record's
+    rule decides: the answers' functions differ by at least `head.behaviour_cap` in the share
+    of the reference function's results they give. A function that gives a share s of them
+    is held at most at low + s x (high - low) on the criteria a reference judges (those
+    reference_spread moves), as a person grading code against a reference marks its
+    correctness by the results it gets; style and format are not held. None where the rule
+    does not decide."""
+    if not (head.behaviour_cap and shares) or any(s is None for s in shares):
+        return None
+    found = np.asarray(shares, dtype=np.float64)
+    if found.max() - found.min() < head.behaviour_cap:
+        return None
+    low, high = SCALE
+    caps = np.full((len(found), len(specs)), high)
+    judged = reference_spread(specs) > 0
+    caps[:, judged] = (low + found * (high - low))[:, None]
+    return caps
+
+
+def shift_rule(head: CriterionHead, fitted: Fitted, caps: tuple[str, ...] = ()) -> ShiftRule | None:
+    """The criterion_shift of a decision record holding `head`'s reference weights and the
+    record's rules that hold its levels (`caps`); None: the head moves with no reference."""
     signals = []
     for name, bound_field in SHIFT_FIELDS.items():
         if not (weight := getattr(head, name)):
@@ -308,7 +345,7 @@ def shift_rule(head: CriterionHead, fitted: Fitted) -> ShiftRule | None:
             Signal(name=name, value=value, share="criterion_shift", reads=(read,), cost=cost,
                    weight=weight, fitted=fitted, bounds=(-bound, bound) if bound else None)
         )  # fmt: skip
-    return ShiftRule(signals=tuple(signals), fitted=fitted) if signals else None
+    return ShiftRule(signals=tuple(signals), caps=caps, fitted=fitted) if signals else None
 
 
 def criterion_text(name: str, description: str) -> str:

@@ -154,7 +154,15 @@ class ShiftRule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     signals: tuple[Signal, ...] = Field(min_length=1)
+    # the record's rules (by name, of CAP_RULES) that hold the levels too where they decide:
+    # each answer's levels on the criteria a reference judges at most its value's share of
+    # the scale (CriterionHead.behaviour_cap): the rule's confidence is the record's
+    caps: tuple[str, ...] = ()
     fitted: Fitted | None = None
+
+
+# the rules whose per-answer value is a share (0-1) that can hold a criterion's level
+CAP_RULES = ("reference_behaviour",)
 
 
 class DecisionRecord(BaseModel):
@@ -202,7 +210,19 @@ class DecisionRecord(BaseModel):
             unknown = sorted({s.name for s in rule.signals} - set(known)) if rule else []
             if unknown:
                 raise ValueError(f"{field}.signals: {unknown} unknown; known: {known}")
+        if self.criterion_shift is not None:
+            self._check_caps(self.criterion_shift)
         return self
+
+    def _check_caps(self, shift: ShiftRule) -> None:
+        rules = {rule.name for rule in self.rules}
+        if wrong := sorted(set(shift.caps) - (rules & set(CAP_RULES))):
+            raise ValueError(
+                f"criterion_shift.caps: {wrong} name no rule of the record that can hold a "
+                f"level (of {', '.join(CAP_RULES)}; the record's rules: {sorted(rules)})"
+            )
+        if both := sorted(set(shift.caps) & {s.name for s in shift.signals}):
+            raise ValueError(f"criterion_shift: {both} both a weighed signal and a cap")
 
     def weights(self) -> dict[str, float]:
         return {signal.name: signal.weight for signal in self.signals}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from app.catalog.scoring import ScoringRule
-from app.deciding.criterion_head import CriterionHead, head_levels
+from app.deciding.criterion_head import CriterionHead, behaviour_caps, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.decision import (
     Decision,
@@ -178,11 +178,18 @@ def _with_head_levels(
         note = f"the criterion scores could not be given ({why})"
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
-    raw = "\n".join(
-        f"answer {n + 1} {key}: criterion head {value:.2f}{moved[n] if moved else ''}"
-        for n, values in found.items()
-        for key, value in values.items()
-    )
+    caps = behaviour_caps(ask.head, ask.rule.specs, ask.behaviour) if ask.reference else None
+    lines = []
+    for n, values in found.items():
+        for c, (key, value) in enumerate(values.items()):
+            line = f"answer {n + 1} {key}: criterion head {value:.2f}{moved[n] if moved else ''}"
+            if caps is not None and value > caps[n, c]:
+                share = ask.behaviour[n]  # type: ignore[index]
+                values[key] = float(caps[n, c])
+                line += f", held at {caps[n, c]:.2f}: its function gives {share:.0%} of the "
+                line += "reference function's results"
+            lines.append(line)
+    raw = "\n".join(lines)
     judged = with_levels(judgment, found, ask.rule, raw)
     return judged.model_copy(update={"criteria_by_head": True})
 

@@ -220,8 +220,10 @@ class HeadDecider:
         the jail, where the head weighs it (app/code_run/behaviour.py); Unread where the
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
+        level_head = settings.level_head
         weighed = settings.weighs("reference_behaviour") or (
-            settings.level_head is not None and settings.level_head.reference_behaviour
+            level_head is not None
+            and bool(level_head.reference_behaviour or level_head.behaviour_cap)
         )
         if not (settings.use_reference and item.reference and weighed):
             return None

@@ -128,7 +128,7 @@ def _criterion_head(settings: JudgeSettings, record: DecisionRecord | None) -> C
     if held := shift_fields(head):
         where = MODELS_DIR / str(settings.decision_record)
         raise ConfigError(path, held[0], f"the weights ({', '.join(held)}) belong in {where}")
-    return with_shift(head, record.criterion_shift)
+    return with_shift(head, record)
 
 
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:

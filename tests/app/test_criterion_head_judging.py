@@ -19,6 +19,7 @@ from app.catalog.scenarios import load_catalog
 from app.code_run import jail
 from app.deciding.criterion_head import (
     CriterionHead,
+    behaviour_caps,
     head_levels,
     load_criterion_head,
     reference_spread,
@@ -271,6 +272,51 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
     assert "code running is off" in head_note(off.verdict_parts)
     assert "code running is off" in (reference_note(_config(weighing, run_code=False)) or "")
     assert off.code_run is not None and "turn on" in off.code_run["fix"]
+
+
+def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(tiny, heads):
+    """The record's rule `reference_behaviour` (criterion_shift.caps) holds the criterion
+    levels where it decides: the wrong function (A, 1 of 27 of the reference's results at
+    best) at most at 1 + 9 x its share on each criterion a reference judges; its style and
+    format, and the right function's levels, as the head gave them; the page says why."""
+    need_jail()
+    service, _ = tiny
+    verdict, criteria = heads
+    high = replace(
+        criteria, weights=np.zeros_like(criteria.weights), means=np.array([9.0]), behaviour_cap=0.1
+    )
+    held = service.judge(CODE_PAIR, _config((verdict, high)))
+    with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
+        patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
+        unheld = service.judge(CODE_PAIR, _config((verdict, high)))
+    assert held.code_run is not None
+    shares = held.code_run["shares"]
+    assert shares[1] == 1.0 and shares[0] < 0.5
+    specs = load_catalog().specs_for(held.scenario)
+    for spec in specs:
+        before = [a.expected_criteria[spec.key] for a in unheld.answers]
+        after = [a.expected_criteria[spec.key] for a in held.answers]
+        assert after[1] == pytest.approx(before[1])  # the right function: as given
+        if spec.category in ("style", "format"):
+            assert after[0] == pytest.approx(before[0]), spec.key
+        else:
+            assert after[0] <= 1 + 9 * shares[0] + 1e-3 < before[0], spec.key
+    assert "reference function's results" in (held.raw_output or "")
+
+
+def test_the_behaviour_caps_hold_only_where_the_functions_differ_enough(heads):
+    _, criteria = heads
+    specs = [
+        CriterionSpec(key="right", name="R", description="d", category="content"),
+        CriterionSpec(key="look", name="L", description="d", category="style"),
+    ]
+    head = replace(criteria, behaviour_cap=0.1)
+    caps = behaviour_caps(head, specs, [0.25, 1.0])
+    assert caps is not None and caps.tolist() == [[1 + 9 * 0.25, 10.0], [10.0, 10.0]]
+    assert behaviour_caps(head, specs, [0.95, 1.0]) is None  # below the rule's threshold
+    assert behaviour_caps(head, specs, [None, 1.0]) is None
+    assert behaviour_caps(criteria, specs, [0.0, 1.0]) is None  # a head without the rule
+    assert head.reads_reference and not criteria.reads_reference
 
 
 def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, heads):

@@ -139,18 +139,6 @@ def cross_validated_weights(
     }
 
 
-def fitted_on_top(
-    offsets: np.ndarray, leads: np.ndarray | None, a_wins: np.ndarray, groups: list[str]
-) -> tuple[dict[str, Any], float]:
-    """One more signal fitted with `offsets` (what is already chosen) fixed: its
-    request-grouped CV (`cross_validated_weights`) and its weight on all pairs; no accuracy
-    and a weight of 0 where no pair has a lead in it."""
-    if leads is None or not leads.any():
-        return {"accuracy": None}, 0.0
-    found = cross_validated_weights(offsets, leads, a_wins, groups)
-    return found, float(fit_weights(offsets, leads, a_wins)[0])
-
-
 def cross_validated_weight(
     offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
 ) -> dict[str, Any]:

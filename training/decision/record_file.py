@@ -108,6 +108,13 @@ def shift_table(rule: ShiftRule) -> list[str]:
             f"| `{signal.name}` | {signal.weight:g} | {signal.value} | {held} | "
             f"{', '.join(signal.reads)} | `{signal.fitted.by}`, {signal.fitted.rows} |"
         )
+    for name in rule.caps:
+        lines += [
+            "",
+            f"Where the rule `{name}` decides, each answer's share of the reference "
+            "function's results (s) holds its levels on the criteria a reference judges (not "
+            "style or format) at most at 1 + 9s: the rule's confidence above is theirs.",
+        ]
     return lines
 
 

@@ -24,7 +24,9 @@ squares through 0), so the weights come back to level points divided by `k`. Can
 (`CANDIDATES`) are chosen by request-grouped cross-validation of the criteria's
 own decision on `train.jsonl`; `test.jsonl` is read after, beside the criteria without the
 reference, the verdict head alone, and the longer and the shorter answer, overall and by
-family.
+family. A pair whose functions the jail ran is not shifted by their behaviour here: the
+record's rule `reference_behaviour` decides it and holds the levels
+(criterion_shift.caps, app/deciding/criterion_head.behaviour_caps), which `--write` keeps.
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ from training.datasets.reference_decided import OUT as DATA
 from training.datasets.reference_pairs import (
     cross_validated_weights,
     fit_weights,
-    fitted_on_top,
     head_score,
 )
 from training.evaluation.report_files import write_report
@@ -65,14 +66,11 @@ CANDIDATES = {
     "both and the judge's check": ("words", "lead", "check"),
     "both, the check and the order": ("words", "lead", "check", "order"),
 }
-# fitted on top of the chosen signals (they stay as they are for a user who does not run code)
-STACKED = "behaviour"
 HEAD_FIELDS = {
     "words": "reference_words",
     "lead": "reference_likelihood",
     "check": "reference_check",
     "order": "reference_order",
-    "behaviour": "reference_behaviour",
 }
 
 
@@ -160,15 +158,11 @@ def chosen(table: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     ):
         if signal in signals:
             chosen_weights[field] = round(float(np.abs(table[signal]).max()) / 2, 4)
-    on_top = offsets + k * reference_shift(table, chosen_weights)
-    code_cv, weight = fitted_on_top(on_top, table.get(STACKED), table["a_wins"], groups)
     return {
         "logits_per_level": round(k, 4),
         "candidates": {n: {"cv_accuracy": f["accuracy"]} for n, f in found.items()},
         "chosen": best,
         "weights": chosen_weights,
-        "stacked": {"signal": STACKED, "cv_accuracy": code_cv["accuracy"]},
-        "stacked_weight": round(weight / k, 4),
     }
 
 
@@ -180,14 +174,12 @@ def reference_shift(table: dict[str, np.ndarray], weights: dict[str, float]) -> 
     for signal, name in (("lead", "reference_likelihood"), ("check", "reference_check")):
         bound = 2 * (weights.get(f"{name}_bound") or np.inf)
         shift = shift + weights.get(name, 0.0) * np.clip(table[signal], -bound, bound)
-    behaviour = weights.get("reference_behaviour", 0.0)
-    return shift + behaviour * table[STACKED] if behaviour else shift
+    return shift
 
 
 def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[str, float]:
     """The share of pairs each decision gets right (a zero lead counts as wrong)."""
-    without_code = {name: w for name, w in weights.items() if name != "reference_behaviour"}
-    shift = reference_shift(table, without_code)
+    shift = reference_shift(table, weights)
     won = table["a_wins"] == 1
 
     def right(lead: np.ndarray) -> float:
@@ -195,9 +187,6 @@ def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
 
     return {
         "the criteria with the reference": right(table["levels"] + shift),
-        "the criteria with the reference, code run": right(
-            table["levels"] + reference_shift(table, weights)
-        ),
         "the criteria without it": right(table["levels"]),
         "the verdict head alone": right(table["head"]),
         "the longer answer": right(table["longer"]),
@@ -207,7 +196,7 @@ def accuracies(table: dict[str, np.ndarray], weights: dict[str, float]) -> dict[
 
 def report(train: dict[str, np.ndarray], test: dict[str, np.ndarray], k: float) -> dict[str, Any]:
     choice = chosen(train, k)
-    weights = {**choice["weights"], HEAD_FIELDS[STACKED]: choice["stacked_weight"]}
+    weights = choice["weights"]
     by_family = {}
     for family in sorted(set(test["family"])):
         keep = test["family"] == family
@@ -235,22 +224,15 @@ def render(result: dict[str, Any]) -> str:
     for name, found in result["candidates"].items():
         mark = " (chosen)" if name == result["chosen"] else ""
         lines.append(f"| {name}{mark} | {100 * (found['cv_accuracy'] or 0):.1f} |")
-    stacked = result["stacked"]
-    lines += [
-        "",
-        f"Weights (level points): {result['weights']}; the code's behaviour on top (code "
-        f"run): {result['stacked_weight']}, CV {100 * (stacked['cv_accuracy'] or 0):.1f} %",
-        "",
-    ]
+    lines += ["", f"Weights (level points): {result['weights']}", ""]
     lines += ["| decision | train | test |", "|---|---:|---:|"]
     for name, value in result["test"].items():
         lines.append(f"| {name} | {result['train'][name]} | {value} |")
-    lines += ["", "| family | pairs | criteria with the reference | code run | without |"]
-    lines.append("|---|---:|---:|---:|---:|")
+    lines += ["", "| family | pairs | criteria with the reference | without |"]
+    lines.append("|---|---:|---:|---:|")
     for family, row in result["test_by_family"].items():
         lines.append(
             f"| {family} | {row['pairs']} | {row['the criteria with the reference']} | "
-            f"{row['the criteria with the reference, code run']} | "
             f"{row['the criteria without it']} |"
         )
     return "\n".join(lines) + "\n"
@@ -263,12 +245,13 @@ def judged_file(path: Path) -> list[Judgment]:
 
 def write_shift(head: CriterionHead, path: Path, record: str | None) -> str:
     """The fitted reference weights written where the judge keeps them: its decision record's
-    criterion_shift (and the tables of the rule), or, for a judge without a record, the
-    criterion head's file at `path`."""
+    criterion_shift (and the tables of the rule; the levels held by the record's rules that
+    can hold them, as before), or, for a judge without a record, the criterion head's file
+    at `path`."""
     from dataclasses import replace as replaced
 
     from app.deciding.criterion_head import shift_fields, shift_rule
-    from app.deciding.decision import Fitted
+    from app.deciding.decision import CAP_RULES, Fitted, load_decision
     from models.registry import MODELS_DIR
     from training.decision.record_file import write_section
 
@@ -282,7 +265,10 @@ def write_shift(head: CriterionHead, path: Path, record: str | None) -> str:
         cv="request-grouped CV accuracy of the pairs' criterion verdicts (levels-report)",
     )
     target = MODELS_DIR / record
-    write_section(target, "criterion_shift", shift_rule(head, fitted))
+    before = load_decision(target)
+    held = before.criterion_shift.caps if before.criterion_shift else ()
+    caps = tuple(r.name for r in before.rules if r.name in CAP_RULES and r.name in held)
+    write_section(target, "criterion_shift", shift_rule(head, fitted, caps))
     replaced(head, **dict.fromkeys(shift_fields(head), 0.0)).save(path)  # one place: the record
     return f"wrote the reference weights into {target}"
 
@@ -325,8 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     result = report(tables["train"], tables["test"], k)
     if args.write:
         unset = dict.fromkeys(REFERENCE, 0.0)  # a signal not chosen reads nothing
-        stacked = {HEAD_FIELDS[STACKED]: result["stacked_weight"]}
-        fitted_head = replace(criterion_head, **{**unset, **result["weights"], **stacked})
+        fitted_head = replace(criterion_head, **{**unset, **result["weights"]})
         print(write_shift(fitted_head, path, entry.judging.decision_record))
     write_report(args.run, result, render(result), "levels-report")
     return 0

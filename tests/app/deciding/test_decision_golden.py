@@ -151,12 +151,30 @@ def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkey
 
     before = json.loads(GOLDEN.with_name("default_shift_before.json").read_text("utf-8"))
     before.pop("from")
+    assert before.pop("reference_behaviour") == 42.0475  # the fit's bound: now the rule's cap
     entry = load_registry().get()
     loaded = settings.judge_config(entry).parts.criterion_levels
     assert {name: getattr(loaded, name) for name in before} == pytest.approx(before)
+    assert loaded.reference_behaviour == 0.0 and loaded.behaviour_cap == 0.1
     in_file = CriterionHead.load(MODELS_DIR / str(entry.judging.criterion_head))
     assert shift_fields(in_file) == []  # the file holds the levels' arrays alone
     holding = replace(in_file, reference_words=1.0)
     monkeypatch.setattr(settings, "load_criterion_head", lambda path: holding)
     with pytest.raises(ConfigError, match=r"criterion_head\.npz: reference_words"):
         settings.judge_config(entry)
+
+
+def test_the_rule_that_holds_the_criterion_levels_is_the_records_own_named_rule(tmp_path: Path):
+    """criterion_shift.caps names a rule of the record (its threshold and fitted confidence
+    there); one the record lacks, or one weighed as a signal too, is refused naming the
+    field."""
+    record = default_record()
+    assert record.criterion_shift is not None
+    assert record.criterion_shift.caps == ("reference_behaviour",)
+    assert not any(s.weight >= 100 / 2.3783 - 1e-3 for s in record.criterion_shift.signals)
+    data = record.model_dump(mode="json")
+    data["rules"] = [r for r in data["rules"] if r["name"] != "reference_behaviour"]
+    path = tmp_path / "decision.yaml"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"criterion_shift\.caps.*reference_behaviour"):
+        load_decision(path)
