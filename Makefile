@@ -120,7 +120,7 @@ eval: setup models
 		$(if $(SECOND_JUDGMENTS),--second-judgments $(SECOND_JUDGMENTS),)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.rubric_eval $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
 		$(RUBRIC_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.rubric_grade_fit --reads training/runs/rubric-eval
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.fit --sections rubric_grade
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \

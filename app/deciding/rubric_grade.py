@@ -6,8 +6,8 @@ is compressed toward one high level. A single answer judged with a reference is 
 by the head (its own 1-10 grade) and by the reference turn (the reference's mean
 log-probability after the answer, the log-odds of the judge's check that the answer gives
 the reference's result). A linear combination of these, fitted by request-grouped CV on
-Prometheus rows (training/heads/rubric_grade_fit.py), is the grade the page shows; the read
-level is kept beside it (the judgment's part `rubric_read`).
+Prometheus rows (training/decision/grade_fit.py, by training.decision.fit), is the grade the
+page shows; the read level is kept beside it (the judgment's part `rubric_read`).
 
 Each signal is held inside the range it took on the rows the combination was fitted on
 (`bounds`): Prometheus references are paragraphs, and a one-word reference after a wrong

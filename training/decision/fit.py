@@ -24,8 +24,14 @@ chosen are data (`--config`). The fit:
    cross-validated log loss without it is less than `min_gain + price_per_second x seconds`
    above the loss with it (it does not earn its cost).
 
-`--write` writes the record beside the judge's head (`decision.yaml`) and the model card's
-table of the rule (training/decision/record_file.py); without it the fit is printed alone.
+4. **The rubric grade** (`rubric_grade`: one answer's grade on a rubric, with a reference): a
+   ridge over its signals on the cache's graded rows (training/decision/graded.py), the
+   signal set and strength chosen by request-grouped CV (training/decision/grade_fit.py).
+
+`--sections` names the parts refitted (default: both, `pairwise` and `rubric_grade`; the
+others, and a part not named, are kept as the judge's record has them). `--write` writes the
+record beside the judge's head (`decision.yaml`) and the model card's table of the rule
+(training/decision/record_file.py); without it the fit is printed alone.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from training.decision.fit_config import CONFIG, FitConfig, load_config
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, write_record_file
+from training.evaluation.reference_runs import DEFAULT_FILE
 
 LABELS = {"A": 0, "B": 1, "tie": 2}
 SMOOTHED = "(right + 1) / (decided + 2)"  # a rule's confidence: never certainty
@@ -412,25 +419,52 @@ def write_record(data: dict[str, Any], out: Path | None = None) -> str:
     return f"wrote {path} and its tables of the rule"
 
 
+SECTIONS = ("pairwise", "rubric_grade")
+
+
+def fitted_pairwise(config: FitConfig, reads: Path, kept: DecisionRecord) -> dict[str, Any]:
+    """The record's pairwise part (signals, rules, tie and doubt thresholds) fitted on the
+    cached pairs, around the weights `kept` holds of the config's `held` signals."""
+    rows = labelled_rows(reads, config.fitted_on, config.judge)
+    if not rows:
+        raise SystemExit(f"{reads}: no reads cached: run python -m training.decision.reads")
+    doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
+    found = fit(rows, config, {n: w for n, w in kept.weights().items() if n in config.held})
+    print(found.report())
+    return record_data(config, found, doubt, kept)
+
+
+def fitted_rubric_grade(file: Path, folder: Path) -> dict[str, Any]:
+    """The rubric grade fitted on the cache's graded rows of `file` (their labels)."""
+    from training.decision.grade_fit import render, report, table
+    from training.decision.graded import labelled_graded
+
+    rows = labelled_graded(file, folder)
+    if not rows:
+        raise SystemExit(f"{folder}: no graded rows cached: run python -m training.decision.graded")
+    result = report(table(rows))
+    print(render(result))
+    return result["grade"].model_dump(mode="json", exclude_defaults=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.decision.fit", description=__doc__)
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--reads", type=Path, default=READS)
     parser.add_argument("--write", action="store_true", help="write the judge's decision.yaml")
     parser.add_argument("--out", type=Path, help="write the record here instead (a trial)")
+    parser.add_argument(
+        "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to refit"
+    )
+    parser.add_argument("--graded", type=Path, default=DEFAULT_FILE, help="the graded rows' file")
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    rows = labelled_rows(args.reads, config.fitted_on, config.judge)
-    if not rows:
-        raise SystemExit(f"{args.reads}: no reads cached: run python -m training.decision.reads")
-    doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
-    found = fit(rows, config, {n: w for n, w in kept.weights().items() if n in config.held})
-    print(found.report())
-    data = record_data(config, found, doubt, kept)
-    for section in ("grade", "rubric_grade", "criterion_shift"):  # not refitted here
-        if (rule := getattr(kept, section)) is not None:
-            data[section] = rule.model_dump(mode="json", exclude_defaults=True)
+    data = kept.model_dump(mode="json", exclude_defaults=True)
+    if "pairwise" in args.sections:
+        data |= fitted_pairwise(config, args.reads, kept)
+    if "rubric_grade" in args.sections:
+        data["rubric_grade"] = fitted_rubric_grade(args.graded, args.reads / "graded")
     if args.write or args.out:
         print(write_record(data, args.out))
     return 0

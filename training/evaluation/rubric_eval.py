@@ -10,9 +10,9 @@ expected level (app/deciding/criterion_reads.py), read once with the row's refer
 the prompt and once without it. With the reference, a judge that has a rubric grade's
 combination (app/deciding/rubric_grade.py) gives the combination, fitted on this file: the
 report shows the read alone beside it, and the combination's out-of-fold figure is
-`training.heads.rubric_grade_fit`'s over these judgments. Beside them, on the same rows: the
-judge's own grade (its grade head, which reads neither rubric nor reference) and the length
-of the answer.
+`training.decision.fit --sections rubric_grade`'s (on the cache's graded rows: the same
+rows, judged the same way). Beside them, on the same rows: the judge's own grade (its grade
+head, which reads neither rubric nor reference) and the length of the answer.
 Correlations are with the mean of GPT-4's three grades (Pearson, Spearman, Kendall).
 
 No head is fitted here: these are the engine's grades as a user gets them. Judgments go
@@ -55,7 +55,7 @@ def read_level(judgment: Judgment) -> float | None:
 
 COMBINED = (
     "rubric grade, with the reference: the judge's combination (fitted on this file, so "
-    "in-sample; out of fold: training.heads.rubric_grade_fit)"
+    "in-sample; out of fold: training.decision.fit --sections rubric_grade)"
 )
 
 

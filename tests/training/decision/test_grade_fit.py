@@ -1,5 +1,6 @@
-"""The rubric grade's combination: fitted by request-grouped CV on saved judgments
-(training/heads/rubric_grade_fit.py), read rows resumed by part (rubric_grade_reads.py)."""
+"""The rubric grade's rule: fitted by request-grouped CV on the one cache's graded rows
+(training/decision/grade_fit.py, by `training.decision.fit`), read by part
+(training/decision/graded.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 from app.deciding.decision import load_decision
 from app.io.reader import InputRow
 from app.records import AnswerScores, JudgeItem, Judgment, Label, Protocol, Status
+from training.decision.fit import main
+from training.decision.grade_fit import fold_of, random_folds, report, table
+from training.decision.graded import graded_row, labelled_graded, part_rows
 from training.decision.record_file import record_path
-from training.heads.rubric_grade_fit import fold_of, main, random_folds, report, table
-from training.heads.rubric_grade_reads import part_output, part_rows, remaining
 
 
 def _rows_and_judgments(count: int = 80) -> tuple[list[InputRow], dict[str, Judgment]]:
@@ -48,6 +50,13 @@ def _rows_and_judgments(count: int = 80) -> tuple[list[InputRow], dict[str, Judg
     return rows, judged
 
 
+def _graded(rows: list[InputRow], judged: dict[str, Judgment]) -> list[dict]:
+    """The cache's rows of `judged`, labelled as the fit reads them."""
+    found = [graded_row(r.item, judged[r.item.id]) for r in rows if r.item.id in judged]
+    labels = {r.item.id: r.item.label.score for r in rows}
+    return [row | {"label": labels[row["id"]]} for row in found]
+
+
 def test_the_folds_keep_every_requests_answers_together():
     folds = fold_of(["a", "a", "b", "c", "b", "d", "e", "f"], folds=5)
     assert folds[0] == folds[1] and folds[2] == folds[4]
@@ -61,7 +70,7 @@ def test_the_folds_keep_every_requests_answers_together():
 
 def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
     rows, judged = _rows_and_judgments()
-    found = table(rows, judged)
+    found = table(_graded(rows, judged))
     result = report(found)
     candidates = result["candidates (request-grouped CV Pearson)"]
     assert candidates["read + check"]["pearson"] > 0.95
@@ -83,33 +92,35 @@ def test_the_fit_finds_the_signals_that_explain_the_label_out_of_fold():
 def test_a_row_without_every_signal_is_left_out_and_counted():
     rows, judged = _rows_and_judgments(12)
     judged["r0"] = judged["r0"].model_copy(update={"verdict_parts": None})
-    del judged["r1"]
-    found = table(rows, judged)
+    judged["r1"] = judged["r1"].model_copy(update={"answers": ()})
+    found = table(_graded(rows, judged))
     assert found["skipped"] == 2 and len(found["y"]) == 10
 
 
-def test_the_command_reads_saved_parts_and_writes_the_chosen_grade(tmp_path, capsys):
+def test_the_command_fits_the_cached_rows_and_refits_the_rubric_grade_alone(tmp_path, capsys):
+    """`training.decision.fit --sections rubric_grade`: the graded rows the cache holds (by
+    part, in the file's order, labels joined from the file) give the rubric grade; the
+    verdict's rule is left as the record has it."""
     rows, judged = _rows_and_judgments()
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(_ours(r.item)) + "\n" for r in rows), encoding="utf-8")
-    reads = tmp_path / "reads"
-    reads.mkdir()
-    lines = [j.model_dump_json() for j in judged.values()]
-    (reads / "judgments-part0.jsonl").write_text("\n".join(lines[::2]) + "\n")
-    (reads / "judgments-part1.jsonl").write_text("\n".join(lines[1::2]) + "\n")
-    out = tmp_path / "decision.yaml"  # a judge's record: the grade is written into it
-    out.write_text(record_path().read_text(encoding="utf-8"), encoding="utf-8")
-    assert main([str(data), "--reads", str(reads), "--write", str(out)]) == 0
+    cache = tmp_path / "cache" / "graded"
+    cache.mkdir(parents=True)
+    lines = [json.dumps(graded_row(r.item, judged[r.item.id])) for r in rows]
+    (cache / "part0.jsonl").write_text("\n".join(lines[::2]) + "\n")
+    (cache / "part1.jsonl").write_text("\n".join(lines[1::2]) + '\n{"key": "torn')
+    assert [r["id"] for r in labelled_graded(data, cache)] == [r.item.id for r in rows]
+    out = tmp_path / "decision.yaml"
+    args = ["--reads", str(tmp_path / "cache"), "--graded", str(data), "--out", str(out)]
+    assert main([*args, "--sections", "rubric_grade"]) == 0
     grade = load_decision(out).rubric_grade
     assert grade is not None and grade.fitted.rows.startswith("80 rows")
-    assert (
-        grade.cv_pearson > 0.95
-        and load_decision(out).signals == load_decision(record_path()).signals
-    )  # the verdict's rule is left as it was
+    assert grade.fitted.by == "python -m training.decision.fit" and grade.cv_pearson > 0.95
+    assert load_decision(out).signals == load_decision(record_path()).signals  # left as it was
     assert "(chosen)" in capsys.readouterr().out
 
 
-def test_parts_share_a_file_by_request_and_a_run_goes_on_where_it_stopped(tmp_path):
+def test_parts_share_a_file_by_request(tmp_path):
     rows = [
         {"id": f"{q}-{m}", "question": f"request {q}", "answers": ["x"]}
         for m in ("first", "second")
@@ -117,17 +128,11 @@ def test_parts_share_a_file_by_request_and_a_run_goes_on_where_it_stopped(tmp_pa
     ]  # listed by answering model, as vicuna_eval is
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    both = [r.item.id for r in part_rows(data, 0, 1)]
-    assert both == ["0-first", "0-second", "1-first", "1-second", "2-first", "2-second"]
-    assert [r.item.id for r in part_rows(data, 1, 2)] == ["0-second", "1-second", "2-second"]
-    # a run killed while writing its second row: that row is cut off and judged again
-    output = part_output(tmp_path, 0, 2)
-    first = Judgment(id="0-first", protocol=Protocol.SINGLE, status=Status.ERROR, error="x")
-    output.partial.write_text(first.model_dump_json() + '\n{"id": "1-fi', encoding="utf-8")
-    zeroth = part_rows(data, 0, 2)
-    assert [r.item.id for r in remaining(zeroth, output)] == ["1-first", "2-first"]
-    assert output.partial.read_text(encoding="utf-8").count("\n") == 1  # the torn line is gone
-    assert not output.out.exists()  # the part's file is written once it is finished
+    every = sorted(r.item.id for r in part_rows(data, 0, 1))
+    assert every == sorted(r["id"] for r in rows)
+    first, second = ([r.item.id for r in part_rows(data, k, 2)] for k in (0, 1))
+    assert first == ["0-first", "2-first", "0-second", "2-second"]  # whole requests
+    assert second == ["1-first", "1-second"]
 
 
 def _ours(item: JudgeItem) -> dict:

@@ -1,14 +1,12 @@
-"""A rubric grade's combination, fitted by request-grouped CV on a Prometheus file's rows.
-
-    python -m training.heads.rubric_grade_fit [FILE] --reads DIR [--write PATH]
+"""A rubric grade's rule (a decision record's `rubric_grade`), fitted by request-grouped CV on
+the one cache's graded rows (training/decision/graded.py), as `training.decision.fit` does.
 
 The rubric read alone (its expected level) is a weak grade: the 1.5B puts most of its mass on
 one high level. A single answer judged with a reference is read further anyway: the head's
 own grade, the reference's mean log-probability after the answer and the judge's check of the
-answer against the reference (training/heads/rubric_grade_reads.py keeps them); the share of
-the reference's own words the answer states is read from the text. A ridge over
-them, chosen among candidate signal sets and ridge strengths by cross-validation with every
-request's answers in one fold, gives the grade; `--write` saves the chosen one for the engine
+answer against the reference; the share of the reference's own words the answer states is
+read from the text. A ridge over them, chosen among candidate signal sets and ridge
+strengths by cross-validation with every request's answers in one fold, gives the grade
 (app/deciding/rubric_grade.py). Pearson with the label is out of fold, beside the read alone
 and the answer's length on the same rows, and again over random request-grouped splits: how
 much the figure owes to one split.
@@ -16,22 +14,14 @@ much the figure owes to one split.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from app.deciding.decision import Fitted, GradeRule
-from app.deciding.rubric_grade import SIGNALS, rubric_rule, signals_of
-from app.io.judgments import read_judgments
-from app.io.reader import InputRow, read_rows
-from app.records import Judgment
-from training.evaluation.reference_runs import DEFAULT_FILE
+from app.deciding.decision import Fitted
+from app.deciding.rubric_grade import SIGNALS, rubric_rule
 
-READS_DIR = Path(__file__).resolve().parents[1] / "runs" / "rubric-grade"
 FOLDS = 5
 SPLITS = 10  # random request-grouped splits the nested figure is also taken over
 ALPHAS = (0.1, 1.0, 10.0, 100.0)
@@ -61,26 +51,18 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 }
 
 
-def loaded_judgments(reads: Path) -> dict[str, Judgment]:
-    found: dict[str, Judgment] = {}
-    paths = [*sorted(reads.glob("judgments-part*.jsonl")), reads / "judgments-with-reference.jsonl"]
-    for path in (p for p in paths if p.is_file()):
-        found.update((judgment.id, judgment) for judgment in read_judgments(path))
-    return found
-
-
-def table(rows: Sequence[InputRow], judged: dict[str, Judgment]) -> dict[str, Any]:
-    """The signals, labels and request of each row whose every signal was read."""
+def table(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The signals, labels and request of each graded row (graded.labelled_graded) whose every
+    signal was read."""
     x, y, groups, skipped = [], [], [], 0
     for row in rows:
-        judgment = judged.get(row.item.id)
-        values = signals_of(judgment, row.item) if judgment is not None else None
-        if values is None:
+        values = row["values"]
+        if any(name not in values for name in SIGNALS):
             skipped += 1
             continue
         x.append([values[name] for name in SIGNALS])
-        y.append(row.item.label.score)
-        groups.append(row.item.question)
+        y.append(row["label"])
+        groups.append(row["request"])
     return {
         "x": np.asarray(x, dtype=np.float64),
         "y": np.asarray(y, dtype=np.float64),
@@ -213,7 +195,7 @@ def report(found: dict[str, Any]) -> dict[str, Any]:
             round(intercept, 6),
             held_out,
             Fitted(
-                by="python -m training.heads.rubric_grade_fit",
+                by="python -m training.decision.fit",
                 rows=f"{len(y)} rows of Prometheus' vicuna_eval, with their references",
                 cv=f"request-grouped nested CV Pearson {held_out}",
             ),
@@ -247,42 +229,3 @@ def render(result: dict[str, Any]) -> str:
         f"weights {grade.weights()}, intercept {grade.intercept}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def write_rubric_grade(grade: GradeRule, path: Path) -> str:
-    """Write `grade` as the rubric grade of the decision record at `path`, and the tables of
-    the rule beside it."""
-    from training.decision.record_file import write_section
-
-    write_section(path, "rubric_grade", grade)
-    return f"wrote the rubric grade into {path}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m training.heads.rubric_grade_fit", description=__doc__
-    )
-    parser.add_argument("file", type=Path, nargs="?", default=DEFAULT_FILE)
-    parser.add_argument(
-        "--reads",
-        type=Path,
-        default=READS_DIR,
-        help="rubric_grade_reads' --out, or rubric_eval's (its judgments with the reference)",
-    )
-    parser.add_argument(
-        "--write",
-        type=Path,
-        help="save the chosen combination as the rubric_grade of this decision record "
-        "(the default judge's: models/judges/<name>/decision.yaml; its tables are written anew)",
-    )
-    args = parser.parse_args(argv)
-    rows = [row for row in read_rows(args.file) if row.item is not None]
-    result = report(table(rows, loaded_judgments(args.reads)))
-    print(render(result))
-    if args.write:
-        print(write_rubric_grade(result["grade"], args.write))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
