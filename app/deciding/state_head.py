@@ -29,7 +29,6 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.foundation.datafiles import validate
@@ -179,32 +178,6 @@ LIKELIHOOD_PARTS = {
     "likelihood": ("cond_mean", "cond_sum"),  # how likely it is after the request
     "length": ("log_tokens",),
 }
-
-
-def answer_values(
-    head: StateHead,
-    features: np.ndarray | None,
-    similarity: float | None,
-    characters: int,
-    likelihood: dict[str, float] | None = None,
-) -> dict[str, float]:
-    """One answer's value of each signal read of it (app/deciding/decision.py weighs them):
-    its states (the state head's w . f), each likelihood feature (where read), its request
-    relevance (cos(request, answer), where read) and its log length in characters."""
-    values: dict[str, float] = {}
-    if head.weights:
-        if features is None or features.shape != (len(head.weights),):
-            width = "none" if features is None else features.shape[0]
-            raise ValueError(
-                f"the head reads {len(head.weights)} features, the model gave {width}: "
-                f"it was fitted on {head.base_file}"
-            )
-        values["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
-    values.update(likelihood or {})
-    if similarity is not None:
-        values["relevance"] = similarity
-    values["length"] = math.log(max(characters, 1))
-    return values
 
 
 # what each part of a head's score means, for a user, where the judge's decision record

@@ -11,6 +11,7 @@ both answer orders by construction.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,7 +38,7 @@ from app.deciding.signals import (
     PairReads,
     pair_values,
 )
-from app.deciding.state_head import StateHead, answer_values, state_text
+from app.deciding.state_head import StateHead, state_text
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
 from models.readings import ReplyCriteria
 
@@ -225,6 +226,32 @@ def read_features(
     ]
     nothing = [None] * len(item.answers)
     return AnswerReads(features, list(nothing), list(nothing), list(nothing), list(nothing))
+
+
+def answer_values(
+    head: StateHead,
+    features: np.ndarray | None,
+    similarity: float | None,
+    characters: int,
+    likelihood: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """One answer's value of each signal read of it (app/deciding/decision.py weighs them):
+    its states (the state head's w . f), each likelihood feature (where read), its request
+    relevance (cos(request, answer), where read) and its log length in characters."""
+    values: dict[str, float] = {}
+    if head.weights:
+        if features is None or features.shape != (len(head.weights),):
+            width = "none" if features is None else features.shape[0]
+            raise ValueError(
+                f"the head reads {len(head.weights)} features, the model gave {width}: "
+                f"it was fitted on {head.base_file}"
+            )
+        values["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
+    values.update(likelihood or {})
+    if similarity is not None:
+        values["relevance"] = similarity
+    values["length"] = math.log(max(characters, 1))
+    return values
 
 
 def _answer_values(

@@ -10,7 +10,7 @@ resolved for the row or the fixed criteria the model was trained with.
 
 Free text has no JSON values to read probabilities from, so score mode cannot
 judge with a native format: the service judges those in generate mode
-(app/judging/service.py `_native_generate`).
+(app/judging/settled_run.py `native_generate`).
 """
 
 from __future__ import annotations

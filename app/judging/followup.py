@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.formats.prompts import fence, nonce_of
-from app.formats.text_fitting import fit_texts
+from app.judging.prompt_fitting import fit_texts
 from app.records import JudgeItem, Judgment, Status
 from models.backends.base import Backend, Message, SamplingParams, run_sampling
 from models.foundation.errors import BackendError

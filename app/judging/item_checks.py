@@ -7,7 +7,7 @@ preview flags rows against the settings that will be used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.catalog.criteria_resolution import AUTO, CriteriaChoice, ResolvedCriteria, resolve
 from app.catalog.scenario_detection import ScenarioClassifier, ScenarioGuess, detect_scenarios
@@ -93,20 +93,6 @@ def check_answers(item: JudgeItem, protocol: Protocol, use_reference: bool) -> N
         raise ValueError("reference-anchored grading needs a 'reference' field in this row")
     if protocol is Protocol.ANCHORED and not use_reference:
         raise ValueError("reference-anchored grading needs the reference: turn references on")
-
-
-def native_generate(config: JudgeConfig) -> JudgeConfig:
-    """`config` as a native template judges: in generate mode, whatever mode was asked
-    for, since score mode reads values from a JSON reply and a native reply is free text
-    (each judgment records mode "generate"); the template's stop strings added."""
-    try:
-        template = get_template(config.judge.template)
-    except UnknownNameError:
-        return config  # every row's plan reports the unknown template
-    if not template.native:
-        return config
-    stop = config.sampling.stop + tuple(s for s in template.stop if s not in config.sampling.stop)
-    return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))
 
 
 def scenario_guesses(

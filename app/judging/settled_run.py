@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from app.formats.prompts import get_template
 from app.judging.config import JudgeConfig, SecondOpinion
 from app.judging.critique import Critic
 from app.judging.finishing import Finishing
 from app.judging.head_decider import HeadDecider, HeadSettings
-from app.judging.item_checks import ItemRules, native_generate
+from app.judging.item_checks import ItemRules
 from app.judging.reply_decider import ReplyDecider, ReplySettings
 from app.records import Mode
 from models.backends.base import Backend, SamplingParams
+from models.foundation.errors import UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class SettledRun:
 
 def settle(config: JudgeConfig, backend: Backend, model_name: str) -> SettledRun:
     """`config` settled for `backend`: a native template's run in generate mode with its
-    stop strings (item_checks.native_generate), each part given what it reads."""
+    stop strings (native_generate), each part given what it reads."""
     config = native_generate(config)
     rules = ItemRules.of(config)
     head = config.parts.head
@@ -68,3 +70,17 @@ def settle(config: JudgeConfig, backend: Backend, model_name: str) -> SettledRun
         cascade=config.cascade,
         critic=critic,
     )
+
+
+def native_generate(config: JudgeConfig) -> JudgeConfig:
+    """`config` as a native template judges: in generate mode, whatever mode was asked
+    for, since score mode reads values from a JSON reply and a native reply is free text
+    (each judgment records mode "generate"); the template's stop strings added."""
+    try:
+        template = get_template(config.judge.template)
+    except UnknownNameError:
+        return config  # every row's plan reports the unknown template
+    if not template.native:
+        return config
+    stop = config.sampling.stop + tuple(s for s in template.stop if s not in config.sampling.stop)
+    return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))

@@ -85,7 +85,7 @@ def test_the_templates_stop_strings_reach_the_backend() -> None:
 
 def test_json_templates_keep_score_mode() -> None:
     config = Config(template="pocketjudge")
-    from app.judging.item_checks import native_generate
+    from app.judging.settled_run import native_generate
 
     assert native_generate(config) is config
 

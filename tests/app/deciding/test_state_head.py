@@ -12,7 +12,8 @@ import pytest
 
 from app.deciding.decision import Decision, decide
 from app.deciding.head_record import head_decision
-from app.deciding.state_head import StateHead, answer_values, load_state_head, state_text
+from app.deciding.state_head import StateHead, load_state_head, state_text
+from app.deciding.state_judging import answer_values
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
 from models.backends.base import BackendOptions, Capabilities

@@ -96,8 +96,8 @@ def test_a_run_is_settled_once_whatever_its_rows(monkeypatch, rows):
         return real_lookup(name)
 
     monkeypatch.setattr("app.judging.service.settle", counted_settle)
-    monkeypatch.setattr(item_checks, "get_template", counted_lookup)
-    monkeypatch.setattr(head_decider, "get_template", counted_lookup)
+    for module in (item_checks, settled_run, head_decider):
+        monkeypatch.setattr(module, "get_template", counted_lookup)
     config = Config(choice=CriteriaChoice(criteria=TWO), swap=False)
     backend = FakeBackend([_pair_reply() for _ in range(rows)])
     judgments = JudgeService(backend, "fake-model", CATALOG).judge_many(

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.formats.text_fitting import CUT_MARK, cut_middle, fit_texts
+from app.judging.prompt_fitting import CUT_MARK, cut_middle, fit_texts
 
 MARK = re.compile(r"\n\[\.\.\. (\d+) characters cut \.\.\.\]\n")
 
