@@ -21,6 +21,7 @@ from app.code_run.answers import answer_function, reference_function
 from app.code_run.inputs import candidate_inputs
 from app.code_run.jail import jail_status
 from app.code_run.runner import run_functions
+from app.records import Judgment, Protocol
 
 MIN_INPUTS = 3  # fewer inputs the reference returns on say too little of its behaviour
 CODE_OFF = "code running is off: no answer's code was run"
@@ -91,3 +92,18 @@ def behaviour_reading(
         return Unread(f"the reference function returned on {run.inputs} of the inputs tried")
     shares = tuple((count or 0) / run.inputs for count in run.agreed)
     return BehaviourReading(wanted.name, run.inputs, shares, run.notes)
+
+
+def with_code_run(judgment: Judgment, found: BehaviourReading | Unread | None) -> Judgment:
+    """`judgment` with what running the answers' functions beside a reference function
+    found (`code_run`), and, where a pair's verdict could not weigh it, why as a verdict
+    part for the page to say: `reference_code_not_run` (code running is off),
+    `reference_code_no_jail` (no jail works here) or `reference_code_unread` (no matching
+    function, or the reference's own run gave too little)."""
+    if found is None:
+        return judgment
+    update: dict = {"code_run": found.record()}
+    parts = judgment.verdict_parts
+    if isinstance(found, Unread) and parts is not None and judgment.protocol is Protocol.PAIRWISE:
+        update["verdict_parts"] = {**parts, f"reference_code_{found.kind}": 1.0}
+    return judgment.model_copy(update=update)

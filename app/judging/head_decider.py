@@ -17,6 +17,7 @@ from app.code_run.behaviour import (
     BehaviourReading,
     Unread,
     behaviour_reading,
+    with_code_run,
 )
 from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
@@ -304,21 +305,6 @@ class HeadDecider:
         if grade is None or not fits(grade, plan.resolved.rule.specs):
             return judgment
         return with_rubric_grade(judgment, plan.item, grade)
-
-
-def with_code_run(judgment: Judgment, found: BehaviourReading | Unread | None) -> Judgment:
-    """`judgment` with what running the answers' functions beside a reference function
-    found (`code_run`), and, where a pair's verdict could not weigh it, why as a verdict
-    part for the page to say: `reference_code_not_run` (code running is off),
-    `reference_code_no_jail` (no jail works here) or `reference_code_unread` (no matching
-    function, or the reference's own run gave too little)."""
-    if found is None:
-        return judgment
-    update: dict = {"code_run": found.record()}
-    parts = judgment.verdict_parts
-    if isinstance(found, Unread) and parts is not None and judgment.protocol is Protocol.PAIRWISE:
-        update["verdict_parts"] = {**parts, f"reference_code_{found.kind}": 1.0}
-    return judgment.model_copy(update=update)
 
 
 def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
