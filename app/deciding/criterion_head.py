@@ -315,11 +315,12 @@ def behaviour_caps(
 ) -> np.ndarray | None:
     """Each answer's highest level on each criterion (answers x specs) where the record's
     rule decides: the answers' functions differ by at least `head.behaviour_cap` in the share
-    of the reference function's results they give. A function that gives a share s of them
-    is held at most at low + s x (high - low) on the criteria a reference judges (those
-    reference_spread moves), as a person grading code against a reference marks its
-    correctness by the results it gets; style and format are not held. None where the rule
-    does not decide."""
+    of the reference function's results they give. A function that misses some of them is
+    wrong on some inputs, at best half right: one that gives a share s < 1 of them is held
+    at most at low + s x (high - low) / 2 on the criteria a reference judges (those
+    reference_spread moves), as a person grading code against a reference marks it down
+    for every result it gets wrong; one that gives them all, and style and format, are not
+    held. None where the rule does not decide."""
     if not (head.behaviour_cap and shares) or any(s is None for s in shares):
         return None
     found = np.asarray(shares, dtype=np.float64)
@@ -328,7 +329,8 @@ def behaviour_caps(
     low, high = SCALE
     caps = np.full((len(found), len(specs)), high)
     judged = reference_spread(specs) > 0
-    caps[:, judged] = (low + found * (high - low))[:, None]
+    held = np.where(found < 1.0, low + found * (high - low) / 2, high)
+    caps[:, judged] = held[:, None]
     return caps
 
 

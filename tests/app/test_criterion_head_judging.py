@@ -276,9 +276,9 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
 
 def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(tiny, heads):
     """The record's rule `reference_behaviour` (criterion_shift.caps) holds the criterion
-    levels where it decides: the wrong function (A, 1 of 27 of the reference's results at
-    best) at most at 1 + 9 x its share on each criterion a reference judges; its style and
-    format, and the right function's levels, as the head gave them; the page says why."""
+    levels where it decides: the wrong function (A) at most at 1 + 4.5 x its share of the
+    reference's results on each criterion a reference judges; its style and format, and the
+    right function's levels, as the head gave them; the page says why."""
     need_jail()
     service, _ = tiny
     verdict, criteria = heads
@@ -300,7 +300,7 @@ def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(
         if spec.category in ("style", "format"):
             assert after[0] == pytest.approx(before[0]), spec.key
         else:
-            assert after[0] <= 1 + 9 * shares[0] + 1e-3 < before[0], spec.key
+            assert after[0] <= 1 + 4.5 * shares[0] + 1e-3 < before[0], spec.key
     assert "reference function's results" in (held.raw_output or "")
 
 
@@ -312,7 +312,9 @@ def test_the_behaviour_caps_hold_only_where_the_functions_differ_enough(heads):
     ]
     head = replace(criteria, behaviour_cap=0.1)
     caps = behaviour_caps(head, specs, [0.25, 1.0])
-    assert caps is not None and caps.tolist() == [[1 + 9 * 0.25, 10.0], [10.0, 10.0]]
+    assert caps is not None and caps.tolist() == [[1 + 4.5 * 0.25, 10.0], [10.0, 10.0]]
+    both = behaviour_caps(head, specs, [0.25, 0.75])  # both wrong somewhere: both held
+    assert both is not None and both[:, 0].tolist() == [1 + 4.5 * 0.25, 1 + 4.5 * 0.75]
     assert behaviour_caps(head, specs, [0.95, 1.0]) is None  # below the rule's threshold
     assert behaviour_caps(head, specs, [None, 1.0]) is None
     assert behaviour_caps(criteria, specs, [0.0, 1.0]) is None  # a head without the rule

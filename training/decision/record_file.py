@@ -111,9 +111,10 @@ def shift_table(rule: ShiftRule) -> list[str]:
     for name in rule.caps:
         lines += [
             "",
-            f"Where the rule `{name}` decides, each answer's share of the reference "
-            "function's results (s) holds its levels on the criteria a reference judges (not "
-            "style or format) at most at 1 + 9s: the rule's confidence above is theirs.",
+            f"Where the rule `{name}` decides, an answer whose function gives a share s < 1 "
+            "of the reference function's results (wrong on some inputs: at best half right) "
+            "is held at most at 1 + 4.5s on the criteria a reference judges (not style or "
+            "format): the rule's confidence above is theirs.",
         ]
     return lines
 
