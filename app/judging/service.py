@@ -153,7 +153,9 @@ class JudgeService:
             if run.mode != "score":
                 # a head's criterion calls are always scored: they hold no critique
                 self._run([plan], "score" if plan.by_head else run.mode, run.sampling)
-            yield self._completed(plan, self._finish(plan, run), run)
+            decider = run.heads if plan.by_head else run.replies
+            assert decider is not None  # the plan was made by it
+            yield self._completed(plan, run.finishing.finished(plan, decider.decide(plan)), run)
 
     def _completed(self, plan: Plan, judgment: Judgment, run: SettledRun) -> Judgment:
         """A finished judgment sent to the second judge when unsure (cascade), and given
@@ -235,9 +237,3 @@ class JudgeService:
                 ]
             except BackendError as exc:
                 plan.generations = [Generation(text="", error=str(exc))] * len(plan.calls)
-
-    @staticmethod
-    def _finish(plan: Plan, run: SettledRun) -> Judgment:
-        decider = run.heads if plan.by_head else run.replies
-        assert decider is not None  # the plan was made by it
-        return run.finishing.finished(plan, decider.decide(plan))
