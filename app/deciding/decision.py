@@ -155,8 +155,8 @@ class ShiftRule(BaseModel):
 
     signals: tuple[Signal, ...] = Field(min_length=1)
     # the record's rules (by name, of CAP_RULES) that hold the levels too where they decide:
-    # each answer's levels on the criteria a reference judges at most its value's share of
-    # the scale (CriterionHead.behaviour_cap): the rule's confidence is the record's
+    # each answer's levels on the criteria a reference judges held by its own value
+    # (criterion_head.behaviour_caps); the rule's threshold and confidence are the record's
     caps: tuple[str, ...] = ()
     fitted: Fitted | None = None
 

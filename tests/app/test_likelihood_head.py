@@ -14,10 +14,10 @@ from app.deciding.decision import decide, sigmoid
 from app.deciding.head_record import head_decision
 from app.deciding.state_head import (
     StateHead,
-    answer_values,
     likelihood_judge_head,
     part_phrases,
 )
+from app.deciding.state_judging import answer_values
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Judgment, Protocol, Status
 from models.backends.base import BackendOptions, Capabilities
