@@ -30,15 +30,6 @@ class Protocol(StrEnum):
     MULTI = "multi"  # 2..6 answers ranked in one call (JudgeLM)
     ANCHORED = "anchored"  # one answer graded against the reference given full marks
 
-    @property
-    def answers_range(self) -> tuple[int, int]:
-        return {
-            Protocol.SINGLE: (1, 1),
-            Protocol.PAIRWISE: (2, 2),
-            Protocol.MULTI: (2, MAX_ANSWERS),
-            Protocol.ANCHORED: (1, 1),
-        }[self]
-
 
 class Status(StrEnum):
     OK = "ok"

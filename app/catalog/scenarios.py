@@ -155,10 +155,6 @@ def load_catalog(root: Path | str = SCENARIOS_DIR) -> Catalog:
     return _load_catalog(Path(root).resolve())
 
 
-def clear_catalog_cache() -> None:
-    _load_catalog.cache_clear()
-
-
 @lru_cache(maxsize=8)
 def _load_catalog(root: Path) -> Catalog:
     criteria_path, scenarios_path = root / CRITERIA_FILE, root / SCENARIOS_FILE

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from app.catalog.scoring import ScoringRule
+from app.code_run.behaviour import BehaviourReading, Unread, with_code_run
 from app.deciding.criterion_head import CriterionHead, behaviour_caps, head_levels
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.decision import (
     Decision,
     DecisionRecord,
+    GradeRule,
     decide,
     grade_of,
     recorded_values,
@@ -30,6 +32,7 @@ from app.deciding.decision import (
 )
 from app.deciding.reference_order import order_shares
 from app.deciding.reference_words import reference_words, stated_share
+from app.deciding.rubric_grade import with_rubric_grade
 from app.deciding.signals import (
     ANSWER_SIGNALS,
     REFERENCE_READS,
@@ -44,12 +47,26 @@ from models.readings import ReplyCriteria
 
 
 @dataclass(frozen=True)
+class ReferenceAsk:
+    """A reference in use beside a head's reads: the range of the criteria's overall (the
+    lead of the scores read with it is a signal), what running each answer's function
+    beside the reference function found (code run in the jail) and a single answer's rubric
+    grade rule, where one fits the item's rubric."""
+
+    overall_range: tuple[int, int]
+    behaviour: BehaviourReading | Unread | None = None
+    rubric_grade: GradeRule | None = None
+
+
+@dataclass(frozen=True)
 class Asks:
     """What a head's reads also give beside its verdict: criterion scores read on from them
-    (`criteria`, a head that reads replies) or given by a criterion head (`levels`)."""
+    (`criteria`, a head that reads replies) or given by a criterion head (`levels`), and
+    the reference's part (`reference`, a reference in use)."""
 
     criteria: TurnAsk | None = None
     levels: LevelAsk | None = None
+    reference: ReferenceAsk | None = None
 
 
 def head_judgment(
@@ -65,7 +82,8 @@ def head_judgment(
     reads each answer as the model's reply). With `asks.criteria` (a head that reads
     replies), the criterion scores are read on from the same reads
     (criterion_reads.turn_criteria); with `asks.levels`, a criterion head gives them from
-    the same reads (no read of their own)."""
+    the same reads (no read of their own); with `asks.reference`, the reference's part of
+    the verdict or grade (`with_reference_part`) and what running the answers' code found."""
     criteria, levels = asks.criteria, asks.levels
     likely = "likelihood" in record.reads()
     reads = read_features(item, head, source, criteria.ask if criteria else None, likely)
@@ -83,11 +101,40 @@ def head_judgment(
         judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
     if levels is not None:
         judgment = _with_head_levels(judgment, item, levels, reads)
-    if criteria is None:
+    if criteria is not None:
+        if criteria.ask.keys:
+            judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
+        judgment = _with_reference_leads(judgment, item, reads)
+    if asks.reference is None:
         return judgment
-    if criteria.ask.keys:
-        judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
-    return _with_reference_leads(judgment, item, reads)
+    # criteria from the criterion head move with the reference's own signals: their lead
+    # would count those twice
+    by_head = judgment.criteria_by_head
+    judgment = with_reference_part(judgment, item, record, asks.reference, not by_head)
+    return with_code_run(judgment, asks.reference.behaviour)
+
+
+def with_reference_part(
+    judgment: Judgment,
+    item: JudgeItem,
+    record: DecisionRecord,
+    ask: ReferenceAsk,
+    criteria: bool = True,
+) -> Judgment:
+    """A head's judgment with the reference's part: a pair's verdict decided again with the
+    reference's signals the record uses (`with_reference_reading`; the lead of the criterion
+    scores read with it where `criteria`), or a single answer's rubric grade combined from
+    its reads (app/deciding/rubric_grade.py)."""
+    if judgment.protocol is Protocol.SINGLE:
+        grade = ask.rubric_grade
+        return judgment if grade is None else with_rubric_grade(judgment, item, grade)
+    if judgment.protocol is not Protocol.PAIRWISE:
+        return judgment
+    behaviour = ask.behaviour if isinstance(ask.behaviour, BehaviourReading) else None
+    reads = reference_reads(item, judgment, ask.overall_range, behaviour)
+    if not criteria:
+        reads = replace(reads, criteria_overall=())
+    return with_reference_reading(judgment, record, reads)
 
 
 def _with_reference_leads(judgment: Judgment, item: JudgeItem, answers: AnswerReads) -> Judgment:

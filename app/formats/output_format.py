@@ -61,10 +61,6 @@ class ReplyLayout:
     criteria: bool = True
     feedback: bool = True
 
-    @property
-    def has_criteria(self) -> bool:
-        return self.criteria or not self.decision_first
-
 
 def decision_path(protocol: Protocol, layout: ReplyLayout) -> JsonPath | None:
     """Where a decision-first reply writes its decision (None for decision last)."""

@@ -11,28 +11,21 @@ from typing import Any
 
 from app.catalog.criteria_resolution import ResolvedCriteria
 from app.code_run.answers import reference_function
-from app.code_run.behaviour import (
-    CODE_OFF,
-    CODE_ON,
-    BehaviourReading,
-    Unread,
-    behaviour_reading,
-    with_code_run,
-)
+from app.code_run.behaviour import CODE_OFF, CODE_ON, BehaviourReading, Unread, behaviour_reading
 from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
 from app.deciding.head_record import head_decision
-from app.deciding.rubric_grade import fits, with_rubric_grade
+from app.deciding.rubric_grade import fits
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
     Asks,
     LevelAsk,
+    ReferenceAsk,
     TurnAsk,
     head_judgment,
-    reference_reads,
-    with_reference_reading,
+    with_reference_part,
 )
 from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
@@ -133,7 +126,8 @@ class HeadDecider:
         # cannot read through): it would be thrown away
         readable = self.reads_for(head)
         found = self.behaviour(item) if readable else None
-        planned = partial(Plan, item, protocol, resolved, calls=[], by_head=True, behaviour=found)
+        asked = self.reference_ask(item, resolved, found)
+        planned = partial(Plan, item, protocol, resolved, calls=[], by_head=True, reference=asked)
         if not (settings.with_criteria and resolved.rule.specs and readable):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
             return planned(base, turn=self.turn(resolved, wanted))
@@ -203,6 +197,19 @@ class HeadDecider:
         shares = found.shares if isinstance(found, BehaviourReading) else None
         return LevelAsk(level_head, resolved.rule, reference or None, shares)
 
+    def reference_ask(
+        self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
+    ) -> ReferenceAsk | None:
+        """The reference's part of the judgment, where the item has a reference in use: its
+        criteria's overall range, what running the answers' functions found and the rubric
+        grade's rule where the judge has one fitted on such a rubric."""
+        if not (item.reference and self.settings.use_reference):
+            return None
+        grade = self.settings.rubric_combination
+        if grade is not None and not fits(grade, resolved.rule.specs):
+            grade = None
+        return ReferenceAsk(resolved.rule.overall_range(), found, grade)
+
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""
         capable = self.backend.capabilities
@@ -238,8 +245,8 @@ class HeadDecider:
 
     def verdict(self, plan: Plan) -> Judgment:
         """The state head's decision before its plan's calls are read: from its own reads
-        (the criterion scores read on from them or given by the criterion head, and the
-        reference's part they hold), and what running the answers' code found."""
+        (the criterion scores read on from them or given by the criterion head), with the
+        reference's part and what running the answers' code found."""
         head = self.settings.head
         if not self.reads_for(head):
             what = "likelihoods" if head.reads == "reply" else "hidden states"
@@ -249,20 +256,14 @@ class HeadDecider:
             )
             return plan.base.model_copy(update={"error": error})
         started = time.perf_counter()
-        asks = Asks(plan.turn, plan.levels)
+        asks = Asks(plan.turn, plan.levels, plan.reference)
         try:
             judgment = head_judgment(
                 plan.base, plan.item, head, self.backend, self.settings.decision, asks
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
-        judgment = judgment.model_copy(
-            update={"latency_s": round(time.perf_counter() - started, 3)}
-        )
-        # criteria from the criterion head move with the reference's own signals: their
-        # lead would count those twice
-        judgment = self.with_reference(plan, judgment, criteria=not judgment.criteria_by_head)
-        return with_code_run(judgment, plan.behaviour)
+        return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
     def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read (and the
@@ -276,35 +277,9 @@ class HeadDecider:
             update={"latency_s": round((judgment.latency_s or 0.0) + read_s, 3)}
         )
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
-        return self.with_reference(plan, judgment)
-
-    def with_reference(self, plan: Plan, judgment: Judgment, criteria: bool = True) -> Judgment:
-        """A pairwise head verdict with the reference's part (state_judging.
-        with_reference_reading), where the item has a reference: the signals of the
-        reference the decision record uses (app/deciding/signals.py), with the criterion
-        scores read with it (`criteria`: they are read) and (code run in the jail) its
-        function's results beside each answer's."""
-        item = plan.item
-        if not (item.reference and self.settings.use_reference):
+        if plan.reference is None:
             return judgment
-        if judgment.protocol is Protocol.SINGLE:
-            return self.graded_with_reference(plan, judgment)
-        if judgment.protocol is not Protocol.PAIRWISE:
-            return judgment
-        found = plan.behaviour
-        behaviour = found if isinstance(found, BehaviourReading) else None
-        reads = reference_reads(item, judgment, plan.resolved.rule.overall_range(), behaviour)
-        if not criteria:
-            reads = replace(reads, criteria_overall=())
-        return with_reference_reading(judgment, self.settings.decision, reads)
-
-    def graded_with_reference(self, plan: Plan, judgment: Judgment) -> Judgment:
-        """A single answer's rubric grade combined from its reads (app/deciding/
-        rubric_grade.py), where the judge has a combination fitted on such a rubric."""
-        grade = self.settings.rubric_combination
-        if grade is None or not fits(grade, plan.resolved.rule.specs):
-            return judgment
-        return with_rubric_grade(judgment, plan.item, grade)
+        return with_reference_part(judgment, plan.item, self.settings.decision, plan.reference)
 
 
 def cut_by_head(item: JudgeItem, head: StateHead) -> bool:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.catalog.criteria_resolution import ResolvedCriteria
-from app.code_run.behaviour import BehaviourReading, Unread
-from app.deciding.state_judging import LevelAsk, TurnAsk
+from app.deciding.state_judging import LevelAsk, ReferenceAsk, TurnAsk
 from app.formats.output_format import ReplyLayout
 from app.records import JudgeItem, Judgment, Protocol
 from models.backends.base import Generation, Message, OutputSpec
@@ -36,5 +35,5 @@ class Plan:
     by_head: bool = False  # decided by the state head: no model call
     turn: TurnAsk | None = None  # criterion scores read on from the head's reads
     levels: LevelAsk | None = None  # criterion scores the criterion head gives from them
-    # a state head's: what running each answer's function beside the reference's found
-    behaviour: BehaviourReading | Unread | None = None
+    # a state head's reference in use: its part of the verdict (code run, rubric grade)
+    reference: ReferenceAsk | None = None

@@ -136,6 +136,20 @@ def test_an_empty_critique_is_said_not_shown() -> None:
     assert "wrote no critique" in judgment.feedback_note
 
 
+def test_a_critique_is_read_for_its_feedback_alone() -> None:
+    """The decision was fixed when the critique was asked: scores outside the scale (which
+    would make a judgment unparsed) do not lose its feedback; a reply with no JSON gives
+    none."""
+    odd = json.dumps({"verdict": "A", "scores": {"A": {"x": 99}}, "feedback": " A is right. "})
+    svc, _ = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7), odd)
+    judgment = svc.judge(PAIR, replace(DECISION, feedback=True))
+    assert judgment.feedback == "A is right." and judgment.feedback_note is None
+    svc, _ = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7), "A.")
+    judgment = svc.judge(PAIR, replace(DECISION, feedback=True))
+    assert judgment.feedback is None and "wrote no critique" in judgment.feedback_note
+    assert judgment.raw_output.endswith("A.")  # what it wrote is kept
+
+
 def test_a_judge_known_to_write_no_critique_says_so_without_a_call() -> None:
     svc, backend = service(verdict_reply("A", {"A": 1.0}), verdict_reply("B", {"B": 1.0}, 4, 7))
     config = with_changes(replace(DECISION, feedback=True), {"writes_critiques": False})
