@@ -103,9 +103,8 @@ EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
 # (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
-# decides them (training/heads/reference_fit.py: its held-out split) with the criterion head's
-# reference shift read on them (training/heads/reference_levels.py), then those held-out pairs
-# judged as the page judges them (training/evaluation/reference_page.py)
+# decides them (training/heads/reference_fit.py), then the held-out ones judged as the page
+# judges them (training/evaluation/reference_page.py)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -125,7 +124,6 @@ eval: setup models
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
 		--reading-cache training/runs/reference-fit/readings
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_levels $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 	$(BIN)/python -m training.decision.measure
 
@@ -136,6 +134,10 @@ eval: setup models
 decision: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reads --part 0 --parts 2 & first=$$!; \
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reads --part 1 --parts 2 && wait $$first
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.levels --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.levels --part 1 --parts 2 && wait $$first
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.graded --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.graded --part 1 --parts 2 && wait $$first
 	$(BIN)/python -m training.decision.fit --write
 	$(BIN)/python -m training.decision.measure
 

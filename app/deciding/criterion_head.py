@@ -25,12 +25,14 @@ log-probability after each answer. The head moves every criterion of an answer b
 
 level points (the likelihood's term kept within the range the fit saw), with `words` and
 `likelihood` fitted on pairs whose reference decides them
-(training/heads/reference_levels.py) and kept in the judge's decision record
+(training/decision/shift_fit.py) and kept in the judge's decision record
 (`criterion_shift`, app/deciding/decision.py): the same shift for every criterion of the answer, as
 a person grading with a reference marks an answer that contradicts it down throughout.
-Where the record's rule `reference_behaviour` decides (the answers' functions, run in the
-jail beside a reference function, differ in the share of its results they give), that share
-holds each answer's levels instead of a weight (`behaviour_caps`, criterion_shift.caps).
+Where a rule of the record that its criterion_shift names decides, each answer's share by
+that rule holds its levels instead of a weight (`level_caps`, criterion_shift.caps):
+`reference_behaviour` (the answers' functions, run in the jail beside a reference function,
+differ in the share of its results they give) and `reference_order` (the answers state
+different shares of the request's items in the reference's order).
 """
 
 from __future__ import annotations
@@ -84,10 +86,10 @@ class CriterionHead:
     # per unit of the share of the request's items stated in the reference's order (where
     # the reference restates them: a sorting or ranking request)
     reference_order: float = 0.0
-    # where the answers' functions differ by at least this in the share of the reference
-    # function's results they give, each share holds its answer's levels (behaviour_caps):
-    # a rule of the judge's decision record (criterion_shift.caps), not a weight; 0: never
-    behaviour_cap: float = 0.0
+    # the judge's decision record's rules that hold the levels (criterion_shift.caps), each
+    # with its threshold: where the answers' shares by the rule differ by at least it, each
+    # share holds its answer's levels (level_caps); a rule, not a weight; none: never
+    caps: tuple[tuple[str, float], ...] = ()
 
     @property
     def reads_reference(self) -> bool:
@@ -98,7 +100,7 @@ class CriterionHead:
             or self.reference_check
             or self.reference_behaviour
             or self.reference_order
-            or self.behaviour_cap
+            or self.caps
         )
 
     def reference_shift(
@@ -305,33 +307,38 @@ def with_shift(head: CriterionHead, record: DecisionRecord) -> CriterionHead:
         if (bound := SHIFT_FIELDS[signal.name]) is not None and signal.bounds is not None:
             fields[bound] = signal.bounds[1]
     thresholds = {r.name: r.at_least for r in record.rules}
-    if "reference_behaviour" in rule.caps:
-        fields["behaviour_cap"] = thresholds["reference_behaviour"]
-    return replace(head, **fields)
+    return replace(head, **fields, caps=tuple((name, thresholds[name]) for name in rule.caps))
 
 
-def behaviour_caps(
-    head: CriterionHead, specs: Sequence[CriterionSpec], shares: Sequence[float | None] | None
-) -> np.ndarray | None:
-    """Each answer's highest level on each criterion (answers x specs) where the record's
-    rule decides: the answers' functions differ by at least `head.behaviour_cap` in the share
-    of the reference function's results they give. A function that misses some of them is
-    wrong on some inputs, at best half right: one that gives a share s < 1 of them is held
-    at most at low + s x (high - low) / 2 on the criteria a reference judges (those
-    reference_spread moves), as a person grading code against a reference marks it down
-    for every result it gets wrong; one that gives them all, and style and format, are not
-    held. None where the rule does not decide."""
-    if not (head.behaviour_cap and shares) or any(s is None for s in shares):
-        return None
-    found = np.asarray(shares, dtype=np.float64)
-    if found.max() - found.min() < head.behaviour_cap:
-        return None
+def level_caps(
+    head: CriterionHead,
+    specs: Sequence[CriterionSpec],
+    shares: dict[str, Sequence[float | None] | None],
+) -> list[tuple[str, np.ndarray]]:
+    """Each deciding rule's highest level of each answer on each criterion (answers x
+    specs), by the rule's name; `shares[rule]` are the answers' shares by it (0-1): of the
+    reference function's results their functions give (`reference_behaviour`), or of the
+    request's items they state in the reference's order (`reference_order`). A rule decides
+    where the shares differ by at least its threshold (`head.caps`). An answer that misses
+    part of what the reference says is wrong in part, at best half right: a share s < 1
+    holds it at most at low + s x (high - low) / 2 on the criteria a reference judges
+    (those reference_spread moves), as a person grading against a reference marks it down
+    for every result it gets wrong; a share of 1, and style and format, are not held."""
     low, high = SCALE
-    caps = np.full((len(found), len(specs)), high)
     judged = reference_spread(specs) > 0
-    held = np.where(found < 1.0, low + found * (high - low) / 2, high)
-    caps[:, judged] = held[:, None]
-    return caps
+    found = []
+    for name, threshold in head.caps:
+        given = shares.get(name)
+        if not given or any(s is None for s in given):
+            continue
+        values = np.asarray(given, dtype=np.float64)
+        if values.max() - values.min() < threshold:
+            continue
+        caps = np.full((len(values), len(specs)), high)
+        held = np.where(values < 1.0, low + values * (high - low) / 2, high)
+        caps[:, judged] = held[:, None]
+        found.append((name, caps))
+    return found
 
 
 def shift_rule(head: CriterionHead, fitted: Fitted, caps: tuple[str, ...] = ()) -> ShiftRule | None:
@@ -378,7 +385,7 @@ def reference_spread(specs: Sequence[CriterionSpec]) -> np.ndarray:
     """Per criterion, how much of an answer's reference shift it takes: none on the
     library's style and format criteria (a reference says what is right, not how to write
     it: a buggy function can be well formatted), the others more, so that the criteria's
-    weighted mean moves by the shift as it was fitted (training.heads.reference_levels);
+    weighted mean moves by the shift as it was fitted (training/decision/shift_fit.py);
     every criterion alike where all are style or format."""
     moved = np.array([spec.category not in NOT_MOVED_BY_REFERENCE for spec in specs], float)
     weights = np.array([spec.weight for spec in specs], dtype=np.float64)

@@ -156,13 +156,13 @@ class ShiftRule(BaseModel):
     signals: tuple[Signal, ...] = Field(min_length=1)
     # the record's rules (by name, of CAP_RULES) that hold the levels too where they decide:
     # each answer's levels on the criteria a reference judges held by its own value
-    # (criterion_head.behaviour_caps); the rule's threshold and confidence are the record's
+    # (criterion_head.level_caps); the rule's threshold and confidence are the record's
     caps: tuple[str, ...] = ()
     fitted: Fitted | None = None
 
 
 # the rules whose per-answer value is a share (0-1) that can hold a criterion's level
-CAP_RULES = ("reference_behaviour",)
+CAP_RULES = ("reference_behaviour", "reference_order")
 
 
 class DecisionRecord(BaseModel):

@@ -19,7 +19,7 @@ import numpy as np
 
 from app.catalog.scoring import ScoringRule
 from app.code_run.behaviour import BehaviourReading, Unread, with_code_run
-from app.deciding.criterion_head import CriterionHead, behaviour_caps, head_levels
+from app.deciding.criterion_head import CriterionHead, head_levels, level_caps
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.decision import (
     Decision,
@@ -200,15 +200,19 @@ class LevelAsk:
     behaviour: tuple[float, ...] | None = None
 
 
-def _reference_shift(item: JudgeItem, ask: LevelAsk, reads: AnswerReads) -> np.ndarray | None:
-    """Each answer's shift in level points for what the reference in use shows of it."""
+def _reference_shift(
+    item: JudgeItem, ask: LevelAsk, reads: AnswerReads
+) -> tuple[np.ndarray | None, list[float | None]]:
+    """Each answer's shift in level points for what the reference in use shows of it, and
+    its in-order share of the request's items (the order rule's; none without a shift)."""
     if not (ask.reference and ask.head.reads_reference):
-        return None
+        return None, []
     stated = reference_words(ask.reference, item.question)
     shares = [stated_share(answer, stated) for answer in item.answers]
     means = _reference_means(reads.references)
     orders = order_shares(item.answers, ask.reference, item.question)
-    return ask.head.reference_shift(shares, means, reads.odds, ask.behaviour or (), orders)
+    shift = ask.head.reference_shift(shares, means, reads.odds, ask.behaviour or (), orders)
+    return shift, orders
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -216,26 +220,33 @@ def _reference_means(references: list[Any]) -> list[float | None]:
     return [float(np.mean(r)) if r is not None and len(r) else None for r in references]
 
 
+HELD_WHY = {  # why a rule held a level, of the answer's share by it
+    "reference_behaviour": "its function gives {share:.0%} of the reference function's results",
+    "reference_order": "it states {share:.0%} of the request's items in the reference's order",
+}
+
+
 def _with_head_levels(
     judgment: Judgment, item: JudgeItem, ask: LevelAsk, reads: AnswerReads
 ) -> Judgment:
-    shift = _reference_shift(item, ask, reads)
+    shift, orders = _reference_shift(item, ask, reads)
     found = head_levels(ask.head, ask.rule.specs, reads, item.answers, shift)
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
-    caps = behaviour_caps(ask.head, ask.rule.specs, ask.behaviour) if ask.reference else None
+    shares = {"reference_behaviour": ask.behaviour, "reference_order": orders}
+    caps = level_caps(ask.head, ask.rule.specs, shares) if shift is not None else []
     lines = []
     for n, values in found.items():
         for c, (key, value) in enumerate(values.items()):
             line = f"answer {n + 1} {key}: criterion head {value:.2f}{moved[n] if moved else ''}"
-            if caps is not None and value > caps[n, c]:
-                share = ask.behaviour[n]  # type: ignore[index]
-                values[key] = float(caps[n, c])
-                line += f", held at {caps[n, c]:.2f}: its function gives {share:.0%} of the "
-                line += "reference function's results"
+            if caps and value > (cap := min(held[n, c] for _, held in caps)):
+                rule = next(name for name, held in caps if held[n, c] == cap)
+                values[key] = float(cap)
+                why = HELD_WHY[rule].format(share=shares[rule][n])
+                line += f", held at {cap:.2f}: {why}"
             lines.append(line)
     raw = "\n".join(lines)
     judged = with_levels(judgment, found, ask.rule, raw)

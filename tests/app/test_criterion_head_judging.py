@@ -19,8 +19,8 @@ from app.catalog.scenarios import load_catalog
 from app.code_run import jail
 from app.deciding.criterion_head import (
     CriterionHead,
-    behaviour_caps,
     head_levels,
+    level_caps,
     load_criterion_head,
     reference_spread,
 )
@@ -274,6 +274,40 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
     assert off.code_run is not None and "turn on" in off.code_run["fix"]
 
 
+SORT_PAIR = JudgeItem(
+    id="sort",
+    question="Sort these numbers in ascending order: 25, 6, 91, 40.",
+    answers=("In ascending order: 91, 40, 25, 6.", "In ascending order: 6, 25, 40, 91"),
+    reference="In ascending order: 6, 25, 40, 91.",
+)
+
+
+def test_where_the_order_rule_decides_the_share_in_order_holds_the_levels(tiny, heads):
+    """The record's rule `reference_order` (criterion_shift.caps) holds the criterion levels
+    where it decides: the answer stating the numbers in reverse (A: half of the reference's
+    items in its order) at most at 1 + 4.5 x 0.5 on each criterion a reference judges; the
+    sorted answer's levels, and A's style and format, as the head gave them; the raw text
+    says why."""
+    service, _ = tiny
+    verdict, criteria = heads
+    high = replace(criteria, weights=np.zeros_like(criteria.weights), means=np.array([9.0]))
+    ordered = replace(high, caps=(("reference_order", 0.1),))
+    held = service.judge(SORT_PAIR, _config((verdict, ordered)))
+    # the same head where the order rule is not among its caps (no function: no behaviour)
+    unordered = replace(high, caps=(("reference_behaviour", 0.1),))
+    unheld = service.judge(SORT_PAIR, _config((verdict, unordered)))
+    specs = load_catalog().specs_for(held.scenario)
+    for spec in specs:
+        before = [a.expected_criteria[spec.key] for a in unheld.answers]
+        after = [a.expected_criteria[spec.key] for a in held.answers]
+        assert after[1] == pytest.approx(before[1])  # in order: as given
+        if spec.category in ("style", "format"):
+            assert after[0] == pytest.approx(before[0]), spec.key
+        else:
+            assert after[0] == pytest.approx(1 + 4.5 * 0.5) and before[0] > after[0], spec.key
+    assert "50% of the request's items in the reference's order" in (held.raw_output or "")
+
+
 def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(tiny, heads):
     """The record's rule `reference_behaviour` (criterion_shift.caps) holds the criterion
     levels where it decides: the wrong function (A) at most at 1 + 4.5 x its share of the
@@ -283,7 +317,10 @@ def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(
     service, _ = tiny
     verdict, criteria = heads
     high = replace(
-        criteria, weights=np.zeros_like(criteria.weights), means=np.array([9.0]), behaviour_cap=0.1
+        criteria,
+        weights=np.zeros_like(criteria.weights),
+        means=np.array([9.0]),
+        caps=(("reference_behaviour", 0.1),),
     )
     held = service.judge(CODE_PAIR, _config((verdict, high)))
     with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
@@ -304,21 +341,28 @@ def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(
     assert "reference function's results" in (held.raw_output or "")
 
 
-def test_the_behaviour_caps_hold_only_where_the_functions_differ_enough(heads):
+def test_the_level_caps_hold_only_where_their_rule_decides(heads):
     _, criteria = heads
     specs = [
         CriterionSpec(key="right", name="R", description="d", category="content"),
         CriterionSpec(key="look", name="L", description="d", category="style"),
     ]
-    head = replace(criteria, behaviour_cap=0.1)
-    caps = behaviour_caps(head, specs, [0.25, 1.0])
-    assert caps is not None and caps.tolist() == [[1 + 4.5 * 0.25, 10.0], [10.0, 10.0]]
-    both = behaviour_caps(head, specs, [0.25, 0.75])  # both wrong somewhere: both held
-    assert both is not None and both[:, 0].tolist() == [1 + 4.5 * 0.25, 1 + 4.5 * 0.75]
-    assert behaviour_caps(head, specs, [0.95, 1.0]) is None  # below the rule's threshold
-    assert behaviour_caps(head, specs, [None, 1.0]) is None
-    assert behaviour_caps(criteria, specs, [0.0, 1.0]) is None  # a head without the rule
-    assert head.reads_reference and not criteria.reads_reference
+    head = replace(criteria, caps=(("reference_behaviour", 0.1), ("reference_order", 0.1)))
+
+    def held(shares):  # by each deciding rule's name, its caps
+        return {name: caps.tolist() for name, caps in level_caps(head, specs, shares)}
+
+    assert held({"reference_behaviour": [0.25, 1.0]}) == {
+        "reference_behaviour": [[1 + 4.5 * 0.25, 10.0], [10.0, 10.0]]
+    }
+    both = held({"reference_behaviour": [0.25, 0.75]})  # both wrong somewhere: both held
+    assert [row[0] for row in both["reference_behaviour"]] == [1 + 4.5 * 0.25, 1 + 4.5 * 0.75]
+    assert held({"reference_behaviour": [0.95, 1.0]}) == {}  # below the rule's threshold
+    assert held({"reference_behaviour": [None, 1.0]}) == {}
+    # a sorted list against the same items in reverse: the order rule holds the reverse
+    order = held({"reference_order": [1.0, 0.25], "reference_behaviour": None})
+    assert order == {"reference_order": [[10.0, 10.0], [1 + 4.5 * 0.25, 10.0]]}
+    assert level_caps(criteria, specs, {"reference_behaviour": [0.0, 1.0]}) == []  # no rule
 
 
 def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, heads):

@@ -20,7 +20,7 @@ the right answer (a different sentence; another correct implementation).
 
 Rows go to `train.jsonl` and `test.jsonl` (30 % of requests, by a hash of the request),
 in PocketJudge's own layout with `label.winner`. The fits (training/decision/fit.py, through
-its cache of reads, and training/heads/reference_levels.py) see only `train.jsonl`.
+its cache of reads, and training/decision/shift_fit.py) see only `train.jsonl`.
 """
 
 from __future__ import annotations

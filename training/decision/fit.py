@@ -27,9 +27,13 @@ chosen are data (`--config`). The fit:
 4. **The rubric grade** (`rubric_grade`: one answer's grade on a rubric, with a reference): a
    ridge over its signals on the cache's graded rows (training/decision/graded.py), the
    signal set and strength chosen by request-grouped CV (training/decision/grade_fit.py).
+5. **The criterion shift** (`criterion_shift`: how a reference moves the criterion head's
+   levels): the same penalised logit around the criterion head's own lead on the cache's
+   reference-decided training pairs (training/decision/levels.py), the pairs a rule decides
+   left to the rule, which holds their levels (training/decision/shift_fit.py).
 
-`--sections` names the parts refitted (default: both, `pairwise` and `rubric_grade`; the
-others, and a part not named, are kept as the judge's record has them). `--write` writes the
+`--sections` names the parts refitted (default: all three, `pairwise`, `rubric_grade` and
+`criterion_shift`; a part not named is kept as the judge's record has it). `--write` writes the
 record beside the judge's head (`decision.yaml`) and the model card's table of the rule
 (training/decision/record_file.py); without it the fit is printed alone.
 """
@@ -419,7 +423,16 @@ def write_record(data: dict[str, Any], out: Path | None = None) -> str:
     return f"wrote {path} and its tables of the rule"
 
 
-SECTIONS = ("pairwise", "rubric_grade")
+SECTIONS = ("pairwise", "rubric_grade", "criterion_shift")
+
+
+def declared(record: DecisionRecord) -> dict[str, Any]:
+    """The record's data as it is written: its fields with values, and its scale and tie
+    threshold always (the rule says them even where they are the defaults)."""
+    given = record.model_dump(mode="json", exclude_defaults=True)
+    said = ("scale", "tie_threshold")
+    names = [n for n in type(record).model_fields if n in given or n in said]
+    return {n: given.get(n, getattr(record, n)) for n in names}
 
 
 def fitted_pairwise(config: FitConfig, reads: Path, kept: DecisionRecord) -> dict[str, Any]:
@@ -447,6 +460,19 @@ def fitted_rubric_grade(file: Path, folder: Path) -> dict[str, Any]:
     return result["grade"].model_dump(mode="json", exclude_defaults=True)
 
 
+def fitted_criterion_shift(kept: DecisionRecord, reads: Path, k: float) -> dict[str, Any]:
+    """The criterion head's shift fitted on the cache's reference-decided training pairs (their
+    values and the criterion head's lead), reported on the held-out ones after."""
+    from training.decision.shift_fit import render, report, shift_section, shift_table
+
+    train = shift_table("train", kept, reads)
+    if not len(train["a_wins"]):
+        raise SystemExit(f"{reads}: no criterion-head leads: run training.decision.levels")
+    result = report(train, shift_table("test", kept, reads), k)
+    print(render(result))
+    return shift_section(result, kept)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.decision.fit", description=__doc__)
     parser.add_argument("--config", type=Path, default=CONFIG)
@@ -460,11 +486,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
-    data = kept.model_dump(mode="json", exclude_defaults=True)
+    data = declared(kept)
     if "pairwise" in args.sections:
         data |= fitted_pairwise(config, args.reads, kept)
     if "rubric_grade" in args.sections:
         data["rubric_grade"] = fitted_rubric_grade(args.graded, args.reads / "graded")
+    if "criterion_shift" in args.sections:
+        if config.logits_per_level is None:
+            raise SystemExit(f"{args.config}: logits_per_level: needed to fit criterion_shift")
+        shift = fitted_criterion_shift(kept, args.reads, config.logits_per_level)
+        data["criterion_shift"] = shift
     if args.write or args.out:
         print(write_record(data, args.out))
     return 0

@@ -111,12 +111,19 @@ def shift_table(rule: ShiftRule) -> list[str]:
     for name in rule.caps:
         lines += [
             "",
-            f"Where the rule `{name}` decides, an answer whose function gives a share s < 1 "
-            "of the reference function's results (wrong on some inputs: at best half right) "
-            "is held at most at 1 + 4.5s on the criteria a reference judges (not style or "
-            "format): the rule's confidence above is theirs.",
+            f"Where the rule `{name}` decides, an answer that {CAP_SHARES[name]} (wrong in "
+            "part: at best half right) is held at most at 1 + 4.5s on the criteria a "
+            "reference judges (not style or format): the rule's confidence above is theirs.",
         ]
     return lines
+
+
+# each rule that holds the levels: the answer's share by it, in words
+CAP_SHARES = {
+    "reference_behaviour": "has a function giving a share s < 1 of the reference function's "
+    "results",
+    "reference_order": "states a share s < 1 of the request's items in the reference's order",
+}
 
 
 def grade_table(rule: GradeRule, title: str) -> list[str]:

@@ -6,11 +6,11 @@
 `training.heads.reference_fit` judges the training and held-out pairs with the criterion
 scores off (the reference's weights are the decision record's: `training.decision.fit`). The
 page has criterion scores too: the default's
-criterion head moves them by the same signals (training.heads.reference_levels); a judge
+criterion head moves them by the same signals (training/decision/shift_fit.py); a judge
 that reads them apart with the reference adds their lead (`reference_weight`). This reads
 the held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict
-in, and reports the page's verdict beside the head alone (from reference_fit's judgments
-of the same pairs), the criteria's own decision, and the longer and the shorter answer,
+in, and reports the page's verdict beside the head alone (its score without the reference's
+part), the criteria's own decision, and the longer and the shorter answer,
 overall and per family. Judgments are saved row by row, so a stopped run goes on.
 A reference function's behaviour counts by default, the answers' functions run beside it
 in the jail (app/code_run/); `--no-run-code` judges as a user who turned code running off
@@ -33,17 +33,15 @@ from app.records import Judgment
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
 from training.evaluation.report_files import write_report
-from training.heads.reference_fit import OUT as FIT_OUT
 from training.heads.reference_fit import features, judged, percent_right
 
-OUT = FIT_OUT.parent / "reference-page"
+OUT = DATA.parent / "reference-page"
 
 
-def decisions(
-    rows: Sequence[InputRow], page: Sequence[Judgment], alone: Sequence[Judgment]
-) -> dict[str, np.ndarray]:
-    """Per pair, a score for A under each decision (positive: A), and whether A is right."""
-    found = features(rows, alone)
+def decisions(rows: Sequence[InputRow], page: Sequence[Judgment]) -> dict[str, np.ndarray]:
+    """Per pair, a score for A under each decision (positive: A), and whether A is right; the
+    head alone is the page's score without the reference's part."""
+    found = features(rows, page)
     criteria = {"A": 1.0, "B": -1.0}
     return {
         "the page's verdict": np.array([(j.verdict_parts or {}).get("score", 0.0) for j in page]),
@@ -66,10 +64,8 @@ def accuracies(found: dict[str, np.ndarray]) -> dict[str, float]:
     }
 
 
-def report(
-    rows: Sequence[InputRow], page: Sequence[Judgment], alone: Sequence[Judgment]
-) -> dict[str, Any]:
-    found = decisions(rows, page, alone)
+def report(rows: Sequence[InputRow], page: Sequence[Judgment]) -> dict[str, Any]:
+    found = decisions(rows, page)
     families = [(row.raw or {}).get("family", "?") for row in rows]
     by_family = {}
     for family in sorted(set(families)):
@@ -110,17 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", help="a registry name (default: the default judge)")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--fit", type=Path, default=FIT_OUT, help="reference_fit's output")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--no-run-code", action="store_true", help="as with code running off")
     args = parser.parse_args(argv)
-    alone_file = args.fit / "test.jsonl"
-    if not alone_file.is_file():
-        print(f"{alone_file} is missing: run `python -m training.heads.reference_fit` first")
-        return 2
-    alone = [Judgment.model_validate_json(line) for line in alone_file.open(encoding="utf-8")]
+    if not (args.data / "test.jsonl").is_file():
+        from training.datasets.reference_decided import main as build
+
+        build(["--out", str(args.data)])
     rows = [r for r in read_rows(args.data / "test.jsonl") if r.item is not None]
     from models.backends.base import BackendOptions
     from training.evaluation.evaluate import open_evaluated
@@ -137,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         page = judged(judge, rows, args.out / "test.jsonl", args.quiet)
     finally:
         judge.close()
-    result = report(rows, page, alone)
+    result = report(rows, page)
     write_report(args.out, result, render(result))
     return 0
 

@@ -11,7 +11,7 @@ A's lead in the reference's likelihood after each answer
 answer against the reference (`reference_check_difference`: asked after the reference
 whether the answer gives its result, the judge's true against false) and the criterion
 scores read with the reference. Judgments are saved row by row, so a stopped run goes on;
-`training.heads.reference_levels` and `training.evaluation.reference_page` read them.
+`training.evaluation.reference_page` reads the held-out ones judged as the page judges them.
 
 The reference's weights are the judge's decision record's, fitted with every other weight
 by the one procedure (`python -m training.decision.fit`); this reports what the record's
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reading-cache",
         type=Path,
-        help="keep each answer's read there (training.heads.reference_levels reads them)",
+        help="keep each answer's read there (a later head on the same model reads them)",
     )
     args = parser.parse_args(argv)
     if not (args.data / "train.jsonl").is_file():

@@ -141,21 +141,24 @@ def test_a_head_file_holding_weights_its_record_holds_is_refused(tmp_path: Path)
 
 
 def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkeypatch):
-    """The criterion head's reference weights and bounds moved from criterion_head.npz into
-    the record's criterion_shift (tests/golden/default_shift_before.json: what the file held):
-    the loaded head moves as before, and a head file that still holds one is refused."""
+    """The criterion head's reference weights and bounds are the record's criterion_shift
+    (criterion_head.npz holds none): the loaded head moves by them, its levels held by the
+    rules the shift names, and a head file that still holds one is refused."""
     from dataclasses import replace
 
     import app.judging.settings as settings
     from app.deciding.criterion_head import CriterionHead, shift_fields
 
-    before = json.loads(GOLDEN.with_name("default_shift_before.json").read_text("utf-8"))
-    before.pop("from")
-    assert before.pop("reference_behaviour") == 42.0475  # the fit's bound: now the rule's cap
     entry = load_registry().get()
     loaded = settings.judge_config(entry).parts.criterion_levels
-    assert {name: getattr(loaded, name) for name in before} == pytest.approx(before)
-    assert loaded.reference_behaviour == 0.0 and loaded.behaviour_cap == 0.1
+    shift = default_record().criterion_shift
+    assert shift is not None
+    weights = {signal.name: signal.weight for signal in shift.signals}
+    assert {name: getattr(loaded, name) for name in weights} == pytest.approx(weights)
+    bounds = {s.name: s.bounds[1] for s in shift.signals if s.bounds}
+    assert loaded.reference_likelihood_bound == pytest.approx(bounds["reference_likelihood"])
+    assert loaded.reference_order == 0.0 and loaded.reference_behaviour == 0.0  # rules now
+    assert loaded.caps == (("reference_order", 0.1), ("reference_behaviour", 0.1))
     in_file = CriterionHead.load(MODELS_DIR / str(entry.judging.criterion_head))
     assert shift_fields(in_file) == []  # the file holds the levels' arrays alone
     holding = replace(in_file, reference_words=1.0)
@@ -170,7 +173,7 @@ def test_the_rule_that_holds_the_criterion_levels_is_the_records_own_named_rule(
     field."""
     record = default_record()
     assert record.criterion_shift is not None
-    assert record.criterion_shift.caps == ("reference_behaviour",)
+    assert record.criterion_shift.caps == ("reference_order", "reference_behaviour")
     assert not any(s.weight >= 100 / 2.3783 - 1e-3 for s in record.criterion_shift.signals)
     data = record.model_dump(mode="json")
     data["rules"] = [r for r in data["rules"] if r["name"] != "reference_behaviour"]

@@ -144,3 +144,16 @@ def _ours(item: JudgeItem) -> dict:
         "reference": item.reference,
         "label": {"score": item.label.score, "scale_max": 5},
     }
+
+
+def test_the_committed_graded_rows_give_the_records_rubric_grade_again():
+    """Every row of vicuna_eval is in the one cache (training/decision/cache/graded/): the fit
+    on them is the default's rubric grade as its record holds it."""
+    from training.evaluation.reference_runs import DEFAULT_FILE
+
+    if not DEFAULT_FILE.is_file():
+        pytest.skip(f"{DEFAULT_FILE} is not here (../shared/data)")
+    rows = labelled_graded(DEFAULT_FILE)
+    assert len(rows) == 320
+    found = report(table(rows))["grade"]
+    assert found == load_decision(record_path()).rubric_grade

@@ -34,12 +34,7 @@ def test_the_page_is_scored_beside_the_head_alone_on_the_same_pairs():
         _judged(2, {"score": -0.2}, "A"),  # right; its criteria wrong
         _judged(3, {"score": -1.0, "reference": -0.5}, "B"),  # wrong, not turned
     ]
-    alone = [
-        _judged(1, {"states": -0.5, "score": -0.5}),
-        _judged(2, {"states": 0.4, "score": 0.4}),
-        _judged(3, {"states": 0.2, "score": 0.2}),
-    ]
-    result = report(rows, page, alone)
+    result = report(rows, page)
     accuracy = result["accuracy"]
     assert accuracy["the page's verdict"] == 66.7
     assert accuracy["the head alone"] == 33.3

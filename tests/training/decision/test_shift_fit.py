@@ -1,12 +1,23 @@
-"""The criterion head's reference shift (training/heads/reference_levels.py): chosen by the
-criteria's own cross-validated decision, in level points, and read on held-out pairs."""
+"""The criterion head's reference shift by the one procedure (training/decision/shift_fit.py):
+chosen by request-grouped CV with the pairwise fit's penalised logit around the criterion
+head's own lead, in level points, the pairs a rule decides left to the rule."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from training.heads.reference_levels import accuracies, chosen, render, report
+from app.deciding.decision import DecisionRecord
+from training.decision.record_file import record_path
+from training.decision.shift_fit import (
+    accuracies,
+    cap_rules,
+    chosen,
+    render,
+    report,
+    shift_section,
+    shift_table,
+)
 
 
 def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
@@ -21,6 +32,8 @@ def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
         "lead": rng.normal(size=pairs),
         "check": rng.normal(size=pairs),
         "order": np.zeros(pairs),  # the reference restates no items of the request
+        "behaviour": np.zeros(pairs),
+        "ruled": np.zeros(pairs),  # no rule decides
         "head": -sign,
         "longer": -sign * 10.0,
         "a_wins": a_wins,
@@ -29,10 +42,16 @@ def _table(pairs: int, seed: int) -> dict[str, np.ndarray]:
     }
 
 
+def _record() -> DecisionRecord:
+    from app.deciding.decision import load_decision
+
+    return load_decision(record_path())
+
+
 def test_the_words_turn_criteria_that_favour_the_wrong_answer():
     train = _table(60, 1)
     found = chosen(train, k=2.0)
-    assert found["chosen"] in ("the reference's words", "both")
+    assert found["chosen"] == "the reference's words"  # the cheapest that does it
     assert found["candidates"]["the reference's words"]["cv_accuracy"] == pytest.approx(1.0)
     weights = found["weights"]
     assert weights["reference_words"] > 0.8 / 0.5  # enough to outweigh the criteria's lead
@@ -41,17 +60,18 @@ def test_the_words_turn_criteria_that_favour_the_wrong_answer():
     assert scores["the criteria without it"] == 0.0
 
 
-def test_the_weights_are_level_points_of_the_scale_k_sets():
+def test_separable_pairs_give_a_penalised_weight_far_from_any_bound():
+    """The words tell every pair: an unpenalised fit would run to its bound (100 logits);
+    the penalised logit stops where the CV log loss is lowest."""
     train = _table(60, 2)
-    small, large = chosen(train, k=1.0), chosen(train, k=4.0)
-    # the fit's logits are k times the level points: a larger k, proportionally smaller
-    ratio = small["weights"]["reference_words"] / large["weights"]["reference_words"]
-    assert ratio == pytest.approx(4.0, rel=0.05)
+    train["words"] = 2 * train["a_wins"] - 1
+    weight = chosen(train, k=2.0)["weights"]["reference_words"]
+    assert 0.8 < weight < 0.5 * 100 / 2.0
 
 
 def test_the_report_reads_the_held_out_pairs_by_family():
     result = report(_table(60, 3), _table(30, 4), k=2.0)
-    assert result["test_pairs"] == 30
+    assert result["test_pairs"] == 30 and result["ruled_pairs"] == (0, 0)
     assert set(result["test_by_family"]) == {"capitals", "sorting"}
     assert result["test"]["the criteria with the reference"] == 100.0
     assert "k = 2.0 logits per level point" in render(result)
@@ -79,51 +99,45 @@ def test_the_check_turns_criteria_where_only_it_tells_the_right_answer():
     assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
 
 
-def test_the_order_turns_criteria_where_the_words_cannot_tell():
-    """Sorting pairs: both answers state every item, only the order tells them apart."""
+def test_the_pairs_a_rule_decides_are_the_rules_not_the_fits():
+    """Sorting pairs: both answers state every item, only the order tells them apart; the
+    record's rule `reference_order` decides them (and holds the levels), so no weight is
+    fitted on them and the criteria's decision there is the rule's."""
     train = _table(60, 7)
     sorting = train["family"] == "sorting"
     train["words"] = np.where(sorting, 0.0, train["words"])
-    train["order"] = np.where(sorting, 0.2 * (2 * train["a_wins"] - 1), 0.0)
+    train["order"] = np.where(sorting, 0.5 * (2 * train["a_wins"] - 1), 0.0)
+    rules = cap_rules(_record())
+    assert [name for name, _ in rules] == ["reference_order", "reference_behaviour"]
+    from training.decision.shift_fit import ruled
+
+    train["ruled"] = ruled(train, rules)
+    assert (train["ruled"] != 0).sum() == sorting.sum()
     found = chosen(train, k=2.0)
-    assert found["chosen"] in ("the words and the order", "both, the check and the order")
-    assert found["weights"]["reference_order"] > 0
+    assert "reference_order" not in found["weights"]
     assert accuracies(train, found["weights"])["the criteria with the reference"] == 100.0
 
 
-def test_no_weight_is_fitted_for_the_codes_behaviour_the_records_rule_decides_it():
-    """Code pairs are the record's rule's (reference_behaviour: it decides them and holds
-    the levels, criterion_shift.caps): the shift fits no weight for their behaviour, which
-    sat at the fit's bound when it did (42.0475 level points = 100 logits / k)."""
-    train = _table(80, 5)
-    train["behaviour"] = 0.6 * (2 * train["a_wins"] - 1)  # separable: a weight would run off
-    found = chosen(train, k=2.0)
-    assert "reference_behaviour" not in found["weights"] and "stacked_weight" not in found
-    assert "code run" not in render(report(train, _table(40, 6), k=2.0))
+def test_the_shift_section_names_the_caps_and_where_it_was_fitted():
+    result = report(_table(60, 1), _table(30, 4), k=2.0)
+    section = shift_section(result, _record())
+    assert section["caps"] == ["reference_order", "reference_behaviour"]
+    (words,) = section["signals"]
+    assert words["name"] == "reference_words" and words["weight"] > 0
+    assert "training.decision.fit --sections criterion_shift" in words["fitted"]["by"]
+    assert "log loss" in words["fitted"]["cv"]
 
 
-def test_the_fitted_shift_is_written_into_the_judges_record_and_out_of_its_head(tmp_path):
-    """`--write`: the weights go to the decision record's criterion_shift (one place), the
-    criterion head's file keeps its arrays with no shift weight of its own."""
-    from dataclasses import replace
+def test_the_committed_cache_gives_the_records_shift_again():
+    """The one cache's reference-decided pairs (their values and the criterion head's leads,
+    training/decision/levels.py) fit the default's criterion_shift as its record holds it."""
+    from training.decision.fit_config import load_config
 
-    from app.deciding.criterion_head import CriterionHead, shift_fields
-    from app.deciding.decision import load_decision
-    from models.registry import MODELS_DIR, load_registry
-    from training.decision.record_file import record_path
-    from training.heads.reference_levels import write_shift
-
-    record = tmp_path / "decision.yaml"
-    record.write_text(record_path().read_text(encoding="utf-8"), encoding="utf-8")
-    shipped = CriterionHead.load(MODELS_DIR / str(load_registry().get().judging.criterion_head))
-    fitted = replace(shipped, reference_words=1.5, reference_check=0.5, reference_check_bound=0.8)
-    head = tmp_path / "criterion_head.npz"
-    write_shift(fitted, head, str(record))
-    signals = {s.name: s for s in load_decision(record).criterion_shift.signals}
-    assert {name: s.weight for name, s in signals.items()} == {
-        "reference_words": 1.5,
-        "reference_check": 0.5,
-    }
-    assert signals["reference_check"].bounds == (-0.8, 0.8)
-    assert load_decision(record).criterion_shift.caps == ("reference_behaviour",)  # kept
-    assert shift_fields(CriterionHead.load(head)) == []
+    record = _record()
+    train = shift_table("train", record)
+    assert len(train["a_wins"]) == 161
+    result = report(train, shift_table("test", record), load_config().logits_per_level)
+    assert shift_section(result, record) == record.criterion_shift.model_dump(
+        mode="json", exclude_defaults=True
+    )
+    assert result["test"]["the criteria with the reference"] == 100.0
