@@ -102,9 +102,8 @@ EVAL_FILES ?= ../shared/data/autoj/pairwise_dev.jsonl ../shared/data/llmbar/natu
 EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
-# (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the pairs whose reference
-# decides them (training/heads/reference_fit.py), then the held-out ones judged as the page
-# judges them (training/evaluation/reference_page.py)
+# (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the held-out pairs whose
+# reference decides them judged as the page judges them (training/evaluation/reference_page.py)
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -122,8 +121,6 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.fit --sections rubric_grade
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m training.heads.reference_fit $(if $(EVAL_MODEL),--model $(EVAL_MODEL),) \
-		--reading-cache training/runs/reference-fit/readings
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
 	$(BIN)/python -m training.decision.measure
 

@@ -3,9 +3,9 @@
     python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
                                                  [--no-run-code]
 
-`training.heads.reference_fit` judges the training and held-out pairs with the criterion
-scores off (the reference's weights are the decision record's: `training.decision.fit`). The
-page has criterion scores too: the default's
+The verdict's reference weights are the decision record's (`training.decision.fit`, on the
+training pairs in the one cache; `training.decision.measure` reads the held-out ones' saved
+values). The page has criterion scores too: the default's
 criterion head moves them by the same signals (training/decision/shift_fit.py); a judge
 that reads them apart with the reference adds their lead (`reference_weight`). This reads
 the held-out pairs (`test.jsonl`) with the judge's own settings, every part of the verdict
@@ -32,8 +32,8 @@ from app.io.reader import InputRow, read_rows
 from app.records import Judgment
 from models.run_settings import RUN_DEFAULTS
 from training.datasets.reference_decided import OUT as DATA
+from training.datasets.reference_pairs import head_score
 from training.evaluation.report_files import write_report
-from training.heads.reference_fit import features, judged, percent_right
 
 OUT = DATA.parent / "reference-page"
 
@@ -41,18 +41,41 @@ OUT = DATA.parent / "reference-page"
 def decisions(rows: Sequence[InputRow], page: Sequence[Judgment]) -> dict[str, np.ndarray]:
     """Per pair, a score for A under each decision (positive: A), and whether A is right; the
     head alone is the page's score without the reference's part."""
-    found = features(rows, page)
+    items = [row.item for row in rows if row.item is not None]
+    longer = np.array([len(item.answers[0]) - len(item.answers[1]) for item in items], float)
     criteria = {"A": 1.0, "B": -1.0}
     return {
         "the page's verdict": np.array([(j.verdict_parts or {}).get("score", 0.0) for j in page]),
-        "the head alone": found["head"],
+        "the head alone": np.array([head_score(j) for j in page]),
         "the criteria's own decision": np.array(
             [criteria.get(j.criteria_verdict or "", 0.0) for j in page]
         ),
-        "the longer answer": found["longer"],
-        "the shorter answer": -found["longer"],
-        "a_wins": found["a_wins"],
+        "the longer answer": longer,
+        "the shorter answer": -longer,
+        "a_wins": np.array([item.label is not None and item.label.winner == "A" for item in items]),
     }
+
+
+def percent_right(score: np.ndarray, a_wins: np.ndarray) -> float:
+    """The share of pairs a score for A (positive: A) gets right; a zero counts as wrong."""
+    won = a_wins == 1
+    return round(100 * float(((score > 0) == won)[score != 0].sum()) / max(len(won), 1), 1)
+
+
+def judged(judge: Any, rows: Sequence[InputRow], saved: Path, quiet: bool) -> list[Judgment]:
+    """Each row's judgment, from `saved` where it was judged before (one JSON per line)."""
+    lines = saved.read_text(encoding="utf-8").splitlines() if saved.is_file() else []
+    done = [Judgment.model_validate_json(line) for line in lines if line.strip()]
+    with saved.open("a", encoding="utf-8") as out:
+        for row in rows[len(done) :]:
+            assert row.item is not None
+            judgment = judge.judge(row.item, judge.config, line=row.line)
+            out.write(judgment.model_dump_json() + "\n")
+            out.flush()
+            done.append(judgment)
+            if not quiet and len(done) % 10 == 0:
+                print(f"{saved.stem}: {len(done)} of {len(rows)} pairs", file=sys.stderr)
+    return done
 
 
 def accuracies(found: dict[str, np.ndarray]) -> dict[str, float]:

@@ -13,7 +13,7 @@ from app.deciding.reference_words import (
 )
 from app.deciding.signals import PairReads
 from app.deciding.state_judging import with_reference_reading
-from app.records import JudgeItem, Judgment, Protocol, Status
+from app.records import JudgeItem, Judgment, Label, Protocol, Status
 from tests.support.head_configs import reference_record
 
 QUESTION = "What is 15% of 80?"
@@ -41,11 +41,26 @@ def test_an_answer_stating_the_reference_leads_one_that_does_not():
     assert reference_words_lead(["a", "b"], "80 is 80.", "What is 80?") is None
 
 
+CODING_PAIR = JudgeItem(
+    id="coding-pair",
+    question="Write a Python function that returns the second largest distinct value of a "
+    "list, or None when there are fewer than two.",
+    answers=(
+        "def second_largest(xs):\n    values = sorted(set(xs))\n    return values[-2] if "
+        "len(values) >= 2 else None",
+        "Here is a clean and efficient solution!\n\n```python\ndef second_largest(xs):\n"
+        "    xs.sort()\n    return xs[-2]\n```\n\nThis sorts the list and returns the second "
+        "to last element, which is the second largest.",
+    ),
+    reference="def second_largest(xs):\n    distinct = sorted(set(xs))\n    return "
+    "distinct[-2] if len(distinct) > 1 else None",
+    label=Label(winner="A"),  # the right answer
+)
+
+
 def test_the_issues_coding_pair_leans_to_the_right_function():
     """The right answer keeps the distinct values and guards a short list, as the reference
     does; the polished one sorts the caller's list in place."""
-    from training.heads.reference_fit import CODING_PAIR
-
     item = CODING_PAIR
     lead = reference_words_lead(item.answers, item.reference or "", item.question)
     assert lead is not None and lead > 0.25
