@@ -171,6 +171,9 @@ class LlamaCppBackend:
         the end-of-turn token (uncut: the reader cuts it to what its context holds)."""
         return self._text.reply_tokens(request, answer)
 
+    def _reply_prompt(self, request: str) -> list[int]:
+        return self._text.reply_prompt(request)
+
     def _end_of_turn_token(self) -> int:
         return self._text.end_of_turn_token()
 

@@ -48,12 +48,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit, log_expit
 
 from app.deciding.decision import DecisionRecord, DeclaredRule, load_decision
 from models.registry import load_registry
 from training.decision.fit_config import CONFIG, FitConfig, load_config
+from training.decision.logit import Weights, fit_weights, folds_of
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, write_record_file
@@ -143,83 +142,6 @@ def fit_rules(pairs: Pairs, rules: Sequence[DeclaredRule]) -> tuple[list[RuleFit
         fits.append(RuleFit(rule.name, int(fires.sum()), right))
         open_ &= ~fires
     return [f for f in fits if f.decided], open_
-
-
-@dataclass(frozen=True)
-class Weights:
-    """An ordinal logit's weights (on the signals' own scale) and tie threshold."""
-
-    names: tuple[str, ...]
-    weights: np.ndarray
-    tie_threshold: float
-
-    def probabilities(self, values: np.ndarray, offset: np.ndarray | float = 0.0) -> np.ndarray:
-        score = values @ self.weights + offset
-        p_a = expit(score - self.tie_threshold)
-        p_b = expit(-score - self.tie_threshold)
-        return np.stack([p_a, p_b, np.clip(1 - p_a - p_b, 0.0, 1.0)], axis=1)
-
-
-def _objective(params: np.ndarray, x: np.ndarray, y: np.ndarray, c: float, fixed: tuple):
-    """The penalised negative log-likelihood of the ordinal logit and its gradient (`fixed`:
-    the offset of each row's score and whether a tie threshold is fitted)."""
-    offset, ties = fixed
-    k = x.shape[1]
-    w = params[:k]
-    t = float(np.logaddexp(0.0, params[k])) if ties else 0.0  # softplus: t >= 0, no bound
-    s = x @ w + offset
-    a, u, b = expit(s - t), expit(s + t), expit(-s - t)
-    d_s, d_t = np.zeros_like(s), np.zeros_like(s)
-    loss = 0.0
-    is_a, is_b, is_tie = y == 0, y == 1, y == 2
-    loss -= log_expit(s[is_a] - t).sum() + log_expit(-s[is_b] - t).sum()
-    d_s[is_a], d_t[is_a] = -(1 - a[is_a]), 1 - a[is_a]
-    d_s[is_b], d_t[is_b] = 1 - b[is_b], 1 - b[is_b]
-    if is_tie.any():
-        q = np.maximum(u[is_tie] - a[is_tie], 1e-12)
-        loss -= np.log(q).sum()
-        du, da = u[is_tie] * (1 - u[is_tie]), a[is_tie] * (1 - a[is_tie])
-        d_s[is_tie], d_t[is_tie] = -(du - da) / q, -(du + da) / q
-    loss += (w @ w) / (2 * c)
-    grad = np.concatenate([x.T @ d_s + w / c, [d_t.sum() * expit(params[k])] if ties else []])
-    return loss, grad
-
-
-def fit_weights(
-    values: np.ndarray,
-    labels: np.ndarray,
-    names: Sequence[str],
-    c: float,
-    offset: np.ndarray | None = None,
-) -> Weights:
-    """The ordinal logit on `values` (both orders of each pair) around `offset` (the held
-    signals' part of the score), L2 strength `c` on the values scaled to unit root mean
-    square; a tie threshold only where there are ties."""
-    scale = np.sqrt(np.mean(values**2, axis=0))
-    scale[scale == 0] = 1.0
-    x = values / scale
-    base = np.zeros(len(labels)) if offset is None else offset
-    swapped = np.where(labels == 2, 2, 1 - np.minimum(labels, 1))
-    x2, y2 = np.concatenate([x, -x]), np.concatenate([labels, swapped])
-    ties = bool(np.any(labels == 2))
-    start = np.zeros(x.shape[1] + (1 if ties else 0))
-    if not start.size:  # every signal held, no ties: nothing to fit
-        return Weights(tuple(names), np.zeros(0), 0.0)
-    fixed = (np.concatenate([base, -base]), ties)
-    found = minimize(_objective, start, args=(x2, y2, c, fixed), jac=True, method="L-BFGS-B")
-    k = x.shape[1]
-    t = float(np.logaddexp(0.0, found.x[k])) if ties else 0.0
-    return Weights(tuple(names), found.x[:k] / scale, t)
-
-
-def folds_of(groups: np.ndarray, folds: int) -> np.ndarray:
-    """A fold per pair, by request (a request's pairs share one fold)."""
-    from sklearn.model_selection import GroupKFold
-
-    fold = np.zeros(len(groups), dtype=int)
-    for n, (_, test) in enumerate(GroupKFold(n_splits=folds).split(groups, groups=groups)):
-        fold[test] = n
-    return fold
 
 
 def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) -> np.ndarray:

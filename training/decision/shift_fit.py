@@ -35,10 +35,10 @@ from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem
-from training.decision.fit import fit_weights as logit
-from training.decision.fit import folds_of
 from training.decision.fit_config import FitConfig, load_config
 from training.decision.levels import LEVELS, reference_pairs
+from training.decision.logit import fit_weights as logit
+from training.decision.logit import folds_of
 from training.decision.measure import SAVED
 from training.decision.reads import OUT, cached_rows, pair_key
 
