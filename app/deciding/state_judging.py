@@ -242,8 +242,11 @@ def _with_head_levels(
     for n, values in found.items():
         for c, (key, value) in enumerate(values.items()):
             line = f"answer {n + 1} {key}: criterion head {value:.2f}{moved[n] if moved else ''}"
-            if caps and value > (cap := min(held[n, c] for _, held in caps)):
-                rule = next(name for name, held in caps if held[n, c] == cap)
+            # the lowest hold (the first rule's where two hold alike)
+            cap, rule = min(
+                ((h[n, c], name) for name, h in caps), key=lambda t: t[0], default=(value, "")
+            )
+            if value > cap:
                 values[key] = float(cap)
                 why = HELD_WHY[rule].format(share=shares[rule][n])
                 line += f", held at {cap:.2f}: {why}"

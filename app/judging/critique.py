@@ -91,7 +91,7 @@ def feedback_of(
         feedback = last_json_object(text).get("feedback")
     except ParseFailure:
         return None
-    return feedback.strip() or None if isinstance(feedback, str) else None
+    return (feedback.strip() or None) if isinstance(feedback, str) else None
 
 
 def _decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:

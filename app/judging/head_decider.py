@@ -229,12 +229,10 @@ class HeadDecider:
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
         level_head = settings.level_head
-        held = level_head is not None and "reference_behaviour" in dict(level_head.caps)
-        weighed = (
-            settings.weighs("reference_behaviour")
-            or held
-            or bool(level_head is not None and level_head.reference_behaviour)
+        moved = level_head is not None and bool(
+            level_head.reference_behaviour or "reference_behaviour" in dict(level_head.caps)
         )
+        weighed = settings.weighs("reference_behaviour") or moved
         if not (settings.use_reference and item.reference and weighed):
             return None
         if len(item.answers) < 2:

@@ -52,7 +52,16 @@ import numpy as np
 from app.deciding.decision import DecisionRecord, DeclaredRule, load_decision
 from models.registry import load_registry
 from training.decision.fit_config import CONFIG, FitConfig, load_config
-from training.decision.logit import Weights, fit_weights, folds_of
+from training.decision.logit import (
+    Pairs,
+    Weights,
+    agreement,
+    best_strength,
+    fit_weights,
+    folds_of,
+    log_loss,
+    out_of_fold,
+)
 from training.decision.reads import OUT as READS
 from training.decision.reads import labelled_rows
 from training.decision.record_file import record_path, write_record_file
@@ -60,36 +69,6 @@ from training.evaluation.reference_runs import DEFAULT_FILE
 
 LABELS = {"A": 0, "B": 1, "tie": 2}
 SMOOTHED = "(right + 1) / (decided + 2)"  # a rule's confidence: never certainty
-
-
-@dataclass(frozen=True)
-class Pairs:
-    """The training pairs as arrays: each candidate's value (0 where a pair has none), the
-    label (A 0, B 1, tie 2) and the request's group."""
-
-    names: tuple[str, ...]
-    values: np.ndarray
-    present: np.ndarray  # where a pair has a value of the signal (a reference's: with one)
-    labels: np.ndarray
-    groups: np.ndarray
-    sets: np.ndarray
-    offset: np.ndarray  # the held signals' part of each pair's score (A's lead)
-
-    def columns(self, names: Sequence[str]) -> np.ndarray:
-        return self.values[:, [self.names.index(n) for n in names]]
-
-    def subset(self, keep: np.ndarray | None = None, names: Sequence[str] | None = None) -> Pairs:
-        rows = np.ones(len(self.labels), dtype=bool) if keep is None else keep
-        cols = [self.names.index(n) for n in (names or self.names)]
-        return Pairs(
-            tuple(names or self.names),
-            self.values[rows][:, cols],
-            self.present[rows][:, cols],
-            self.labels[rows],
-            self.groups[rows],
-            self.sets[rows],
-            self.offset[rows],
-        )
 
 
 def labelled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -144,26 +123,6 @@ def fit_rules(pairs: Pairs, rules: Sequence[DeclaredRule]) -> tuple[list[RuleFit
     return [f for f in fits if f.decided], open_
 
 
-def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) -> np.ndarray:
-    """Each pair's (P(A), P(B), P(tie)) from a fit on the other folds."""
-    values = pairs.columns(names)
-    found = np.zeros((len(pairs.labels), 3))
-    for n in np.unique(fold):
-        train = fold != n
-        fitted = fit_weights(values[train], pairs.labels[train], names, c, pairs.offset[train])
-        found[~train] = fitted.probabilities(values[~train], pairs.offset[~train])
-    return found
-
-
-def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:
-    chosen = probabilities[np.arange(len(labels)), labels]
-    return float(-np.mean(np.log(np.clip(chosen, 1e-12, 1.0))))
-
-
-def agreement(probabilities: np.ndarray, labels: np.ndarray) -> float:
-    return float(np.mean(np.argmax(probabilities, axis=1) == labels))
-
-
 @dataclass(frozen=True)
 class Choice:
     names: tuple[str, ...]
@@ -171,16 +130,6 @@ class Choice:
     loss: float
     probabilities: np.ndarray
     dropped: tuple[tuple[str, float], ...]  # each dropped signal and what dropping it cost
-
-
-def best_strength(pairs: Pairs, names: Sequence[str], config: FitConfig, fold: np.ndarray):
-    """The L2 strength of lowest cross-validated log loss, that loss and its predictions."""
-    tried = []
-    for c in config.strengths:
-        probabilities = out_of_fold(pairs, names, c, fold)
-        tried.append((log_loss(probabilities, pairs.labels), c, probabilities))
-    loss, c, probabilities = min(tried, key=lambda item: item[0])
-    return c, loss, probabilities
 
 
 def read_on_cost(pairs: Pairs, name: str, without: np.ndarray, with_it: np.ndarray) -> float:

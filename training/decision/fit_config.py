@@ -36,8 +36,8 @@ class FitConfig(BaseModel):
     # names): the other weights are fitted around their sum, an offset
     held: tuple[str, ...] = ()
     # the criterion shift's scale: the verdict head's logits per level point of the criterion
-    # head's lead (training/decision/shift_fit.logits_per_level, on its own training pairs);
-    # None: the judge has no criterion head to shift
+    # head's lead, measured on its own training pairs (training/configs/decision_fit.yaml says
+    # where); None: the judge has no criterion head to shift
     logits_per_level: float | None = Field(default=None, gt=0.0)
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ from typing import Any
 from app.deciding.criterion_head import CriterionHead
 from app.deciding.relevance import request_similarities
 from app.deciding.state_head import StateHead
+from app.deciding.state_judging import read_features
 from app.records import JudgeItem
 from training.decision.reads import OUT, as_item, cached_rows, pair_key, request_key
 
@@ -39,13 +40,14 @@ def reference_pairs() -> list[tuple[str, JudgeItem]]:
 
 def criterion_lead(item: JudgeItem, source: Any, head: StateHead, levels: CriterionHead) -> float:
     """The criterion head's lead of A over B from the verdict's read of each answer (`source`:
-    the backend's `read_answers`, the head's cut), as the engine computes it."""
-    answers = [answer[: head.answer_chars] for answer in item.answers]
-    readings = source.read_answers(item.question[: head.question_chars], answers, True)
+    the backend), read and computed as the engine does (state_judging.read_features)."""
+    reads = read_features(item, head, source)
     near = request_similarities(item.question, item.answers)
     first, second = (
-        levels.features(r.states, r.features(), len(answer), float(relevance))
-        for r, answer, relevance in zip(readings, item.answers, near)
+        levels.features(states, likelihood, len(answer), float(relevance))
+        for states, likelihood, answer, relevance in zip(
+            reads.features, reads.likelihoods, item.answers, near
+        )
     )
     return float((first - second) @ levels.weights)
 

@@ -1,6 +1,7 @@
-"""The decision fit's penalised ordinal logit: a pair's score is its values' weighted sum
-around an offset, ties a third class between the answers (training/decision/fit.py fits the
-pairwise record with it, training/decision/shift_fit.py the criterion shift)."""
+"""The decision fit's penalised ordinal logit and its request-grouped cross-validation: a
+pair's score is its values' weighted sum around an offset, ties a third class between the
+answers (training/decision/fit.py fits the pairwise record with it,
+training/decision/shift_fit.py the criterion shift)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,38 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
+
+from training.decision.fit_config import FitConfig
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The training pairs as arrays: each candidate's value (0 where a pair has none), the
+    label (A 0, B 1, tie 2) and the request's group."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+    present: np.ndarray  # where a pair has a value of the signal (a reference's: with one)
+    labels: np.ndarray
+    groups: np.ndarray
+    sets: np.ndarray
+    offset: np.ndarray  # the held signals' part of each pair's score (A's lead)
+
+    def columns(self, names: Sequence[str]) -> np.ndarray:
+        return self.values[:, [self.names.index(n) for n in names]]
+
+    def subset(self, keep: np.ndarray | None = None, names: Sequence[str] | None = None) -> Pairs:
+        rows = np.ones(len(self.labels), dtype=bool) if keep is None else keep
+        cols = [self.names.index(n) for n in (names or self.names)]
+        return Pairs(
+            tuple(names or self.names),
+            self.values[rows][:, cols],
+            self.present[rows][:, cols],
+            self.labels[rows],
+            self.groups[rows],
+            self.sets[rows],
+            self.offset[rows],
+        )
 
 
 @dataclass(frozen=True)
@@ -87,3 +120,33 @@ def folds_of(groups: np.ndarray, folds: int) -> np.ndarray:
     for n, (_, test) in enumerate(GroupKFold(n_splits=folds).split(groups, groups=groups)):
         fold[test] = n
     return fold
+
+
+def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) -> np.ndarray:
+    """Each pair's (P(A), P(B), P(tie)) from a fit on the other folds."""
+    values = pairs.columns(names)
+    found = np.zeros((len(pairs.labels), 3))
+    for n in np.unique(fold):
+        train = fold != n
+        fitted = fit_weights(values[train], pairs.labels[train], names, c, pairs.offset[train])
+        found[~train] = fitted.probabilities(values[~train], pairs.offset[~train])
+    return found
+
+
+def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    chosen = probabilities[np.arange(len(labels)), labels]
+    return float(-np.mean(np.log(np.clip(chosen, 1e-12, 1.0))))
+
+
+def agreement(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(probabilities, axis=1) == labels))
+
+
+def best_strength(pairs: Pairs, names: Sequence[str], config: FitConfig, fold: np.ndarray):
+    """The L2 strength of lowest cross-validated log loss, that loss and its predictions."""
+    tried = []
+    for c in config.strengths:
+        probabilities = out_of_fold(pairs, names, c, fold)
+        tried.append((log_loss(probabilities, pairs.labels), c, probabilities))
+    loss, c, probabilities = min(tried, key=lambda item: item[0])
+    return c, loss, probabilities

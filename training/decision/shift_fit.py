@@ -29,28 +29,19 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.criterion_head import CriterionHead
 from app.deciding.decision import CAP_RULES, DecisionRecord, Fitted, decide, recorded_values
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
-from app.deciding.state_head import StateHead
 from app.records import JudgeItem
 from training.decision.fit_config import FitConfig, load_config
 from training.decision.levels import LEVELS, reference_pairs
-from training.decision.logit import fit_weights as logit
-from training.decision.logit import folds_of
+from training.decision.logit import Pairs, agreement, best_strength, fit_weights, folds_of
 from training.decision.measure import SAVED
 from training.decision.reads import OUT, cached_rows, pair_key
 
 HELD_OUT = SAVED[0]  # the saved reads of the dev files and the held-out reference-decided pairs
-FITTED = Fitted(
-    by="python -m training.decision.fit --sections criterion_shift",
-    rows="the reference-decided training pairs (training/datasets/reference_decided.py), read "
-    "with their references (the one cache's reference set and levels)",
-    cv="request-grouped CV accuracy of the pairs' criterion verdicts",
-)
 
-# the candidates, cheapest first (a tie goes to the earlier): feature names of `pair_table`
+# the candidates, cheapest first (a tie goes to the earlier): columns of `shift_table`
 CANDIDATES = {
     "the reference's words": ("words",),
     "the reference's likelihood": ("lead",),
@@ -142,53 +133,22 @@ def _text_lead(lead: Any, item: JudgeItem) -> float:
     return lead(item.answers, item.reference or "", item.question) or 0.0
 
 
-def logits_per_level(
-    run_dir: Path, state_head: StateHead, criterion_head: CriterionHead
-) -> tuple[float, int]:
-    """k: the verdict head's logit per level point of the criterion head's lead (least
-    squares through 0) on the criterion head's own training pairs (`run_dir`,
-    training/datasets/criterion_rows.py), the scale on which the criteria's lead meets the
-    reference's; and how many pairs it was measured on."""
-    from app.records import Judgment
-    from training.datasets.criterion_head_data import judged_rows, load_table
-    from training.datasets.reference_pairs import head_score
-    from training.heads.criterion_head import table_z
-
-    table = load_table(run_dir, state_head)
-    logits = {
-        row["id"]: head_score(Judgment.model_validate(row))
-        for row in judged_rows(sorted(run_dir.glob("eval-part*/judgments.jsonl")))
-    }
-    u = table_z(criterion_head, table, np.arange(len(table.states))) @ criterion_head.weights
-    leads, found = [], []
-    for number, pair_id in enumerate(table.ids):
-        first, second = np.flatnonzero(table.pair == number)[:2]
-        leads.append(u[first] - u[second])
-        found.append(logits[pair_id])
-    lead, logit = np.array(leads), np.array(found)
-    return float(lead @ logit / (lead @ lead)), len(lead)
-
-
-def cross_validated(
-    x: np.ndarray, table: dict[str, np.ndarray], k: float, config: FitConfig
-) -> tuple[float, float, float]:
-    """The L2 strength of lowest request-grouped CV log loss for the shift on columns `x`
-    (the criterion head's lead times `k` the offset: the pairwise fit's own logit), that
-    loss and the CV accuracy of the criteria's decision at it."""
+def shift_pairs(table: dict[str, np.ndarray], names: Sequence[str], k: float) -> Pairs:
+    """The table's pairs as the logit fits them: the signals `names`, A's win as label 0,
+    `k` x the criterion head's own lead as each pair's offset."""
+    values = np.column_stack([table[name] for name in names])
     labels = np.where(table["a_wins"] == 1, 0, 1)
-    offset = k * table["levels"]
-    fold = folds_of(table["request"], min(config.folds, len(set(table["request"]))))
-    tried = []
-    for c in config.strengths:
-        p_a = np.zeros(len(labels))
-        for n in np.unique(fold):
-            train = fold != n
-            fitted = logit(x[train], labels[train], (), c, offset[train])
-            p_a[~train] = fitted.probabilities(x[~train], offset[~train])[:, 0]
-        loss = float(-np.mean(np.log(np.clip(np.where(labels == 0, p_a, 1 - p_a), 1e-12, 1))))
-        tried.append((loss, c, float(np.mean((p_a > 0.5) == (labels == 0)))))
-    loss, c, accuracy = min(tried)
-    return c, loss, accuracy
+    sets = np.full(len(labels), "reference")
+    present = np.ones_like(values, dtype=bool)
+    return Pairs(tuple(names), values, present, labels, table["request"], sets, k * table["levels"])
+
+
+def cross_validated(pairs: Pairs, config: FitConfig) -> tuple[float, float, float]:
+    """The L2 strength of lowest request-grouped CV log loss (the pairwise fit's own
+    `best_strength`), that loss and the CV accuracy of the criteria's decision at it."""
+    fold = folds_of(pairs.groups, min(config.folds, len(set(pairs.groups))))
+    c, loss, probabilities = best_strength(pairs, pairs.names, config, fold)
+    return c, loss, agreement(probabilities, pairs.labels)
 
 
 def chosen(table: dict[str, np.ndarray], k: float, config: FitConfig | None = None) -> dict:
@@ -201,19 +161,17 @@ def chosen(table: dict[str, np.ndarray], k: float, config: FitConfig | None = No
     free = table["ruled"] == 0
     table = {name: values[free] for name, values in table.items()}
 
-    def columns(signals: Sequence[str]) -> np.ndarray:
-        return np.column_stack([table[name] for name in signals])
-
     found = {
-        name: cross_validated(columns(sig), table, k, config) for name, sig in CANDIDATES.items()
+        name: cross_validated(shift_pairs(table, signals, k), config)
+        for name, signals in CANDIDATES.items()
     }
     best = next(iter(CANDIDATES))
     for name in CANDIDATES:
         if found[name][1] < found[best][1] - config.min_gain:
             best = name
     signals, c = CANDIDATES[best], found[best][0]
-    labels = np.where(table["a_wins"] == 1, 0, 1)
-    weights = logit(columns(signals), labels, signals, c, k * table["levels"]).weights
+    pairs = shift_pairs(table, signals, k)
+    weights = fit_weights(pairs.values, pairs.labels, signals, c, pairs.offset).weights
     chosen_weights = {HEAD_FIELDS[n]: round(float(w) / k, 4) for n, w in zip(signals, weights)}
     # a pair's centred value is half its lead: the largest seen is each one's bound
     for signal, field in (
@@ -320,15 +278,14 @@ def shift_section(result: dict[str, Any], kept: DecisionRecord) -> dict[str, Any
 
     weights = result["weights"]
     best = result["candidates"][result["chosen"]]
-    fitted = FITTED.model_copy(
-        update={
-            "rows": f"{result['train_pairs'] - result['ruled_pairs'][0]} reference-decided "
-            f"training pairs no rule decides (training/datasets/reference_decided.py; "
-            f"{result['ruled_pairs'][0]} more are the caps' rules'), read with their references",
-            "cv": f"request-grouped CV around k = {result['logits_per_level']} x the criterion "
-            f"head's lead: log loss {best['cv_loss']}, the criteria's decision right "
-            f"{100 * best['cv_accuracy']:.1f}% (C {best['strength']})",
-        }
+    fitted = Fitted(
+        by="python -m training.decision.fit --sections criterion_shift",
+        rows=f"{result['train_pairs'] - result['ruled_pairs'][0]} reference-decided training "
+        f"pairs no rule decides (training/datasets/reference_decided.py; "
+        f"{result['ruled_pairs'][0]} more are the caps' rules'), read with their references",
+        cv=f"request-grouped CV around k = {result['logits_per_level']} x the criterion "
+        f"head's lead: log loss {best['cv_loss']}, the criteria's decision right "
+        f"{100 * best['cv_accuracy']:.1f}% (C {best['strength']})",
     )
     signals = []
     for name, weight in weights.items():
