@@ -322,20 +322,6 @@ def tie_threshold_for(band: float) -> float:
     return float(brentq(tie_over_a, 0.0, 50.0, xtol=1e-12))
 
 
-def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:
-    """The signal values a pairwise judgment recorded in its `verdict_parts`, each as
-    `<signal>_difference` (A's value minus B's); a judgment saved before the states' value
-    was recorded keeps it as its `states` share (its weight is 1)."""
-    found = {
-        key.removesuffix("_difference"): value
-        for key, value in parts.items()
-        if key.endswith("_difference")
-    }
-    if "states" not in found and "states" in parts:
-        found["states"] = parts["states"]
-    return found
-
-
 @cache
 def load_decision(path: Path) -> DecisionRecord:
     """The record at `path`, validated; errors name the file and the field (a repeated key

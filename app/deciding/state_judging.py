@@ -12,6 +12,7 @@ both answer orders by construction.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,7 +28,6 @@ from app.deciding.decision import (
     GradeRule,
     decide,
     grade_of,
-    recorded_values,
     sigmoid,
 )
 from app.deciding.reference_order import order_shares
@@ -82,9 +82,11 @@ def head_judgment(
     reads each answer as the model's reply). With `asks.criteria` (a head that reads
     replies), the criterion scores are read on from the same reads
     (criterion_reads.turn_criteria); with `asks.levels`, a criterion head gives them from
-    the same reads (no read of their own); with `asks.reference`, the reference's part of
-    the verdict or grade (`with_reference_part`) and what running the answers' code found."""
-    criteria, levels = asks.criteria, asks.levels
+    the same reads (no read of their own); with `asks.reference`, the reference's signals
+    join a pair's (decided once, by the record, with everything read), a single answer's
+    rubric grade is combined from its reads, and what running the answers' code found is
+    kept."""
+    criteria, levels, reference = asks.criteria, asks.levels, asks.reference
     likely = "likelihood" in record.reads()
     reads = read_features(item, head, source, criteria.ask if criteria else None, likely)
     relevance = "relevance" in record.reads() and base.protocol is not Protocol.SINGLE
@@ -92,67 +94,46 @@ def head_judgment(
         from app.deciding.relevance import request_similarities
 
         reads = replace(reads, similarities=request_similarities(item.question, item.answers))
+    judgment = base
     if base.protocol is Protocol.SINGLE:
         judgment = _grades(base, head, record, reads)
-    elif base.protocol is Protocol.PAIRWISE:
-        answers = _answer_values(item, head, reads, relevance)
-        judgment = _verdict(base, record, PairReads(item, answers))
-    else:
+    elif base.protocol is Protocol.MULTI:
         judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
     if levels is not None:
         judgment = _with_head_levels(judgment, item, levels, reads)
-    if criteria is not None:
-        if criteria.ask.keys:
-            judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
-        judgment = _with_reference_leads(judgment, item, reads)
-    if asks.reference is None:
+    if criteria is not None and criteria.ask.keys:
+        judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
+    means = _reference_means(reads.references)
+    if base.protocol is Protocol.PAIRWISE:
+        pair = PairReads(item, _answer_values(item, head, reads, relevance))
+        if reference is not None:
+            # criteria from the criterion head move with the reference's own signals: their
+            # lead would count those twice
+            pair = reference_reads(pair, judgment, reference, not judgment.criteria_by_head)
+            pair = replace(pair, reference_means=means, check_odds=reads.odds)
+        judgment = _verdict(judgment, record, pair)
+    elif base.protocol is Protocol.SINGLE and criteria is not None:
+        judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
+    if reference is None:
         return judgment
-    # criteria from the criterion head move with the reference's own signals: their lead
-    # would count those twice
-    by_head = judgment.criteria_by_head
-    judgment = with_reference_part(judgment, item, record, asks.reference, not by_head)
-    return with_code_run(judgment, asks.reference.behaviour)
+    if base.protocol is Protocol.SINGLE and reference.rubric_grade is not None:
+        judgment = with_rubric_grade(judgment, item, reference.rubric_grade)
+    return with_code_run(judgment, reference.behaviour)
 
 
 def with_reference_part(
-    judgment: Judgment,
-    item: JudgeItem,
-    record: DecisionRecord,
-    ask: ReferenceAsk,
-    criteria: bool = True,
+    judgment: Judgment, item: JudgeItem, record: DecisionRecord, ask: ReferenceAsk
 ) -> Judgment:
-    """A head's judgment with the reference's part: a pair's verdict decided again with the
-    reference's signals the record uses (`with_reference_reading`; the lead of the criterion
-    scores read with it where `criteria`), or a single answer's rubric grade combined from
-    its reads (app/deciding/rubric_grade.py)."""
-    if judgment.protocol is Protocol.SINGLE:
-        grade = ask.rubric_grade
-        return judgment if grade is None else with_rubric_grade(judgment, item, grade)
-    if judgment.protocol is not Protocol.PAIRWISE:
+    """A head's judgment with the reference's part, once criterion scores were read apart
+    from its reads: a pair's verdict decided again by `record` with the lead of the scores
+    read with the reference beside the signals it had, or a single answer's rubric grade
+    combined from its reads (app/deciding/rubric_grade.py)."""
+    if judgment.protocol is Protocol.PAIRWISE:
+        reads = reference_reads(PairReads(item), judgment, ask)
+        return with_reference_reading(judgment, record, reads)
+    if judgment.protocol is not Protocol.SINGLE or ask.rubric_grade is None:
         return judgment
-    behaviour = ask.behaviour if isinstance(ask.behaviour, BehaviourReading) else None
-    reads = reference_reads(item, judgment, ask.overall_range, behaviour)
-    if not criteria:
-        reads = replace(reads, criteria_overall=())
-    return with_reference_reading(judgment, record, reads)
-
-
-def _with_reference_leads(judgment: Judgment, item: JudgeItem, answers: AnswerReads) -> Judgment:
-    """A verdict's parts with A's lead in the reference's mean log-probability after each
-    answer (`reference_likelihood_difference`) and in the log-odds of the judge's check
-    (`reference_check_difference`), each where both answers' were read."""
-    means, odds = _reference_means(answers.references), answers.odds
-    if judgment.protocol is Protocol.SINGLE:
-        return _with_grade_reads(judgment, means[0] if means else None, odds)
-    parts = judgment.verdict_parts
-    if parts is None:
-        return judgment
-    reads = PairReads(item, reference=item.reference, reference_means=means, check_odds=odds)
-    leads = pair_values(("reference_likelihood", "reference_check"), reads)
-    if not leads:
-        return judgment
-    parts = {**parts, **{f"{name}_difference": value for name, value in leads.items()}}
-    return judgment.model_copy(update={"verdict_parts": parts})
+    return with_rubric_grade(judgment, item, ask.rubric_grade)
 
 
 def _with_grade_reads(judgment: Judgment, mean: float | None, odds: list[float | None]) -> Judgment:
@@ -337,20 +318,48 @@ BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave no
 RULE_PREFIX = "rule_"  # a verdict part naming the record's rule that decided the pair
 
 
-def _verdict(base: Judgment, record: DecisionRecord, reads: PairReads) -> Judgment:
-    """A pair's verdict by `record` from what was read of each answer (every value read is
-    recorded, `<signal>_difference`, whether the record weighs it or not: the fit chooses)."""
-    values = pair_values((*ANSWER_SIGNALS, *record.own_signals()), reads)
+# the reference's signals read for something else (the criterion scores, the code run) or on
+# from the head's reads (its likelihood, the judge's check): recorded wherever they were read
+READ_REFERENCE_SIGNALS = (*REFERENCE_READS, "reference_likelihood", "reference_check")
+
+
+def _verdict(
+    judgment: Judgment,
+    record: DecisionRecord,
+    reads: PairReads,
+    recorded: dict[str, float] | None = None,
+) -> Judgment:
+    """A pair's verdict by `record`, decided once from everything read of it (beside the
+    values a verdict already `recorded`, and then only where more were read): each answer's
+    values and, with a reference in use, the reference's signals (app/deciding/signals.py),
+    those the record uses and those whose reads were made; their weighted sum is the
+    verdict's part "reference". Every value read is recorded, `<signal>_difference`, whether
+    the record weighs it or not: the fit chooses."""
+    reference = {*record.used(), *READ_REFERENCE_SIGNALS}.intersection(REFERENCE_SIGNALS)
+    found = pair_values((*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference)), reads)
+    if recorded is not None and not found:  # nothing new: the verdict stands
+        return judgment
+    values = (recorded or {}) | found
     decision = decide(record, values)
-    parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision)
+    parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision, record)
     parts |= {f"{name}_difference": value for name, value in values.items()}
+    if "reference_behaviour" in values and reads.behaviour is not None:
+        parts["reference_behaviour_inputs"] = reads.behaviour.inputs
+    # what the code run said where it could not be weighed (app/code_run/behaviour.py)
+    kept = (judgment.verdict_parts or {}).items()
+    parts |= {key: value for key, value in kept if key.startswith("reference_code_")}
     update = {"status": Status.OK, **_verdict_fields(parts, decision)}
-    return base.model_copy(update=update)
+    return judgment.model_copy(update=update)
 
 
-def _shares(decision: Decision) -> dict[str, float]:
-    """A decision's shares of the score, rounded as a judgment shows them, and the score."""
+def _shares(decision: Decision, record: DecisionRecord) -> dict[str, float]:
+    """A decision's shares of the score, rounded as a judgment shows them, and the score;
+    the reference's parts only where the reference moved it."""
     shares = {name: round(value, 4) for name, value in decision.shares.items()}
+    if not shares.get("reference"):
+        for part in (*record.signals, *record.rules):
+            if part.reference and not shares.get(part.share):
+                shares.pop(part.share, None)
     if decision.rule is not None:  # the rule that decided, with its fitted confidence
         shares[f"{RULE_PREFIX}{decision.rule}"] = round(decision.confidence, 4)
     return shares | {"score": round(decision.score, 4)}
@@ -375,45 +384,41 @@ def _verdict_fields(parts: dict[str, float], decision: Decision) -> dict[str, An
     }
 
 
+def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:
+    """The signal values a pairwise judgment recorded in its `verdict_parts`, each as
+    `<signal>_difference` (A's value minus B's); a judgment saved before the states' value
+    was recorded keeps it as its `states` share (its weight is 1)."""
+    found = {
+        key.removesuffix("_difference"): value
+        for key, value in parts.items()
+        if key.endswith("_difference")
+    }
+    if "states" not in found and "states" in parts:
+        found["states"] = parts["states"]
+    return found
+
+
 def with_reference_reading(
     judgment: Judgment, record: DecisionRecord, reads: PairReads
 ) -> Judgment:
-    """A head's pairwise verdict with the reference read in, decided again by `record` with
-    the reference's signals (app/deciding/signals.py) beside the head's: those the record
-    uses, and those whose reads were made (the criterion scores read with it, its function's
-    behaviour), each recorded as `<signal>_difference` beside the likelihood and the check
-    read on from the head's reads; their weighted sum is the verdict's part "reference". The
-    head reads no reference, so this is how a reference naming the right answer moves the
-    verdict. Unchanged where no signal the record weighs has a value."""
+    """A head's pairwise verdict decided again by `record` with the reference's `reads`
+    beside the values it recorded; unchanged where they give no value."""
     parts = judgment.verdict_parts
-    if parts is None:
-        return judgment
-    names = {*record.used(), *REFERENCE_READS}.intersection(REFERENCE_SIGNALS)
-    leads = pair_values(sorted(names), reads)
-    if "reference_behaviour" in leads:
-        parts = {**parts, "reference_behaviour_inputs": reads.behaviour.inputs}
-    parts = {**parts, **{f"{name}_difference": value for name, value in leads.items()}}
-    decision = decide(record, recorded_values(parts))
-    share = round(decision.shares.get("reference", 0.0), 4)
-    # the verdict stands (unless a reference's part, now read again, had moved it); the
-    # text's readings are kept beside it
-    if not share and "reference" not in parts:
-        kept = parts != judgment.verdict_parts
-        return judgment.model_copy(update={"verdict_parts": parts}) if kept else judgment
-    parts = {**parts, **_shares(decision), "reference": share}
-    return judgment.model_copy(update=_verdict_fields(parts, decision))
+    return judgment if parts is None else _verdict(judgment, record, reads, recorded_values(parts))
 
 
 def reference_reads(
-    item: JudgeItem, judgment: Judgment, overall_range: tuple[int, int], behaviour: Any = None
+    pair: PairReads, judgment: Judgment, ask: ReferenceAsk, criteria: bool = True
 ) -> PairReads:
-    """What a pair's reference reading has beside the head's reads: the reference, each
-    answer's overall criterion score read with it on 0-1 of `overall_range` (where read) and
-    its function's behaviour (code run in the jail)."""
-    low, high = overall_range
-    overall = [a.expected_overall for a in judgment.answers]
+    """`pair` with what its reference reading has beside the head's reads: the reference,
+    each answer's overall criterion score read with it on 0-1 of the criteria's range (where
+    read, and only with `criteria`) and its function's behaviour (code run in the jail)."""
+    low, high = ask.overall_range
+    overall = [a.expected_overall for a in judgment.answers] if criteria else []
     scaled = [None if o is None else (o - low) / max(high - low, 1) for o in overall]
-    return PairReads(item, reference=item.reference, criteria_overall=scaled, behaviour=behaviour)
+    behaviour = ask.behaviour if isinstance(ask.behaviour, BehaviourReading) else None
+    reference = pair.item.reference
+    return replace(pair, reference=reference, criteria_overall=scaled, behaviour=behaviour)
 
 
 def _ranking(base: Judgment, record: DecisionRecord, answers: list[dict[str, float]]) -> Judgment:

@@ -46,7 +46,7 @@ class Cascade:
             return True
         return confidence < self.below
 
-    def decide(self, item: JudgeItem, first: Judgment) -> Judgment:
+    def reconsider(self, item: JudgeItem, first: Judgment) -> Judgment:
         """`first` when it is sure enough, else the second judge's judgment of `item`."""
         if not self.needs_second(first):
             return first.model_copy(

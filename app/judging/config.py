@@ -41,7 +41,7 @@ class SecondOpinion(TypingProtocol):
     """What a judgment this judge is unsure of goes to (app.judging.cascade.Cascade): it keeps
     the judgment or replaces it with a second judge's."""
 
-    def decide(self, item: JudgeItem, first: Judgment) -> Judgment: ...
+    def reconsider(self, item: JudgeItem, first: Judgment) -> Judgment: ...
 
 
 @dataclass(frozen=True)

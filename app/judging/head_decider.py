@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from app.catalog.criteria_resolution import ResolvedCriteria
@@ -93,13 +92,13 @@ def run_decision(
     return record.model_copy(update=update)
 
 
+@dataclass(frozen=True)
 class HeadDecider:
     """Plans and decides the items a state head decides, through `backend`."""
 
-    def __init__(self, backend: Backend, model_name: str, settings: HeadSettings) -> None:
-        self.backend = backend
-        self.model_name = model_name
-        self.settings = settings
+    backend: Backend
+    model_name: str
+    settings: HeadSettings
 
     def decides(self, protocol: Protocol) -> bool:
         """True when the head makes this protocol's judgment (grades only with a grade head)."""
@@ -127,21 +126,31 @@ class HeadDecider:
         readable = self.reads_for(head)
         found = self.behaviour(item) if readable else None
         asked = self.reference_ask(item, resolved, found)
-        planned = partial(Plan, item, protocol, resolved, calls=[], by_head=True, reference=asked)
+        levels, calls, with_turn = None, [], False
         if not (settings.with_criteria and resolved.rule.specs and readable):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
-            return planned(base, turn=self.turn(resolved, wanted))
-        base = base.model_copy(update={"truncated": truncated})
-        levels = self.level_ask(item, resolved, found)
-        if levels is not None:  # no reads: the criterion head's levels (a reference read on)
-            if levels.reference and levels.head.reference_likelihood:
-                wanted = levels.reference
-            return planned(base, turn=self.turn(resolved, wanted), levels=levels)
-        if not settings.criteria_apart and (turn := self.turn(resolved, reference, True)):
-            return planned(base, turn=turn)
-        calls, cut = self.criterion_calls(item, protocol, resolved)
-        base = base.model_copy(update={"truncated": truncated or cut})
-        return planned(base, calls=calls, turn=self.turn(resolved, wanted))
+        else:
+            base = base.model_copy(update={"truncated": truncated})
+            levels = self.level_ask(item, resolved, found)
+            if levels is not None:  # no reads: the criterion head's levels (a reference read on)
+                if levels.reference and levels.head.reference_likelihood:
+                    wanted = levels.reference
+            elif not settings.criteria_apart and self.reads_on():
+                wanted, with_turn = reference, True
+            else:
+                calls, cut = self.criterion_calls(item, protocol, resolved)
+                base = base.model_copy(update={"truncated": truncated or cut})
+        return Plan(
+            item,
+            protocol,
+            resolved,
+            base,
+            calls,
+            by_head=True,
+            levels=levels,
+            reference=asked,
+            turn=self.turn(resolved, wanted, with_turn),
+        )
 
     def turn(
         self, resolved: ResolvedCriteria, reference: str | None, criteria: bool = False
@@ -150,8 +159,7 @@ class HeadDecider:
         and the backend reads on: the criteria (`criteria`, with the reference in use), or
         the reference alone (its likelihood after each answer, and the judge's check of the
         answer against it where the record weighs that)."""
-        on_reads = self.settings.head.reads == "reply" and self.backend.capabilities.reply_criteria
-        if not on_reads or not (criteria or reference):
+        if not self.reads_on() or not (criteria or reference):
             return None
         check = not criteria and self.settings.weighs("reference_check")
         asked = criterion_reads.turn_criteria(resolved.rule, reference, criteria, check)
@@ -209,6 +217,11 @@ class HeadDecider:
         if grade is not None and not fits(grade, resolved.rule.specs):
             grade = None
         return ReferenceAsk(resolved.rule.overall_range(), found, grade)
+
+    def reads_on(self) -> bool:
+        """Whether the backend reads on from the head's reads of each answer (a head that
+        reads each answer as the model's reply)."""
+        return self.settings.head.reads == "reply" and self.backend.capabilities.reply_criteria
 
     def reads_for(self, head: StateHead) -> bool:
         """Whether this backend reads what `head` decides from (likelihoods or states)."""

@@ -50,12 +50,12 @@ class ReplySettings:
         )
 
 
+@dataclass(frozen=True)
 class ReplyDecider:
     """Plans the calls of an item the model's reply decides, and reads their replies."""
 
-    def __init__(self, backend: Backend, settings: ReplySettings) -> None:
-        self.backend = backend
-        self.settings = settings
+    backend: Backend
+    settings: ReplySettings
 
     def plan(
         self,

@@ -161,7 +161,7 @@ class JudgeService:
         """A finished judgment sent to the second judge when unsure (cascade), and given
         its critique where one is asked for (planned from the same checks and criteria)."""
         if run.cascade is not None:
-            judgment = run.cascade.decide(plan.item, judgment)
+            judgment = run.cascade.reconsider(plan.item, judgment)
             if judgment.cascade and judgment.cascade["decided_by"] == "second":
                 return judgment
         critic: Critic = run.critic

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from app.formats.prompts import get_template
+from app.formats.prompts import PromptTemplate
 from app.judging.config import JudgeConfig, SecondOpinion
 from app.judging.critique import Critic
 from app.judging.finishing import Finishing
@@ -19,7 +19,6 @@ from app.judging.item_checks import ItemRules
 from app.judging.reply_decider import ReplyDecider, ReplySettings
 from app.records import Mode
 from models.backends.base import Backend, SamplingParams
-from models.foundation.errors import UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,8 @@ class SettledRun:
 def settle(config: JudgeConfig, backend: Backend, model_name: str) -> SettledRun:
     """`config` settled for `backend`: a native template's run in generate mode with its
     stop strings (native_generate), each part given what it reads."""
-    config = native_generate(config)
-    rules = ItemRules.of(config)
+    rules = ItemRules.of(config)  # the template looked up once
+    config = native_generate(config, rules.prompt_template)
     head = config.parts.head
     heads = None
     if head is not None:
@@ -72,15 +71,12 @@ def settle(config: JudgeConfig, backend: Backend, model_name: str) -> SettledRun
     )
 
 
-def native_generate(config: JudgeConfig) -> JudgeConfig:
-    """`config` as a native template judges: in generate mode, whatever mode was asked
+def native_generate(config: JudgeConfig, template: PromptTemplate | None) -> JudgeConfig:
+    """`config` as a native `template` judges: in generate mode, whatever mode was asked
     for, since score mode reads values from a JSON reply and a native reply is free text
-    (each judgment records mode "generate"); the template's stop strings added."""
-    try:
-        template = get_template(config.judge.template)
-    except UnknownNameError:
-        return config  # every row's plan reports the unknown template
-    if not template.native:
+    (each judgment records mode "generate"); the template's stop strings added. None (an
+    unknown template: every row's plan reports it) and a JSON template leave it as it is."""
+    if template is None or not template.native:
         return config
     stop = config.sampling.stop + tuple(s for s in template.stop if s not in config.sampling.stop)
     return replace(config, mode="generate", sampling=replace(config.sampling, stop=stop))

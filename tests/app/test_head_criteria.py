@@ -153,7 +153,8 @@ def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_ref
 
 def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     """The arithmetic of `with_reference_reading` on a judgment built by hand."""
-    from app.deciding.state_judging import reference_reads, with_reference_reading
+    from app.deciding.signals import PairReads
+    from app.deciding.state_judging import ReferenceAsk, reference_reads, with_reference_reading
     from app.records import AnswerScores
     from tests.support.head_configs import reference_record
 
@@ -170,10 +171,13 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
         ),
     )
     item = JudgeItem(id="p", question="q", answers=("a", "b"), reference="r")
-    reads = reference_reads(item, judged, (1, 5))
+    reads = reference_reads(PairReads(item), judged, ReferenceAsk((1, 5)))
     moved = with_reference_reading(judged, reference_record(reference_weight=2.0), reads)
     assert moved.verdict_parts == {
         "states": -0.4,
+        "relevance": 0.0,
+        "length": 0.0,
+        "states_difference": -0.4,
         "reference_criteria_difference": 0.5,
         "reference_criteria": 1.0,
         "reference": 1.0,
@@ -183,7 +187,7 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     unweighed = with_reference_reading(judged, reference_record(), reads)
     assert unweighed.winner == "B" and "reference" not in unweighed.verdict_parts
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
-    one = reference_reads(item, one_read, (1, 5))
+    one = reference_reads(PairReads(item), one_read, ReferenceAsk((1, 5)))
     assert with_reference_reading(one_read, reference_record(reference_weight=2.0), one) is one_read
 
 

@@ -85,9 +85,11 @@ def test_the_templates_stop_strings_reach_the_backend() -> None:
 
 def test_json_templates_keep_score_mode() -> None:
     config = Config(template="pocketjudge")
+    from app.formats.prompts import get_template
     from app.judging.settled_run import native_generate
 
-    assert native_generate(config) is config
+    assert native_generate(config, get_template("pocketjudge")) is config
+    assert native_generate(config, None) is config  # unknown: each row's error says so
 
 
 # --------------------------------------------------------------------------- pairs and swap

@@ -20,7 +20,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.deciding.decision import DecisionRecord, decide, load_decision, recorded_values
+from app.deciding.decision import DecisionRecord, decide, load_decision
+from app.deciding.state_judging import recorded_values
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
 from training.decision.record_file import record_path

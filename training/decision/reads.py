@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.deciding.decision import DecisionRecord, Declared, Fitted, Signal, recorded_values
+from app.deciding.decision import DecisionRecord, Declared, Fitted, Signal
+from app.deciding.state_judging import recorded_values
 from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment, Label, Status
 from training.decision.in_sample import FITS, seen_by

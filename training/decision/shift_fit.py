@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.decision import CAP_RULES, DecisionRecord, Fitted, decide, recorded_values
+from app.deciding.decision import CAP_RULES, DecisionRecord, Fitted, decide
 from app.deciding.reference_order import reference_order_lead
 from app.deciding.reference_words import reference_words_lead
+from app.deciding.state_judging import recorded_values
 from app.records import JudgeItem
 from training.decision.fit_config import FitConfig, load_config
 from training.decision.levels import LEVELS, reference_pairs

@@ -16,8 +16,8 @@ from app.deciding.decision import (
     DecisionRecord,
     decide,
     load_decision,
-    recorded_values,
 )
+from app.deciding.state_judging import recorded_values
 from models.foundation.errors import ConfigError
 from models.registry import MODELS_DIR, load_registry
 

@@ -78,4 +78,4 @@ def test_which_judgments_go_to_the_second_judge(judgment: Judgment, goes_on: boo
     assert cascade.needs_second(judgment) is goes_on
     item = JudgeItem(id="x", question="Q?", answers=("a", "b"))
     if not goes_on:
-        assert cascade.decide(item, judgment).cascade == {"decided_by": "first", "below": 0.6}
+        assert cascade.reconsider(item, judgment).cascade == {"decided_by": "first", "below": 0.6}

@@ -96,7 +96,7 @@ def test_a_run_is_settled_once_whatever_its_rows(monkeypatch, rows):
         return real_lookup(name)
 
     monkeypatch.setattr("app.judging.service.settle", counted_settle)
-    for module in (item_checks, settled_run, head_decider):
+    for module in (item_checks, head_decider):
         monkeypatch.setattr(module, "get_template", counted_lookup)
     config = Config(choice=CriteriaChoice(criteria=TWO), swap=False)
     backend = FakeBackend([_pair_reply() for _ in range(rows)])
@@ -105,9 +105,9 @@ def test_a_run_is_settled_once_whatever_its_rows(monkeypatch, rows):
     )
     assert [j.status for j in judgments] == [Status.OK] * rows
     assert [j.winner for j in judgments] == ["A"] * rows
-    # one settle per run; the template is looked up once by native_generate and once by
-    # ItemRules (the critiques' replies reuse it), whatever the number of rows
-    assert len(settles) == 1 and lookups == [config.judge.template] * 2
+    # one settle per run; the template is looked up once, by ItemRules (native_generate and
+    # the critiques' replies reuse it), whatever the number of rows
+    assert len(settles) == 1 and lookups == [config.judge.template]
 
 
 def _row(index: int) -> InputRow:
