@@ -108,8 +108,14 @@ REFERENCE_SIGNALS = (
     "reference_behaviour",
 )
 # reference signals whose reads are made for something else (the criterion scores, the code
-# run), so they are recorded whether or not a record weighs them
-REFERENCE_READS = ("reference_criteria", "reference_behaviour")
+# run) or on from the head's reads (its likelihood, the judge's check), so they are recorded
+# wherever they were read, whether or not a record weighs them
+REFERENCE_READS = (
+    "reference_criteria",
+    "reference_behaviour",
+    "reference_likelihood",
+    "reference_check",
+)
 
 
 @signal("reference_likelihood")

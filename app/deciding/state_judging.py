@@ -105,12 +105,12 @@ def head_judgment(
         judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
     means = _reference_means(reads.references)
     if base.protocol is Protocol.PAIRWISE:
-        pair = PairReads(item, _answer_values(item, head, reads, relevance))
+        answers = _answer_values(item, head, reads, relevance)
+        pair = PairReads(item, answers, reference_means=means, check_odds=reads.odds)
         if reference is not None:
             # criteria from the criterion head move with the reference's own signals: their
             # lead would count those twice
             pair = reference_reads(pair, judgment, reference, not judgment.criteria_by_head)
-            pair = replace(pair, reference_means=means, check_odds=reads.odds)
         judgment = _verdict(judgment, record, pair)
     elif base.protocol is Protocol.SINGLE and criteria is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
@@ -318,11 +318,6 @@ BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave no
 RULE_PREFIX = "rule_"  # a verdict part naming the record's rule that decided the pair
 
 
-# the reference's signals read for something else (the criterion scores, the code run) or on
-# from the head's reads (its likelihood, the judge's check): recorded wherever they were read
-READ_REFERENCE_SIGNALS = (*REFERENCE_READS, "reference_likelihood", "reference_check")
-
-
 def _verdict(
     judgment: Judgment,
     record: DecisionRecord,
@@ -335,7 +330,7 @@ def _verdict(
     those the record uses and those whose reads were made; their weighted sum is the
     verdict's part "reference". Every value read is recorded, `<signal>_difference`, whether
     the record weighs it or not: the fit chooses."""
-    reference = {*record.used(), *READ_REFERENCE_SIGNALS}.intersection(REFERENCE_SIGNALS)
+    reference = {*record.used(), *REFERENCE_READS}.intersection(REFERENCE_SIGNALS)
     found = pair_values((*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference)), reads)
     if recorded is not None and not found:  # nothing new: the verdict stands
         return judgment
