@@ -50,6 +50,7 @@ class ScoringRule:
         scales = {(spec.scale_min, spec.scale_max) for spec in self.specs}
         return scales.pop() if len(scales) == 1 else None
 
+    @property
     def overall_range(self) -> tuple[int, int]:
         if self.aggregate == "sum":
             return (

@@ -21,6 +21,7 @@ from typing import Literal, get_args
 
 from app.formats import native_parsers as parsers
 from app.formats.native_parsers import NativeReply
+from app.formats.parsing import ParseFailure, last_json_object
 from app.records import Protocol
 
 ReplyFormat = Literal["pocketjudge", "judgelm", "pandalm", "autoj", "prometheus", "easyjudge"]
@@ -105,3 +106,16 @@ def parse_native(name: str, text: str, protocol: Protocol, n_answers: int) -> Na
     if parser is None:  # templates are checked on load: a bug, not a reply to record
         raise ValueError(f"the {name} reply format has no parser for {protocol.value}")
     return parser(text, n_answers)
+
+
+def reply_feedback(name: str, text: str, protocol: Protocol, n_answers: int) -> str | None:
+    """The feedback a reply in format `name` holds, or None. A critique's decision was fixed
+    when it was asked, so only its feedback is read: a reply whose scores do not add up
+    still explains the decision."""
+    try:
+        if name != JSON_FORMAT:
+            return parse_native(name, text, protocol, n_answers).feedback
+        feedback = last_json_object(text).get("feedback")
+    except ParseFailure:
+        return None
+    return (feedback.strip() or None) if isinstance(feedback, str) else None

@@ -99,7 +99,7 @@ def json_schema(
     protocol: Protocol, rule: ScoringRule, n_answers: int, layout: ReplyLayout = ReplyLayout()
 ) -> dict[str, Any]:
     scores = _object({s.key: _integer(s.scale_min, s.scale_max) for s in rule.specs})
-    overall = _integer(*rule.overall_range())
+    overall = _integer(*rule.overall_range)
     keys = answer_keys(protocol, n_answers)
     properties: dict[str, Any] = {}
     if layout.decision_first:
@@ -162,7 +162,7 @@ class JudgeValueRules(_JudgeRules):
             target = self._overall(path[1:], done)
             if target is None:
                 return None
-            return ValueRule(_numbers(*self.rule.overall_range()), (str(target),), record=False)
+            return ValueRule(_numbers(*self.rule.overall_range), (str(target),), record=False)
         if head == "verdict" and len(path) == 1 and self.protocol is Protocol.PAIRWISE:
             overall = [done.get(("overall", key)) for key in self.keys]
             if None in overall:
@@ -223,7 +223,7 @@ class DecisionFirstRules(_JudgeRules):
             return ValueRule(candidates, allowed)
         if head == "overall" and len(path) == 1 and not self.keys:
             allowed = None if self.forced is None else (str(self.forced),)
-            return ValueRule(_numbers(*self.rule.overall_range()), allowed)
+            return ValueRule(_numbers(*self.rule.overall_range), allowed)
         if head == "ranking" and len(path) == 2 and isinstance(path[1], int):
             return self._ranking_rule(path[1], done)
         if head == "scores" and len(path) == (3 if self.keys else 2):

@@ -74,7 +74,7 @@ def parse_output(
         stated = tuple(_stated(overall_block, key, rule) for key in keys)
     else:
         stated = (_whole(data.get("overall"), "overall"),)
-    low, high = rule.overall_range()
+    low, high = rule.overall_range
     for key, value, block in zip(keys or ("",), stated, scores):
         where = f"overall.{key}" if key else "overall"
         if not low <= value <= high:
@@ -136,7 +136,7 @@ def _parse_decision_first(
         ranking = _ranking(data, implied) if implied else _permutation(data, len(keys))
     else:
         grade = _whole(data.get("overall"), "overall")
-        low, high = rule.overall_range()
+        low, high = rule.overall_range
         if not low <= grade <= high:
             raise ParseFailure(f"overall is {grade}, outside {low}-{high}")
         if scores and abs(grade - rule.overall(scores[0])) > OVERALL_TOLERANCE:

@@ -138,7 +138,7 @@ class PromptTemplate:
 
 
 def _context(data: PromptInput) -> dict[str, Any]:
-    low, high = data.rule.overall_range()
+    low, high = data.rule.overall_range
     # Sorted answers: both orders of a pair get the same nonce, so the request fenced with
     # it is the same text in both prompts and its evaluation is reused for the second.
     nonce = nonce_of([data.question, data.reference or "", *sorted(a.text for a in data.answers)])

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.formats.native_formats import parse_native
-from app.formats.parsing import ParseFailure, last_json_object
-from app.formats.prompts import PromptTemplate
+from app.formats.native_formats import reply_feedback
 from app.judging.plans import Plan
 from app.judging.reply_decider import ReplyDecider
 from app.records import BACKEND_FAILED, Judgment, Protocol, Status
@@ -57,7 +55,8 @@ class Critic:
         assert self.replies is not None
         decision = _decision_of(judgment)
         calls, _ = self.replies.calls(checked.item, judgment.protocol, checked.resolved, decision)
-        template = self.replies.settings.prompt_template
+        format_name = self.replies.settings.prompt_template.reply_format
+        protocol = judgment.protocol
         texts, raw = [], []
         for call in calls:
             try:
@@ -65,7 +64,8 @@ class Critic:
             except BackendError as exc:
                 return judgment.model_copy(update={"feedback_note": f"{BACKEND_FAILED}{exc}"})
             raw.append(generation.text)
-            if feedback := feedback_of(template, generation.text, judgment.protocol, call.order):
+            feedback = reply_feedback(format_name, generation.text, protocol, len(call.order))
+            if feedback:
                 texts.append(feedback)
         note = None
         if not texts:
@@ -77,21 +77,6 @@ class Critic:
                 "raw_output": (judgment.raw_output or "") + CRITIQUE_SEPARATOR + "\n".join(raw),
             }
         )
-
-
-def feedback_of(
-    template: PromptTemplate, text: str, protocol: Protocol, order: tuple[int, ...]
-) -> str | None:
-    """The feedback a critique's reply holds, or None. Its decision was fixed when it was
-    asked, so only the feedback is read: a reply whose scores do not add up still explains
-    the decision."""
-    try:
-        if template.native:
-            return parse_native(template.reply_format, text, protocol, len(order)).feedback
-        feedback = last_json_object(text).get("feedback")
-    except ParseFailure:
-        return None
-    return (feedback.strip() or None) if isinstance(feedback, str) else None
 
 
 def _decision_of(judgment: Judgment) -> str | tuple[int, ...] | None:

@@ -216,7 +216,7 @@ class HeadDecider:
         grade = self.settings.rubric_combination
         if grade is not None and not fits(grade, resolved.rule.specs):
             grade = None
-        return ReferenceAsk(resolved.rule.overall_range(), found, grade)
+        return ReferenceAsk(resolved.rule.overall_range, found, grade)
 
     def reads_on(self) -> bool:
         """Whether the backend reads on from the head's reads of each answer (a head that

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
+from typing import Any
 
 from app.batches.tally import Tally
 from app.catalog.scenario_detection import chosen_scenario
@@ -133,11 +134,9 @@ class JudgeService:
         """
         plans: list[Plan | Judgment] = []
         for entry in entries:
-            if isinstance(entry, InputRow):
-                protocol, template = run.rules.protocol, run.rules.template_name
-                plans.append(
-                    error_judgment(entry, protocol, model=self.model_name, template=template)
-                )
+            if isinstance(entry, InputRow):  # a row that could not be read
+                stamp = self._stamp(run) | {"protocol": run.rules.protocol}
+                plans.append(error_judgment(entry, None).model_copy(update=stamp))
             else:
                 plans.append(self._plan(entry[0], run, entry[1]))
         yield from self._decided(plans, run)
@@ -181,6 +180,11 @@ class JudgeService:
         assert run.replies is not None  # checked: the template is known
         return run.replies.plan(item, protocol, resolved, checked.base)
 
+    def _stamp(self, run: SettledRun) -> dict[str, Any]:
+        """What every judgment of `run` records of it, a bad row's too: the judge, its
+        template and the mode."""
+        return {"model": self.model_name, "template": run.rules.template_name, "mode": run.mode}
+
     def _checked(
         self, item: JudgeItem, run: SettledRun, line: int | None, protocol: Protocol | None
     ) -> Plan | Judgment:
@@ -192,11 +196,9 @@ class JudgeService:
             id=item.id,
             protocol=protocol,
             status=Status.ERROR,
-            model=self.model_name,
-            template=rules.template_name,
-            mode=run.mode,
             line=line,
             metadata=dict(item.metadata),
+            **self._stamp(run),
         )
         guesses = scenario_guesses(self.backend, self.catalog, item, rules)
         if guesses:

@@ -193,7 +193,7 @@ def grade_scale(judgments: Sequence[Judgment], rubric: Rubric | None = None) -> 
         elif not scenario.startswith(RUBRIC_SCENARIO):
             bounds = LIBRARY_SCALE
         elif rubric is not None and scenario == f"{RUBRIC_SCENARIO}{rubric.id}":
-            bounds = ScoringRule(rubric.specs(), rubric.aggregate).overall_range()
+            bounds = ScoringRule(rubric.specs(), rubric.aggregate).overall_range
         else:
             return None
         low = bounds[0] if low is None else min(low, bounds[0])

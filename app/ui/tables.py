@@ -145,7 +145,7 @@ def overall_top(rubric: Rubric | None, judgment: Judgment) -> float | None:
         return LIBRARY_SCALE[1]
     if rubric is None:
         return None
-    return ScoringRule(rubric.specs(), rubric.aggregate).overall_range()[1]
+    return ScoringRule(rubric.specs(), rubric.aggregate).overall_range[1]
 
 
 def _uses_rubric(judgment: Judgment) -> bool:

@@ -1,6 +1,9 @@
 """What a likelihood head is fitted on (training/heads/likelihood_head.py reads it, training/
 likelihood_fit.py fits on it): the fitting set's pairs and graded rows, cut as the head
-reads them, in the seeded order they are read, and the reading cache they go to."""
+reads them, in the seeded order they are read, and the reading cache they go to. The cache is
+committed (half precision, `training/decision/cache/head-fitting/`): reading the 1.5B's
+fitting set takes a CPU more than one session, and what one session reads the next goes on
+from."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
 from app.records import JudgeItem
 
 RUN_DIR = Path("training/runs/likelihood-head")
+CACHE_DIR = Path("training/decision/cache/head-fitting")
 ALPACAEVAL_PAIRS = 800
 PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.datasets.state_head_data)
 SEED = 0
@@ -33,9 +37,13 @@ def grade_rows() -> list[JudgeItem]:
 
 
 def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[str, str]]:
-    """Every (question, answer) to read, cut, a pair's answers together, pairs shuffled."""
-    items = fitting_pairs(alpacaeval, per_request) + grade_rows()
-    random.Random(SEED).shuffle(items)
+    """Every (question, answer) to read, cut, a pair's answers together: the pairs first (the
+    pairwise fits wait on them), then the graded rows, each shuffled, so that whatever share
+    is read is a fair sample of its sources."""
+    pairs, graded = fitting_pairs(alpacaeval, per_request), grade_rows()
+    random.Random(SEED).shuffle(pairs)
+    random.Random(SEED).shuffle(graded)
+    items = pairs + graded
     seen: dict[tuple[str, str], None] = {}
     for item in items:
         for answer in item.answers:
@@ -46,4 +54,4 @@ def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[st
 def cache_for(gguf: Path, folder: Path | None = None):  # type: ignore[no-untyped-def]
     from training.device.reading_cache import ReadingCache
 
-    return ReadingCache(folder or RUN_DIR / "cache" / gguf.stem)
+    return ReadingCache(folder or CACHE_DIR / gguf.stem, half=True)

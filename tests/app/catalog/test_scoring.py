@@ -83,7 +83,7 @@ def test_weighted_mean_first_two_weigh_two() -> None:
     # (2*7 + 2*7 + 2 + 3) / 6 = 33 / 6 = 5.5 -> 6
     assert rule.overall(scores_of(7, 7, 2, 3)) == pytest.approx(5.5)
     assert rule.rounded_overall(scores_of(7, 7, 2, 3)) == 6
-    assert rule.overall_range() == (1, 10)
+    assert rule.overall_range == (1, 10)
     assert rule.shared_scale == (1, 10)
 
 
@@ -105,7 +105,7 @@ def test_explicit_weights() -> None:
 def test_mixed_scales_mapped_to_ten() -> None:
     rule = rule_of((1, 5), (0, 2), (1, 10))
     assert rule.shared_scale is None
-    assert rule.overall_range() == TEN_SCALE
+    assert rule.overall_range == TEN_SCALE
     # 3 on 1-5 -> 5.5, 2 on 0-2 -> 10, 4 on 1-10 -> 4: (2*5.5 + 2*10 + 4) / 5 = 7
     assert rule.overall(scores_of(3, 2, 4)) == pytest.approx(7.0)
     # the ends of every scale map to 1 and 10
@@ -117,7 +117,7 @@ def test_mixed_scales_mapped_to_ten() -> None:
 def test_shared_small_scale_stays_on_its_scale() -> None:
     rubric = load_rubric(RUBRICS_DIR / "helpfulness_1to5.yaml")
     rule = ScoringRule(rubric.specs(), rubric.aggregate)
-    assert rule.overall_range() == (1, 5)
+    assert rule.overall_range == (1, 5)
     assert rule.overall({"helpfulness": 4, "trustworthiness": 5}) == pytest.approx(4.5)
     assert rule.rounded_overall({"helpfulness": 4, "trustworthiness": 5}) == 5
 
@@ -126,7 +126,7 @@ def test_sum_aggregate() -> None:
     rubric = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")
     rule = ScoringRule(rubric.specs(), rubric.aggregate)
     assert rule.aggregate == "sum"
-    assert rule.overall_range() == (0, 15)
+    assert rule.overall_range == (0, 15)
     scores = {
         "animal_class": 2,
         "animal_family": 3,
@@ -142,7 +142,7 @@ def test_sum_aggregate() -> None:
 def test_sum_ignores_weights() -> None:
     rule = ScoringRule((spec("a", 0, 3, 2.0), spec("b", 0, 5, 1.0)), "sum")
     assert rule.overall({"a": 3, "b": 4}) == 7.0
-    assert rule.overall_range() == (0, 8)
+    assert rule.overall_range == (0, 8)
 
 
 def test_describe_default_weighting() -> None:

@@ -126,7 +126,7 @@ def check_consistent(text: str, protocol: Protocol, n_answers: int, rule: Scorin
     else:
         overall = [data["overall"]]
         assert overall[0] == rule.rounded_overall(data["scores"]), text
-    low, high = rule.overall_range()
+    low, high = rule.overall_range
     assert all(low <= value <= high for value in overall)
     if protocol is Protocol.PAIRWISE:
         assert data["verdict"] == verdict_from_overall(overall[0], overall[1]), text

@@ -49,6 +49,28 @@ def test_the_cache_resumes_and_reads_each_answer_without_a_request_once(tmp_path
         again.get("never read", "answer 0")
 
 
+def test_a_half_precision_cache_reads_back_what_it_wrote_in_half_the_bytes(tmp_path):
+    rng = np.random.default_rng(0)
+    states = rng.normal(0, 3, 3072).astype(np.float32)
+    logprobs = -rng.exponential(2, 300).astype(np.float32)
+
+    def read_cond(question: str, answer: str) -> tuple[np.ndarray, np.ndarray]:
+        return logprobs, states
+
+    def read_uncond(answer: str) -> np.ndarray:
+        return logprobs - 1.0
+
+    ReadingCache(tmp_path / "full").fill([("q", "a")], read_cond, read_uncond, "part0")
+    ReadingCache(tmp_path / "half", half=True).fill([("q", "a")], read_cond, read_uncond, "part0")
+    full, half = (ReadingCache(tmp_path / name).get("q", "a") for name in ("full", "half"))
+    assert half.states.dtype == np.float32 and half.cond.dtype == np.float32
+    assert np.allclose(half.states, full.states, rtol=1e-3, atol=1e-3)
+    for name, value in full.features().items():
+        assert half.features()[name] == pytest.approx(value, rel=1e-3, abs=1e-2), name
+    sizes = [sum(p.stat().st_size for p in (tmp_path / n).glob("*.npz")) for n in ("full", "half")]
+    assert sizes[1] < 0.55 * sizes[0]
+
+
 def test_an_interrupted_fill_keeps_what_it_read(tmp_path):
     texts = [(f"q{n}", f"answer {n}") for n in range(5)]  # fewer than a chunk
     read_cond, read_uncond = _fake_reads([])
