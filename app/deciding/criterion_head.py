@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
-from app.deciding.decision import DecisionRecord, Fitted, ShiftRule, Signal
+from app.deciding.decision import DecisionRecord
 from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
@@ -263,29 +263,6 @@ SHIFT_FIELDS = {
     "reference_behaviour": None,
     "reference_order": None,
 }
-SHIFT_WORDS = {
-    "reference_words": ("the share of the reference's own words it states", "text", "none"),
-    "reference_likelihood": (
-        "the reference's mean log-probability after it",
-        "reference_read",
-        "the reference read on after the answer's read",
-    ),
-    "reference_check": (
-        "the log-odds of the judge's check that it gives the reference's result",
-        "reference_read",
-        "one token read on after the answer's read",
-    ),
-    "reference_behaviour": (
-        "the share of the reference function's results its function gives (run in the jail)",
-        "code_run",
-        "about 0.1 s a code pair",
-    ),
-    "reference_order": (
-        "the share of the request's items it states in the reference's order",
-        "text",
-        "none",
-    ),
-}
 
 
 def shift_fields(head: CriterionHead) -> list[str]:
@@ -339,22 +316,6 @@ def level_caps(
         caps[:, judged] = held[:, None]
         found.append((name, caps))
     return found
-
-
-def shift_rule(head: CriterionHead, fitted: Fitted, caps: tuple[str, ...] = ()) -> ShiftRule | None:
-    """The criterion_shift of a decision record holding `head`'s reference weights and the
-    record's rules that hold its levels (`caps`); None: the head moves with no reference."""
-    signals = []
-    for name, bound_field in SHIFT_FIELDS.items():
-        if not (weight := getattr(head, name)):
-            continue
-        bound = getattr(head, bound_field) if bound_field else 0.0
-        value, read, cost = SHIFT_WORDS[name]
-        signals.append(
-            Signal(name=name, value=value, share="criterion_shift", reads=(read,), cost=cost,
-                   weight=weight, fitted=fitted, bounds=(-bound, bound) if bound else None)
-        )  # fmt: skip
-    return ShiftRule(signals=tuple(signals), caps=caps, fitted=fitted) if signals else None
 
 
 def criterion_text(name: str, description: str) -> str:

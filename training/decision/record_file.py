@@ -185,16 +185,6 @@ def write_record_file(path: Path, data: dict[str, Any], tables: bool = True) -> 
             target.write_text(text, encoding="utf-8")
 
 
-def write_section(path: Path, section: str, rule: Any) -> None:
-    """Set one rule of the record at `path` (a pydantic model, or None to drop it) and
-    write the record and its tables again."""
-    if not path.is_file():
-        raise SystemExit(f"{path}: no decision record to write its {section} into")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data[section] = rule.model_dump(mode="json", exclude_defaults=True) if rule else None
-    write_record_file(path, data)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Write the tables of the rule from the record as it is (`--check`: fail where not)."""
     parser = argparse.ArgumentParser(prog="python -m training.decision.record_file")

@@ -271,10 +271,35 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# what each signal of the shift is, what it reads and what that costs, in the record's words
+SHIFT_WORDS = {
+    "reference_words": ("the share of the reference's own words it states", "text", "none"),
+    "reference_likelihood": (
+        "the reference's mean log-probability after it",
+        "reference_read",
+        "the reference read on after the answer's read",
+    ),
+    "reference_check": (
+        "the log-odds of the judge's check that it gives the reference's result",
+        "reference_read",
+        "one token read on after the answer's read",
+    ),
+    "reference_behaviour": (
+        "the share of the reference function's results its function gives (run in the jail)",
+        "code_run",
+        "about 0.1 s a code pair",
+    ),
+    "reference_order": (
+        "the share of the request's items it states in the reference's order",
+        "text",
+        "none",
+    ),
+}
+
+
 def shift_section(result: dict[str, Any], kept: DecisionRecord) -> dict[str, Any]:
     """The record's criterion_shift from a fit's `result`, with the levels held by the
     record's rules that held them before (its caps)."""
-    from app.deciding.criterion_head import SHIFT_WORDS
     from app.deciding.decision import ShiftRule, Signal
 
     weights = result["weights"]
