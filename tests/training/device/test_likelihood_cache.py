@@ -167,3 +167,20 @@ def test_each_signal_alone_from_the_saved_parts():
     assert agreement["PMI per token"] == 50.0
     assert agreement["the longer answer wins"] == 0.0
     assert signal_agreement(rows, [_judged(1, "A", {})]) is None
+
+
+def test_the_committed_fitting_reads_are_half_precision_numbers_under_hashed_keys():
+    """The head's fitting set read so far is committed (a later session goes on from it):
+    numbers only, under keys that are hashes of the texts, in small half-precision chunks."""
+    import re
+
+    from training.datasets.likelihood_data import CACHE_DIR
+
+    files = sorted(CACHE_DIR.glob("*/*.npz"))
+    assert files, f"{CACHE_DIR}: no committed reads"
+    key = re.compile(r"^(c[0-9a-f]{40}\.(lp|st)|u[0-9a-f]{40})$")
+    for path in files:
+        assert path.stat().st_size < 2_000_000, path
+        with np.load(path) as chunk:
+            assert all(key.match(name) for name in chunk.files), path
+            assert all(chunk[name].dtype == np.float16 for name in chunk.files), path
