@@ -255,7 +255,7 @@ def rubric_judgment(row: int, rubric_id: str, *overall: float) -> Judgment:
     )
 
 
-def test_the_grade_scale_is_the_librarys_or_the_rubrics_overall_range -> None:
+def test_the_grade_scale_is_the_librarys_or_the_rubrics_overall_range() -> None:
     points = load_rubric(RUBRICS_DIR / "vqa_animal_identification.yaml")  # a sum: 0-15
     library = [judgment(1, SINGLE, 7, scenario="default"), judgment(2, SINGLE, 3)]
     graded = [rubric_judgment(1, points.id, 12), rubric_judgment(2, points.id, 3)]
