@@ -12,9 +12,12 @@ does not notice, in half the bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,26 @@ import numpy as np
 from models.readings import AnswerReading
 
 CHUNK = 20
+
+
+@contextlib.contextmanager
+def stopped_by_term() -> Iterator[None]:
+    """SIGTERM (`kill PID`) raises KeyboardInterrupt while inside, so a reader stopped by it
+    keeps what it read, as Ctrl-C does. A reader started in the background by a shell
+    without job control cannot be stopped by Ctrl-C or SIGINT: the shell starts it with
+    SIGINT ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def cond_key(question: str, answer: str) -> str:
@@ -86,23 +109,25 @@ class ReadingCache:
         for question, answer in todo:
             groups.setdefault(question, []).append(answer)
         bar = tqdm(total=len(todo), desc=f"reads {label}", unit="answer", file=sys.stderr)
-        try:  # an interrupted run (Ctrl-C) keeps what it read
-            for question, answers in groups.items():
-                for answer in answers:  # the request's reads first: they share its tokens
-                    key = cond_key(question, answer) + ".lp"
-                    if key not in self.arrays and key not in self._pending:
-                        logprobs, states = read_cond(question, answer)
-                        self._pending[key], self._pending[key[:-3] + ".st"] = logprobs, states
-                for answer in answers:
-                    free = uncond_key(answer)
-                    if free not in self.arrays and free not in self._pending:
-                        self._pending[free] = read_uncond(answer)
-                    bar.update()
-                if len(self._pending) >= 3 * CHUNK:
-                    self.flush()
-        finally:
-            bar.close()
-            self.flush()
+        with stopped_by_term():
+            try:  # a run stopped by Ctrl-C or `kill PID` keeps what it read
+                for question, answers in groups.items():
+                    for answer in answers:  # the request's reads first: they share its tokens
+                        key = cond_key(question, answer) + ".lp"
+                        if key not in self.arrays and key not in self._pending:
+                            logprobs, states = read_cond(question, answer)
+                            # one call: a stop between two stores would keep half an entry
+                            self._pending.update({key: logprobs, key[:-3] + ".st": states})
+                    for answer in answers:
+                        free = uncond_key(answer)
+                        if free not in self.arrays and free not in self._pending:
+                            self._pending[free] = read_uncond(answer)
+                        bar.update()
+                    if len(self._pending) >= 3 * CHUNK:
+                        self.flush()
+            finally:
+                bar.close()
+                self.flush()
 
     def flush(self) -> None:
         if not self._pending:

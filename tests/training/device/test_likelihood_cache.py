@@ -184,3 +184,51 @@ def test_the_committed_fitting_reads_are_half_precision_numbers_under_hashed_key
         with np.load(path) as chunk:
             assert all(key.match(name) for name in chunk.files), path
             assert all(chunk[name].dtype == np.float16 for name in chunk.files), path
+
+
+_STOPPED_READER = """
+import sys, time
+from pathlib import Path
+import numpy as np
+from training.device.reading_cache import ReadingCache
+
+folder, started = Path(sys.argv[1]), Path(sys.argv[2])
+
+def read_cond(question, answer):
+    return np.full(3, -1.0), np.ones(4, dtype=np.float32)
+
+def read_uncond(answer):
+    started.touch()  # the first answer is (nearly) read: time to stop it
+    time.sleep(0.2)
+    return np.full(3, -2.0)
+
+texts = [(f"q{n}", f"answer {n}") for n in range(200)]
+ReadingCache(folder, half=True).fill(texts, read_cond, read_uncond, "part0")
+"""
+
+
+def test_a_reader_stopped_by_kill_keeps_what_it_read(tmp_path):
+    """`kill PID` (SIGTERM) stops a reader as Ctrl-C does: what it read is saved. A shell
+    without job control starts a background reader with SIGINT ignored, so `kill` is how
+    one is stopped."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    started = tmp_path / "started"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _STOPPED_READER, str(tmp_path / "cache"), str(started)],
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # a few answers more, fewer than a chunk
+    reader.send_signal(signal.SIGTERM)
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode != 0, err.decode()
+    kept = ReadingCache(tmp_path / "cache")
+    read = [kept.has(f"q{n}", f"answer {n}") for n in range(200)]
+    assert 1 <= sum(read) < CHUNK and read[: sum(read)] == [True] * sum(read)
+    assert kept.get("q0", "answer 0").states.tolist() == [1.0] * 4
