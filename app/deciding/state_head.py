@@ -1,20 +1,13 @@
 """A pairwise verdict read from the judge model's own hidden states: a classification head.
 
-The judge model reads each answer with its request (`state_text`); the mean and
-the last of its final-layer token states (`models.readings.pooled`) describe that answer. A
-linear head, fitted on labelled training-split pairs by `python -m
-training.heads.state_head`, turns the difference of the two answers' features into a
-preference, optionally joined with two explicit signals fitted beside it:
-
-    score = w . (f(A) - f(B))                        # the model's own states
-          + relevance * (cos(q, A) - cos(q, B))      # MiniLM request relevance
-          + length * log(len(A) / len(B))            # an explicit length prior
-    P(A)  = sigmoid(score)
-
-The head has no intercept and was fitted on both orders of every pair, so it
-cannot prefer a position: its verdict is the same in both orders. The parts of
-the score are kept apart in the judgment (`verdict_parts`), so a report can show
-what the states, relevance and length each contributed.
+The judge model reads each answer with its request (`state_text`, or as its own reply); the
+mean and the last of its final-layer token states (`models.readings.pooled`) describe that
+answer. A linear head, fitted on labelled training-split pairs, turns the difference of the
+two answers' features into the `states` signal, w . (f(A) - f(B)), and (with grade weights)
+one answer's features into its `grade_states`. The head holds those vectors alone: how they
+are weighed with the other signals (likelihood, relevance, a reference's) is the judge's
+decision record (app/deciding/decision.py). The head has no intercept and was fitted on both
+orders of every pair, so it cannot prefer a position.
 
 This is the empirical-study seed's "classification head" for fine-tuned judges at
 its cheapest: the base stays frozen, and the head is a small JSON file committed
@@ -50,84 +43,24 @@ class StateHead(BaseModel):
     # where the answer's tokens are predicted, beside its likelihood features
     reads: Literal["text", "reply"] = "text"
     weights: tuple[float, ...]  # per pooled feature (mean states, then last-token states)
-    # weight per likelihood feature (models.readings.FEATURES) of an answer; reads "reply"
-    likelihood: dict[str, float] = Field(default_factory=dict)
-    relevance: float = 0.0  # weight of cos(request, A) - cos(request, B); 0: not used
-    length: float = 0.0  # weight of log(len(A) / len(B)); 0: not used
-    # single answers: grade = grade_intercept + grade_weights . f(answer), clipped to 1-10
+    # single answers: the grade head's w . f(answer) (the judge's decision record weighs it)
     grade_weights: tuple[float, ...] | None = None
-    grade_intercept: float = 0.0
-    grade_likelihood: dict[str, float] = Field(default_factory=dict)
-    # pairwise with a reference: the score adds this times A's lead in the criterion scores
-    # read with the reference, on 0-1 of their range
-    # (app.deciding.state_judging.with_reference_reading)
-    reference_weight: float = Field(default=0.0, ge=0.0)
-    # pairwise with a reference, criteria read on from the head's reads: the score adds this
-    # times A's lead in how likely the reference is after each answer (mean log-probability
-    # of its tokens; app/deciding/criterion_reads.py)
-    reference_likelihood_weight: float = Field(default=0.0, ge=0.0)
-    # pairwise with a reference: the score adds this times A's lead in the share of the
-    # reference's own words (those the request does not hold) each answer states
-    # (app/deciding/reference_words.py; read from the text, no model read)
-    reference_words_weight: float = Field(default=0.0, ge=0.0)
-    # pairwise with a reference, read on from the head's reads: the score adds this times A's
-    # lead in the log-odds of the judge's own "true" when asked whether the answer gives the
-    # reference's result (the check, app/deciding/criterion_reads.py)
-    reference_check_weight: float = Field(default=0.0, ge=0.0)
-    # pairwise with a reference that restates the request's items in an order (a sorting or
-    # ranking request): the score adds this times A's lead in the share of the items it
-    # states in that order (app/deciding/reference_order.py; read from the text)
-    reference_order_weight: float = Field(default=0.0, ge=0.0)
-    # pairwise with a reference function, where the user turned code running on: the score
-    # adds this times A's lead in the share of inputs on which its function gives the
-    # reference function's result (app/code_run/behaviour.py)
-    reference_behaviour_weight: float = Field(default=0.0, ge=0.0)
     fitted_on: dict[str, int | float | str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _even_features(self) -> StateHead:
-        if len(self.weights) % 2 or not (self.weights or self.likelihood):
+        if len(self.weights) % 2 or not (self.weights or self.reads == "reply"):
             raise ValueError(
                 "weights: mean and last-token states, so an even count, non-zero unless the "
-                "head reads likelihoods alone"
+                "head reads the answers' likelihoods alone (reads: reply)"
             )
         if self.grade_weights is not None and len(self.grade_weights) % 2:
             raise ValueError("grade_weights: mean and last-token states, so an even count")
-        if (self.likelihood or self.grade_likelihood) and self.reads != "reply":
-            raise ValueError("likelihood: likelihood features need reads: reply")
-        from models.readings import FEATURES
-
-        for field_name in ("likelihood", "grade_likelihood"):
-            unknown = sorted(set(getattr(self, field_name)) - set(FEATURES))
-            if unknown:
-                raise ValueError(f"{field_name}: unknown features {unknown}; known: {FEATURES}")
         return self
 
     @property
     def hidden_size(self) -> int:
         return len(self.weights) // 2
-
-    @property
-    def grades(self) -> bool:
-        return self.grade_weights is not None or bool(self.grade_likelihood)
-
-
-# the fields above a judge's decision record holds instead, where it has one
-PAIRWISE_WEIGHTS = (
-    "likelihood",
-    "relevance",
-    "length",
-    "reference_weight",
-    "reference_likelihood_weight",
-    "reference_words_weight",
-    "reference_check_weight",
-    "reference_order_weight",
-    "reference_behaviour_weight",
-)
-
-
-# and those its record's grade rule holds instead, where it has one
-GRADE_WEIGHTS = ("grade_intercept", "grade_likelihood")
 
 
 @cache
@@ -146,13 +79,16 @@ def load_state_head(path: Path) -> StateHead:
     return validate(StateHead, data, path)
 
 
-LIKELIHOOD_HEAD_FILE = "likelihood_head.json"  # under models/
+# the likelihood judge (`--decider likelihood`, any model): a head that reads the answers'
+# likelihoods and no states, and its record of five likelihood weights (under models/;
+# fitted by training.heads.likelihood_head)
+LIKELIHOOD_HEAD_FILE = "likelihood_head.json"
+LIKELIHOOD_DECISION_FILE = "likelihood_decision.yaml"
 LIKELIHOOD_HEAD = Path(__file__).resolve().parents[2] / "models" / LIKELIHOOD_HEAD_FILE
 
 
 def likelihood_judge_head() -> StateHead:
-    """The likelihood judge's head (`--decider likelihood`): likelihood features alone,
-    for any model (models/likelihood_head.json, fitted by training.heads.likelihood_head)."""
+    """The likelihood judge's head (`--decider likelihood`): it reads no states."""
     return load_state_head(LIKELIHOOD_HEAD)
 
 

@@ -13,20 +13,24 @@ from __future__ import annotations
 import argparse
 from typing import get_args
 
-from app.deciding.state_head import LIKELIHOOD_HEAD_FILE
+from app.deciding.state_head import LIKELIHOOD_DECISION_FILE, LIKELIHOOD_HEAD_FILE
 from app.formats.prompts import DEFAULT_TEMPLATE, template_names
 from app.judging.settings import TURNED_OFF, SettingsLayer
 from models.judge_settings import SETTING_NAMES
 from models.run_settings import Declared, declared
 from models.verdict_settings import PairCombine
 
-DECIDERS = {"likelihood": LIKELIHOOD_HEAD_FILE}  # --decider: a state head file under models/
+# --decider: the state head and the decision record it decides by, files under models/
+DECIDERS = {"likelihood": (LIKELIHOOD_HEAD_FILE, LIKELIHOOD_DECISION_FILE)}
 
 
-def _decider(name: str) -> str:
-    if name not in DECIDERS:
-        raise argparse.ArgumentTypeError(f"invalid choice: '{name}' (choose from {list(DECIDERS)})")
-    return DECIDERS[name]
+class _Decider(argparse.Action):
+    """Sets the decider's head (the flag's destination) and its decision record."""
+
+    def __call__(self, parser, namespace, value, option_string=None):  # type: ignore[no-untyped-def]
+        head, record = DECIDERS[value]
+        setattr(namespace, self.dest, head)
+        namespace.decision_record = record
 
 
 def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,8 +86,8 @@ def add_judging_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--decider",
         dest="state_head",
-        type=_decider,
-        metavar="{likelihood}",
+        action=_Decider,
+        choices=list(DECIDERS),
         help="likelihood: decide pairs and rankings by the model's own likelihood of each "
         "answer given its request against none (PMI), a fixed head that needs no fitting and "
         "works with any GGUF on the llama-cpp backend",

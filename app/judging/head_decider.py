@@ -15,7 +15,6 @@ from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
-from app.deciding.head_record import head_decision
 from app.deciding.rubric_grade import fits
 from app.deciding.state_head import StateHead
 from app.deciding.state_judging import (
@@ -69,7 +68,7 @@ class HeadSettings:
                 config.parts.criterion_levels if config.judge.criteria_read == "head" else None
             ),
             decision=run_decision(
-                config.parts.decision, head, config.judge.uncertain_below, config.judge.tie_margin
+                config.parts.decision, config.judge.uncertain_below, config.judge.tie_margin
             ),
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
@@ -78,15 +77,14 @@ class HeadSettings:
 
 
 def run_decision(
-    record: DecisionRecord | None, head: StateHead, doubt_below: float, tie_band: float
+    record: DecisionRecord | None, doubt_below: float, tie_band: float
 ) -> DecisionRecord:
-    """The head's decision record (its judge's decision.yaml, else the weights in the head's
-    file), with this run's doubt threshold and, where the run asks for a tie band, the tie
-    threshold that makes pairs within it ties."""
-    record = record or head_decision(head, doubt_below)
+    """The head's decision record (its judge's decision.yaml) with this run's doubt threshold
+    and, where the run asks for a tie band, the tie threshold that makes pairs within it
+    ties."""
+    if record is None:
+        raise ValueError("a state head decides by a decision record: the run's parts have none")
     update: dict[str, Any] = {"doubt_below": doubt_below}
-    if record.grade is None and head.grades:  # a record of the verdict alone: the head grades
-        update["grade"] = head_decision(head, doubt_below).grade
     if tie_band:
         update["tie_threshold"] = tie_threshold_for(tie_band)
     return record.model_copy(update=update)
@@ -101,9 +99,10 @@ class HeadDecider:
     settings: HeadSettings
 
     def decides(self, protocol: Protocol) -> bool:
-        """True when the head makes this protocol's judgment (grades only with a grade head)."""
+        """True when the head makes this protocol's judgment (grades only where its record
+        has a grade rule)."""
         if protocol is Protocol.SINGLE:
-            return self.settings.head.grades
+            return self.settings.decision.grade is not None
         return protocol in (Protocol.PAIRWISE, Protocol.MULTI)
 
     def plan(
@@ -337,7 +336,9 @@ def reference_note(config: JudgeConfig) -> str | None:
     pairs = config.protocol in (Protocol.PAIRWISE, None)  # None: pairs when a row has two
     head = config.parts.head
     # what the decision record weighs of the reference, in its order
-    record = config.parts.decision or head_decision(head, config.judge.uncertain_below)
+    record = config.parts.decision
+    if record is None:
+        return None
     weighed = [s.name for s in record.signals if s.weight] + [r.name for r in record.rules]
     reads = [
         READS_OF_REFERENCE[name].format(code=code_run_note(config.run_code))

@@ -26,12 +26,7 @@ from app.deciding.criterion_head import (
     with_shift,
 )
 from app.deciding.decision import DecisionRecord, load_decision
-from app.deciding.state_head import (
-    GRADE_WEIGHTS,
-    PAIRWISE_WEIGHTS,
-    StateHead,
-    load_state_head,
-)
+from app.deciding.state_head import StateHead, load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
 from models.judge_settings import JUDGE_FILES, SETTING_NAMES, JudgeSettings
@@ -98,22 +93,18 @@ def judge_settings(
 
 
 def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord | None:
-    """The head's decision record, where the judge names one and decides by its head (a run
-    that turns the head off decides from the reply); its head must then hold no pairwise
-    weight of its own, nor grade weights where the record grades (one place for the rule)."""
-    if settings.decision_record is None or head is None:  # no head: the reply decides
+    """The decision record a judge's head decides by (none where no head decides: a run that
+    turns the head off decides from the reply)."""
+    if head is None:
         return None
-    path = MODELS_DIR / settings.decision_record
-    record = load_decision(path)
-    fields = PAIRWISE_WEIGHTS + (GRADE_WEIGHTS if record.grade is not None else ())
-    held = sorted(name for name in fields if getattr(head, name))
-    if held:
+    if settings.decision_record is None:
         raise ConfigError(
-            MODELS_DIR / str(settings.state_head),
-            held[0],
-            f"the weights ({', '.join(held)}) belong in the decision record {path}",
+            "judging settings",
+            "decision_record",
+            f"the state head {settings.state_head} decides by a decision record (its signals' "
+            "weights), and none is named",
         )
-    return record
+    return load_decision(MODELS_DIR / settings.decision_record)
 
 
 def _criterion_head(settings: JudgeSettings, record: DecisionRecord | None) -> CriterionHead | None:

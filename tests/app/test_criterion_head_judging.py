@@ -24,8 +24,7 @@ from app.deciding.criterion_head import (
     load_criterion_head,
     reference_spread,
 )
-from app.deciding.decision import Fitted, Rule
-from app.deciding.head_record import head_decision
+from app.deciding.decision import DecisionRecord, Fitted, Rule
 from app.deciding.signals import AnswerReads
 from app.deciding.state_head import StateHead, reference_signals
 from app.io.reader import InputRow
@@ -43,6 +42,7 @@ from tests.support.head_configs import (
     HEAD_CONTEXT,
     HELPFULNESS_RUBRIC,
     PLANET_PAIR,
+    record_of,
     tiny_service,
 )
 from tests.support.needs import need_jail
@@ -62,7 +62,6 @@ def heads(tiny) -> tuple[StateHead, CriterionHead]:
         base_file="tiny.gguf",
         reads="reply",
         weights=tuple((0.05 * rng.normal(size=size)).tolist()),
-        likelihood={"pmi_mean": 1.0},
     )
     # standardized on reads of the tiny model, so its levels stay inside the scale
     readings = backend.read_answers("q", ["a", "b c", "Mercury is closest."])
@@ -93,12 +92,32 @@ def heads(tiny) -> tuple[StateHead, CriterionHead]:
     return verdict, criteria
 
 
-def _config(heads, protocol: Protocol = Protocol.PAIRWISE, **more) -> JudgeConfig:
+def _rule(grades: bool = False, **weights: float) -> DecisionRecord:
+    """The verdict head's record: its states and the PMI's mean, and `weights` (the
+    reference's signals); with `grades`, an answer's grade is its PMI's mean times 0.5."""
+    return record_of({"pmi_mean": 0.5} if grades else None, states=1.0, pmi_mean=1.0, **weights)
+
+
+# the weights of a verdict that reads the reference (_reading_reference)
+READING = {"reference_words": 2.0, "reference_likelihood": 1.0}
+BEHAVIOUR = _rule(**READING, reference_behaviour=60.0)
+
+
+def _config(
+    heads, protocol: Protocol = Protocol.PAIRWISE, record: DecisionRecord | None = None, **more
+) -> JudgeConfig:
+    """The verdict head deciding by `record` (default: `_rule()`) beside the criterion head."""
     verdict, criteria = heads
+    parts = JudgeParts(
+        head=verdict,
+        decision=record or _rule(),
+        criterion_levels=criteria,
+        context_tokens=HEAD_CONTEXT,
+    )
     base = JudgeConfig(
         protocol=protocol,
         judge=JudgeSettings(template="pocketjudge-decision", criteria_read="head"),
-        parts=JudgeParts(head=verdict, criterion_levels=criteria, context_tokens=HEAD_CONTEXT),
+        parts=parts,
     )
     return with_changes(base, more)
 
@@ -155,18 +174,19 @@ CAPITAL_PAIR = JudgeItem(
 
 
 def _reading_reference(heads, words: float = 1.0, likelihood: float = 0.5):
+    """The heads with a criterion head that the reference moves (the verdict weighs it by
+    READING)."""
     verdict, criteria = heads
-    verdict = verdict.model_copy(
-        update={"reference_words_weight": 2.0, "reference_likelihood_weight": 1.0}
-    )
     return verdict, replace(criteria, reference_words=words, reference_likelihood=likelihood)
 
 
 def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
     service, _ = tiny
     reading = _reading_reference(heads)
-    judged = service.judge(CAPITAL_PAIR, _config(reading))
-    unused = service.judge(CAPITAL_PAIR, _config(reading, use_reference=False))
+    judged = service.judge(CAPITAL_PAIR, _config(reading, record=_rule(**READING)))
+    unused = service.judge(
+        CAPITAL_PAIR, _config(reading, record=_rule(**READING), use_reference=False)
+    )
     assert judged.status is Status.OK and judged.criteria_by_head is True
     assert '{"overall": ' not in judged.raw_output  # nothing read apart
     assert judged.raw_output.count("the reference moved it") == 2 * len(judged.criteria)
@@ -193,16 +213,18 @@ def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
 def test_a_head_that_weighs_the_check_reads_it_and_adds_its_share(tiny, heads):
     service, _ = tiny
     verdict, criteria = _reading_reference(heads)
-    checking = verdict.model_copy(update={"reference_check_weight": 3.0})
-    judged = service.judge(CAPITAL_PAIR, _config((checking, criteria)))
-    plain = service.judge(CAPITAL_PAIR, _config((verdict, criteria)))
+    checking = _rule(**READING, reference_check=3.0)
+    judged = service.judge(CAPITAL_PAIR, _config((verdict, criteria), record=checking))
+    plain = service.judge(CAPITAL_PAIR, _config((verdict, criteria), record=_rule(**READING)))
     parts, before = judged.verdict_parts, plain.verdict_parts
     lead = parts["reference_check_difference"]
     assert lead != 0.0 and "reference_check_difference" not in before
     assert parts["reference_check"] == pytest.approx(3.0 * lead, abs=1e-3)
     assert parts["reference"] == pytest.approx(before["reference"] + 3.0 * lead, abs=2e-3)
     assert "reference_check" in reference_signals(parts)
-    assert "the judge's own check" in (reference_note(_config((checking, criteria))) or "")
+    assert "the judge's own check" in (
+        reference_note(_config((verdict, criteria), record=checking)) or ""
+    )
 
 
 CODE_PAIR = JudgeItem(
@@ -225,7 +247,7 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
     weighing = (  # the criteria move by the code's behaviour alone
-        verdict.model_copy(update={"reference_behaviour_weight": 60.0}),
+        verdict,
         replace(  # level: the criterion's mean (the tiny model's reads of code are far out)
             heads[1],
             weights=np.zeros_like(heads[1].weights),
@@ -233,10 +255,12 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
             reference_behaviour=2.0,
         ),
     )
-    ran = service.judge(CODE_PAIR, _config(weighing))  # the default: run in the jail
+    ran = service.judge(
+        CODE_PAIR, _config(weighing, record=BEHAVIOUR)
+    )  # the default: run in the jail
     with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
         patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
-        unweighed = service.judge(CODE_PAIR, _config(weighing))
+        unweighed = service.judge(CODE_PAIR, _config(weighing, record=BEHAVIOUR))
     parts = ran.verdict_parts
     lead = parts["reference_behaviour_difference"]
     assert lead < -0.3 and parts["reference_behaviour_inputs"] >= 10  # B gives its results
@@ -262,15 +286,17 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
             assert gaps[-1] < 2.0 * lead - 0.1, spec.key  # more than their share, toward B
     # the criteria's weighted mean moves as fitted
     assert weights @ np.array(gaps) / weights.sum() == pytest.approx(2.0 * lead, abs=2e-3)
-    assert "in a jail (bubblewrap" in (reference_note(_config(weighing)) or "")
+    assert "in a jail (bubblewrap" in (reference_note(_config(weighing, record=BEHAVIOUR)) or "")
     assert not {"reference_code_not_run", "reference_code_unread"} & set(parts)
     assert "run beside the reference function in the jail" in head_note(parts)
     # code running off: none of it runs, and the page says so and how to turn it on
-    off = service.judge(CODE_PAIR, _config(weighing, run_code=False))
+    off = service.judge(CODE_PAIR, _config(weighing, record=BEHAVIOUR, run_code=False))
     assert "reference_behaviour_difference" not in off.verdict_parts
     assert off.verdict_parts["reference_code_not_run"] == 1.0
     assert "code running is off" in head_note(off.verdict_parts)
-    assert "code running is off" in (reference_note(_config(weighing, run_code=False)) or "")
+    assert "code running is off" in (
+        reference_note(_config(weighing, record=BEHAVIOUR, run_code=False)) or ""
+    )
     assert off.code_run is not None and "turn on" in off.code_run["fix"]
 
 
@@ -371,8 +397,7 @@ def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, he
     need_jail()
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
-    weighing = verdict.model_copy(update={"reference_behaviour_weight": 60.0})
-    config = _config((weighing, heads[1]), criteria_read="apart")
+    config = _config((verdict, heads[1]), record=BEHAVIOUR, criteria_read="apart")
     first, last = service.judge_in_steps(CODE_PAIR, config)
     at_once = service.judge(CODE_PAIR, config)
     assert first.criteria == () and last.criteria
@@ -388,15 +413,15 @@ def test_where_no_jail_works_no_answers_code_runs_and_the_page_says_what_to_do(
 ):
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
-    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    running = (verdict, heads[1])
     monkeypatch.setattr("app.code_run.jail.shutil.which", lambda name: None)  # no bwrap
     jail.jail_status.cache_clear()
     try:
         marker = tmp_path / "ran"
         touching = f"def second_largest(xs):\n    open({str(marker)!r}, 'w').close()\n    return 1"
         item = CODE_PAIR.model_copy(update={"answers": (touching, CODE_PAIR.answers[1])})
-        judged = service.judge(item, _config(running))
-        note = reference_note(_config(running)) or ""
+        judged = service.judge(item, _config(running, record=BEHAVIOUR))
+        note = reference_note(_config(running, record=BEHAVIOUR)) or ""
     finally:
         jail.jail_status.cache_clear()
     assert judged.status is Status.OK and not marker.exists()  # nothing of A ran
@@ -421,13 +446,13 @@ def test_a_batch_goes_on_past_answers_whose_code_tries_to_get_out(tiny, heads):
     need_jail()
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
-    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    running = (verdict, heads[1])
     items = [
         CODE_PAIR.model_copy(update={"id": name, "answers": (code, CODE_PAIR.answers[1])})
         for name, code in ESCAPING.items()
     ]
     rows = [InputRow(n + 1, item, None, None) for n, item in enumerate([*items, CAPITAL_PAIR])]
-    judged = service.judge_many(rows, _config(running))
+    judged = service.judge_many(rows, _config(running, record=BEHAVIOUR))
     assert [j.status for j in judged] == [Status.OK] * len(rows)
     for judgment in judged[: len(items)]:  # each a reading: A none of the results, B all
         assert judgment.code_run["shares"] == [0.0, 1.0], judgment.id
@@ -444,15 +469,15 @@ def test_a_batch_goes_on_past_answers_whose_code_tries_to_get_out(tiny, heads):
 def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads):
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
-    running = (verdict.model_copy(update={"reference_behaviour_weight": 60.0}), heads[1])
+    running = (verdict, heads[1])
     prose = CODE_PAIR.model_copy(update={"answers": ("Sort it and take one.", "Use a set.")})
-    judged = service.judge(prose, _config(running))
+    judged = service.judge(prose, _config(running, record=BEHAVIOUR))
     assert "reference_behaviour_difference" not in judged.verdict_parts
     assert judged.verdict_parts["reference_code_unread"] == 1.0
     assert "no answer's function could be run" in head_note(judged.verdict_parts)
     assert "no answer defines a function" in judged.code_run["unread"]
     # a reference that is no function: nothing to say
-    capital = service.judge(CAPITAL_PAIR, _config(running))
+    capital = service.judge(CAPITAL_PAIR, _config(running, record=BEHAVIOUR))
     assert not {"reference_code_unread", "reference_code_not_run"} & set(capital.verdict_parts)
     assert capital.code_run is None
 
@@ -473,7 +498,7 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     service, _ = tiny
     verdict, _ = _reading_reference(heads)
     ordering = (  # the criteria move by the order alone
-        verdict.model_copy(update={"reference_order_weight": 30.0}),
+        verdict,
         replace(
             heads[1],
             weights=np.zeros_like(heads[1].weights),
@@ -481,7 +506,9 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
             reference_order=6.0,
         ),
     )
-    judged = service.judge(SORTING_PAIR, _config(ordering))
+    judged = service.judge(
+        SORTING_PAIR, _config(ordering, record=_rule(**READING, reference_order=30.0))
+    )
     plain = service.judge(SORTING_PAIR, _config(heads))  # reads no order
     parts = judged.verdict_parts
     lead = parts["reference_order_difference"]
@@ -493,14 +520,14 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     for key in judged.criteria:  # each criterion's gap is its part of the order's shift
         levels = [a.expected_criteria[key] for a in judged.answers]
         assert levels[0] - levels[1] == pytest.approx(6.0 * lead * spread[key], abs=2e-3)
-    assert "each answer's order" in (reference_note(_config(ordering)) or "")
+    assert "each answer's order" in (
+        reference_note(_config(ordering, record=_rule(**READING, reference_order=30.0))) or ""
+    )
 
 
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
     service, _ = tiny
-    config = _config(_reading_reference(heads), Protocol.SINGLE)
-    graded = StateHead(**{**heads[0].model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
-    config = replace(config, parts=replace(config.parts, head=graded))
+    config = _config(_reading_reference(heads), Protocol.SINGLE, record=_rule(True, **READING))
     single = CAPITAL_PAIR.model_copy(update={"answers": ("Canberra.",)})
     judged = service.judge(single, config)
     assert judged.raw_output.count('{"overall": ') == len(judged.criteria) > 0
@@ -569,9 +596,9 @@ def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
 def test_a_rubric_is_read_apart(tiny, heads):
     service, _ = tiny
     rubric = load_rubric(HELPFULNESS_RUBRIC)
-    config = _config(heads, Protocol.SINGLE, choice=CriteriaChoice(rubric=rubric))
-    graded = StateHead(**{**heads[0].model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
-    config = replace(config, parts=replace(config.parts, head=graded))
+    config = _config(
+        heads, Protocol.SINGLE, record=_rule(True), choice=CriteriaChoice(rubric=rubric)
+    )
     single = JudgeItem(id="s", question=PLANET_PAIR.question, answers=("Mercury.",))
     judged = service.judge(single, config)
     assert judged.raw_output.count('{"overall": ') == len(rubric.criteria) == len(judged.criteria)
@@ -615,8 +642,7 @@ def test_a_head_that_reads_request_relevance_gets_it_from_the_engine(tiny, heads
     assert moved[0] != pytest.approx(moved[1])  # the answers differ in relevance
     # a single answer reads it too (no verdict relevance is computed for grades)
     single = JudgeItem(id="s", question=PLANET_PAIR.question, answers=(PLANET_PAIR.answers[0],))
-    grading = StateHead(**{**verdict.model_dump(), "grade_likelihood": {"pmi_mean": 0.5}})
-    graded = service.judge(single, _config((grading, near), Protocol.SINGLE))
+    graded = service.judge(single, _config((verdict, near), Protocol.SINGLE, record=_rule(True)))
     assert graded.criteria_by_head and graded.answers[0].expected_criteria
     readings = backend.read_answers(PLANET_PAIR.question, [PLANET_PAIR.answers[0]])
     likelihood = readings[0].features()
@@ -691,7 +717,7 @@ def test_a_rule_decides_a_code_pair_at_its_fitted_confidence_and_the_page_says_s
         reference=True,
         fitted=Fitted(by="this test", rows="none"),
     )
-    record = head_decision(verdict, doubt_below=0.5).model_copy(update={"rules": (rule,)})
+    record = _rule(**READING).model_copy(update={"rules": (rule,)})
     config = _config((verdict, heads[1]), criterion_scores=False)
     judged = service.judge(CODE_PAIR, replace(config, parts=replace(config.parts, decision=record)))
     parts = judged.verdict_parts

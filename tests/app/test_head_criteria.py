@@ -12,6 +12,7 @@ import pytest
 from app.catalog.criteria_resolution import CriteriaChoice, resolve
 from app.catalog.rubrics import load_rubric
 from app.deciding import criterion_reads
+from app.deciding.decision import DecisionRecord
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.head_decider import reference_note
@@ -23,6 +24,8 @@ from tests.support.head_configs import (
     HELPFULNESS_RUBRIC,
     PLANET_PAIR,
     random_reply_head,
+    record_for,
+    record_of,
     tiny_service,
 )
 
@@ -39,9 +42,13 @@ def tiny(tiny_gguf_model: Path):
 @pytest.fixture(scope="module")
 def head(tiny) -> StateHead:
     _, backend = tiny
-    return random_reply_head(
-        backend, 2, grade_weights=(), grade_likelihood={"pmi_mean": 0.5}, grade_intercept=5.0
-    )
+    return random_reply_head(backend, 2, grade_weights=())
+
+
+def head_rule(**weights: float) -> DecisionRecord:
+    """The head's record: its states and the PMI's mean; grades of the PMI's mean plus 5;
+    `weights`: the reference's signals it weighs too."""
+    return record_of({"pmi_mean": 0.5}, 5.0, states=1.0, pmi_mean=1.0, **weights)
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +59,16 @@ def text_head(tiny) -> StateHead:
     return StateHead(base_file="tiny.gguf", weights=tuple((0.05 * rng.normal(size=size)).tolist()))
 
 
-def _config(head: StateHead | None, protocol: Protocol, **more) -> JudgeConfig:
+def _config(
+    head: StateHead | None, protocol: Protocol, record: DecisionRecord | None = None, **more
+) -> JudgeConfig:
+    """`head` deciding by `record` (default: `head_rule()` for a head reading replies)."""
+    if record is None and head is not None:
+        record = head_rule() if head.reads == "reply" else record_for(head)
     base = JudgeConfig(
         protocol=protocol,
         judge=JudgeSettings(template="pocketjudge-decision"),
-        parts=JudgeParts(head=head, context_tokens=CONTEXT),
+        parts=JudgeParts(head=head, decision=record, context_tokens=CONTEXT),
     )
     return with_changes(base, more)
 
@@ -131,10 +143,10 @@ def test_a_reference_reaches_the_criteria_and_not_the_verdict(tiny, head):
 
 def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_reference(tiny, head):
     service, _ = tiny
-    weighted = head.model_copy(update={"reference_weight": 6.0})
+    weighted = head_rule(reference_criteria=6.0)
     item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
     plain = service.judge(item, _config(head, Protocol.PAIRWISE))
-    given = service.judge(item, _config(weighted, Protocol.PAIRWISE))
+    given = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted))
     first, second = (a.expected_overall for a in given.answers)
     low, high = 1, 10  # the scenario's criteria, each 1-10
     share = 6.0 * (first - second) / (high - low)
@@ -145,8 +157,8 @@ def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_ref
     assert (given.verdict_probs["A"] > plain.verdict_probs["A"]) is (share > 0)
     # no reference, or the reference turned off: the head's verdict alone
     for off in (
-        service.judge(PAIR, _config(weighted, Protocol.PAIRWISE)),
-        service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False)),
+        service.judge(PAIR, _config(head, Protocol.PAIRWISE, record=weighted)),
+        service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted, use_reference=False)),
     ):
         assert "reference" not in off.verdict_parts
 
@@ -172,7 +184,7 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     )
     item = JudgeItem(id="p", question="q", answers=("a", "b"), reference="r")
     reads = reference_reads(PairReads(item), judged, ReferenceAsk((1, 5)))
-    moved = with_reference_reading(judged, reference_record(reference_weight=2.0), reads)
+    moved = with_reference_reading(judged, reference_record(reference_criteria=2.0), reads)
     assert moved.verdict_parts == {
         "states": -0.4,
         "relevance": 0.0,
@@ -188,7 +200,9 @@ def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
     assert unweighed.winner == "B" and "reference" not in unweighed.verdict_parts
     one_read = judged.model_copy(update={"answers": judged.answers[:1]})
     one = reference_reads(PairReads(item), one_read, ReferenceAsk((1, 5)))
-    assert with_reference_reading(one_read, reference_record(reference_weight=2.0), one) is one_read
+    assert (
+        with_reference_reading(one_read, reference_record(reference_criteria=2.0), one) is one_read
+    )
 
 
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):
@@ -252,14 +266,20 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     from app.judging.head_decider import reference_note
 
     assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
-    weighted = head.model_copy(update={"reference_weight": 6.0})
-    said = reference_note(_config(weighted, Protocol.PAIRWISE))
+    weighted = head_rule(reference_criteria=6.0)
+    said = reference_note(_config(head, Protocol.PAIRWISE, record=weighted))
     assert "the lead of the criterion scores read with it" in said
-    by_count = reference_note(_config(weighted, None))  # protocol auto: a pair reads it too
+    by_count = reference_note(
+        _config(head, None, record=weighted)
+    )  # protocol auto: a pair reads it too
     assert "the lead of the criterion scores read with it" in by_count
-    worded = head.model_copy(update={"reference_words_weight": 2.0})
-    assert "what the reference states" in reference_note(_config(worded, Protocol.PAIRWISE))
-    assert "only the criterion scores" in reference_note(_config(weighted, Protocol.SINGLE))
+    worded = head_rule(reference_words=2.0)
+    assert "what the reference states" in reference_note(
+        _config(head, Protocol.PAIRWISE, record=worded)
+    )
+    assert "only the criterion scores" in reference_note(
+        _config(head, Protocol.SINGLE, record=weighted)
+    )
     off = reference_note(_config(head, Protocol.PAIRWISE, criterion_scores=False))
     assert off.startswith("reads no reference")
     assert (
@@ -277,11 +297,13 @@ def test_criteria_read_on_from_the_reads_come_with_the_verdict(tiny, head, proto
     """Where the criteria are read on from the head's reads, the verdict costs the reads
     and the criteria a turn after each: one step, the judgment `judge` gives."""
     service, _ = tiny
-    weighted = head.model_copy(update={"reference_weight": 4.0})
+    weighted = head_rule(reference_criteria=4.0)
     item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
     if protocol is Protocol.SINGLE:
         item = item.model_copy(update={"answers": item.answers[:1]})
-    config = _config(weighted, protocol, reference_metrics=True, criteria_read="with_verdict")
+    config = _config(
+        head, protocol, record=weighted, reference_metrics=True, criteria_read="with_verdict"
+    )
     steps = list(service.judge_in_steps(item, config))
     assert [_without_time(s) for s in steps] == [_without_time(service.judge(item, config))]
     assert steps[0].criteria and steps[0].reference_metrics
@@ -298,9 +320,9 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     from one read of the head."""
     service, _ = tiny
     protocol = Protocol.PAIRWISE
-    weighted = text_head.model_copy(update={"reference_weight": 4.0})
+    weighted = record_of(states=1.0, reference_criteria=4.0)
     item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
-    config = _config(weighted, protocol, reference_metrics=True)
+    config = _config(text_head, protocol, record=weighted, reference_metrics=True)
     steps = list(service.judge_in_steps(item, config))
     at_once = service.judge(item, config)
     assert len(steps) == 2
@@ -313,7 +335,7 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     # the reference's part joins the verdict with the criteria
     assert "reference" not in first.verdict_parts and "reference" in last.verdict_parts
     assert first.verdict_parts["states"] == last.verdict_parts["states"]  # one head read
-    alone = _config(weighted, protocol, criterion_scores=False)
+    alone = _config(text_head, protocol, record=weighted, criterion_scores=False)
     assert [j.winner for j in service.judge_in_steps(item, alone)] == [
         service.judge(item, alone).winner
     ]
@@ -327,9 +349,9 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
     weight nothing moves."""
     service, backend = tiny
     item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
-    weighted = head.model_copy(update={"reference_likelihood_weight": 2.0})
+    weighted = head_rule(reference_likelihood=2.0)
     plain = service.judge(item, _config(head, Protocol.PAIRWISE))
-    given = service.judge(item, _config(weighted, Protocol.PAIRWISE))
+    given = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted))
     rule = resolve(CriteriaChoice(scenario=given.scenario), item, service.catalog).rule
     asked = criterion_reads.turn_criteria(rule, item.reference)
     means = [
@@ -346,20 +368,22 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
         plain.verdict_parts["score"] + 2.0 * lead, abs=1e-3
     )
     assert given.verdict_parts["states"] == plain.verdict_parts["states"]
-    assert "likelier" in reference_note(_config(weighted, Protocol.PAIRWISE))
+    assert "likelier" in reference_note(_config(head, Protocol.PAIRWISE, record=weighted))
     for more in ({"criteria_read": "with_verdict"}, {"criterion_scores": False}):
-        other = service.judge(item, _config(weighted, Protocol.PAIRWISE, **more))
+        other = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted, **more))
         assert other.verdict_parts["reference_likelihood_difference"] == pytest.approx(
             lead, abs=1e-3
         )
         assert other.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
-    off = service.judge(item, _config(weighted, Protocol.PAIRWISE, use_reference=False))
+    off = service.judge(
+        item, _config(head, Protocol.PAIRWISE, record=weighted, use_reference=False)
+    )
     assert "reference" not in off.verdict_parts
     assert "reference_likelihood_difference" not in off.verdict_parts
 
 
 def test_the_reference_words_each_answer_states_move_the_verdict(tiny, head):
-    """A head's `reference_words_weight` adds the weight times A's lead in the share of the
+    """A record's `reference_words` weight adds it times A's lead in the share of the
     reference's own words each answer states, read from the text; the verdict's first step
     (before the criterion scores) holds it already, and the page says where it turned the
     verdict."""
@@ -373,9 +397,11 @@ def test_the_reference_words_each_answer_states_move_the_verdict(tiny, head):
             "reference": "Mercury is the closest planet to the sun.",
         }
     )
-    worded = head.model_copy(update={"reference_words_weight": 50.0})
+    worded = head_rule(reference_words=50.0)
     plain = service.judge(item, _config(head, Protocol.PAIRWISE, criterion_scores=False))
-    given = service.judge(item, _config(worded, Protocol.PAIRWISE, criterion_scores=False))
+    given = service.judge(
+        item, _config(head, Protocol.PAIRWISE, record=worded, criterion_scores=False)
+    )
     parts = given.verdict_parts
     assert parts["reference_words_difference"] == -1.0  # "mercury": B states it, A does not
     assert parts["reference_words"] == -50.0 == parts["reference"]
@@ -384,6 +410,6 @@ def test_the_reference_words_each_answer_states_move_the_verdict(tiny, head):
     leaned = plain.leaning if plain.leaning == "A" else None
     assert reference_decided(parts) == leaned
     assert ("The reference decided this verdict" in head_note(parts)) is (leaned is not None)
-    first, whole = service.judge_in_steps(item, _config(worded, Protocol.PAIRWISE))
+    first, whole = service.judge_in_steps(item, _config(head, Protocol.PAIRWISE, record=worded))
     assert first.verdict_parts["reference_words"] == -50.0 and first.criteria == ()
     assert whole.verdict_parts["reference_words"] == -50.0 and whole.criteria != ()

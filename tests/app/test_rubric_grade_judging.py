@@ -23,6 +23,7 @@ from tests.support.head_configs import (
     HEAD_CONTEXT,
     HELPFULNESS_RUBRIC,
     random_reply_head,
+    record_of,
     tiny_service,
 )
 
@@ -55,13 +56,18 @@ def tiny(tiny_gguf_model: Path):
 @pytest.fixture(scope="module")
 def head(tiny) -> StateHead:
     _, backend = tiny
-    return random_reply_head(
-        backend,
-        7,
-        grade_likelihood={"pmi_mean": 0.5},
-        reference_likelihood_weight=1.0,
-        reference_check_weight=2.0,
-    )
+    return random_reply_head(backend, 7)
+
+
+# the head's rule: its states and the PMI's mean, the reference's likelihood and check; an
+# answer's grade is its PMI's mean times 0.5
+RECORD = record_of(
+    {"pmi_mean": 0.5},
+    states=1.0,
+    pmi_mean=1.0,
+    reference_likelihood=1.0,
+    reference_check=2.0,
+)
 
 
 def _config(head: StateHead, grade: GradeRule | None, rubric_path: Path = HELPFULNESS_RUBRIC):
@@ -69,7 +75,9 @@ def _config(head: StateHead, grade: GradeRule | None, rubric_path: Path = HELPFU
     base = JudgeConfig(
         protocol=Protocol.SINGLE,
         judge=JudgeSettings(template="pocketjudge-decision"),
-        parts=JudgeParts(head=head, context_tokens=HEAD_CONTEXT, rubric_combination=grade),
+        parts=JudgeParts(
+            head=head, decision=RECORD, context_tokens=HEAD_CONTEXT, rubric_combination=grade
+        ),
     )
     return with_changes(base, {"choice": CriteriaChoice(rubric=rubric)})
 

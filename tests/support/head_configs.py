@@ -3,12 +3,11 @@ head tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from app.deciding.decision import DecisionRecord
-from app.deciding.head_record import head_decision
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.service import JudgeService
@@ -16,18 +15,47 @@ from app.judging.settings import with_changes
 from app.records import JudgeItem, Protocol
 from models.backends.base import BackendOptions
 
+FITTED = {"by": "a test", "rows": "none"}
+
+
+def record_of(
+    grade: Mapping[str, float] | None = None, intercept: float = 0.0, **weights: float
+) -> DecisionRecord:
+    """A decision record weighing the signals `weights` names (states, pmi_mean, relevance,
+    reference_criteria...), grading one answer by `grade` (grade_states, likelihood
+    features) plus `intercept`, where given."""
+    from training.decision.fit_config import load_config
+    from training.decision.head_records import grade_rule, head_record
+
+    config = load_config()  # the reference's signals and rules, as the default's fit declares
+    declared = {found.name: found for found in (*config.signals, *config.rules)}
+    rule = grade_rule(grade, intercept, FITTED) if grade is not None else None
+    data = head_record("test", weights, FITTED, 0, rule, declared)
+    return DecisionRecord.model_validate(data)
+
 
 def reference_record(**weights: float) -> DecisionRecord:
     """A decision record of the states alone (their value is a judgment's `states` part)
-    and the reference's signals of the given StateHead weights, e.g. reference_weight=2.0."""
-    head = StateHead(base_file="by-hand.gguf", weights=(1.0, 0.0), **weights)
-    return head_decision(head, doubt_below=0.5)
+    and the reference's signals `weights` names, e.g. reference_criteria=2.0."""
+    return record_of(states=1.0, **weights)
 
 
-def head_alone(head: StateHead, protocol: Protocol, **more: Any) -> JudgeConfig:
-    """The head alone (criterion scores beside it are tested in test_head_criteria.py);
-    `more`: the run's fields or judging settings to change."""
-    base = JudgeConfig(protocol=protocol, parts=JudgeParts(head=head))
+def record_for(head: StateHead) -> DecisionRecord:
+    """The record a test head decides by unless a test gives its own: its states, the PMI's
+    mean where it reads replies, and its grade head's w . f where it has one."""
+    pmi = {"pmi_mean": 1.0} if head.reads == "reply" else {}
+    grade = {"grade_states": 1.0} if head.grade_weights is not None else None
+    return record_of(grade, states=1.0, **pmi)
+
+
+def head_alone(
+    head: StateHead, protocol: Protocol, record: DecisionRecord | None = None, **more: Any
+) -> JudgeConfig:
+    """The head alone (criterion scores beside it are tested in test_head_criteria.py),
+    deciding by `record` (default: record_for); `more`: the run's fields or judging
+    settings to change."""
+    parts = JudgeParts(head=head, decision=record or record_for(head))
+    base = JudgeConfig(protocol=protocol, parts=parts)
     return with_changes(base, {"criterion_scores": False, **more})
 
 
@@ -52,7 +80,8 @@ def tiny_service(model: Path, name: str) -> Iterator[tuple[JudgeService, Any]]:
 
 def random_reply_head(backend: Any, seed: int, **fields: Any) -> StateHead:
     """A head that reads each answer as the tiny model's reply, with small random state
-    weights of the backend's width and the PMI's mean; `fields`: the head's other fields."""
+    weights of the backend's width (record_for weighs them and the PMI's mean); `fields`:
+    the head's other fields."""
     import numpy as np
 
     size = backend.read_answers("q", ["a"])[0].states.shape[0]
@@ -61,6 +90,5 @@ def random_reply_head(backend: Any, seed: int, **fields: Any) -> StateHead:
         base_file="tiny.gguf",
         reads="reply",
         weights=tuple((0.05 * rng.normal(size=size)).tolist()),
-        likelihood={"pmi_mean": 1.0},
         **fields,
     )

@@ -78,13 +78,11 @@ def reading_record(record: DecisionRecord, candidates: Sequence[Declared]) -> De
 def reading_config(config: JudgeConfig) -> JudgeConfig:
     """`config` whose decision record reads every candidate of the decision fit's config
     (training/configs/decision_fit.yaml), whatever its record weighs."""
-    from app.deciding.head_record import head_decision
     from training.decision.fit_config import load_config
 
-    head = config.parts.head
-    if head is None:
+    record = config.parts.decision
+    if config.parts.head is None or record is None:
         return config
-    record = config.parts.decision or head_decision(head, config.judge.uncertain_below)
     reading = reading_record(record, load_config().signals)
     return replace(config, parts=replace(config.parts, decision=reading))
 

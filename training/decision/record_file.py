@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,9 @@ HEADER = (
     "# (app/deciding/decision.py says how it is applied):\n"
     "# score = sum(weight x value) over the signals a pair has; P(A) = sigmoid(score - t),\n"
     "# P(B) = sigmoid(-score - t), a tie between (t = tie_threshold); a rule decides outright\n"
-    "# where its value is at least its threshold. Written by `python -m training.decision.fit\n"
-    "# --write` from the one cache of reads; do not edit by hand. The model card's table of the\n"
-    "# rule and docs/reference.md's are made from this file.\n"
+    "# where its value is at least its threshold.\n"
 )
+FITTED_BY = "`python -m training.decision.fit --write` from the one cache of reads"
 TABLE_START = "<!-- the rule: written from decision.yaml by training.decision -->"
 TABLE_END = "<!-- the rule ends -->"
 
@@ -41,12 +41,17 @@ def record_path(judge: str | None = None) -> Path:
     return MODELS_DIR / entry.judging.decision_record
 
 
-def record_text(data: dict[str, Any]) -> str:
+def record_text(data: dict[str, Any], by: str = FITTED_BY) -> str:
     DecisionRecord.model_validate(data)
     dumped = yaml.dump(
         data, Dumper=_Plain, sort_keys=False, width=96, allow_unicode=True, default_flow_style=False
     )
-    return HEADER.format(judge=data["judge"]) + dumped
+    written = (
+        f"Written by {by}; do not edit by hand. The model card's table of the rule and "
+        "docs/reference.md's are made from this file."
+    )
+    lines = textwrap.wrap(written, width=92, initial_indent="# ", subsequent_indent="# ")
+    return HEADER.format(judge=data["judge"]) + "\n".join(lines) + "\n" + dumped
 
 
 def rule_table(record: DecisionRecord) -> str:
@@ -175,10 +180,12 @@ def tables_written(path: Path) -> dict[Path, str]:
     return found
 
 
-def write_record_file(path: Path, data: dict[str, Any], tables: bool = True) -> None:
-    """Write the record `data` to `path` (validated) and, with `tables`, the tables of the
-    rule beside it; the loaded records are read again after."""
-    path.write_text(record_text(data), encoding="utf-8")
+def write_record_file(
+    path: Path, data: dict[str, Any], tables: bool = True, by: str = FITTED_BY
+) -> None:
+    """Write the record `data` to `path` (validated; `by`: the command that wrote it) and,
+    with `tables`, the tables of the rule beside it; the loaded records are read again after."""
+    path.write_text(record_text(data, by), encoding="utf-8")
     load_decision.cache_clear()
     if tables:
         for target, text in tables_written(path).items():

@@ -14,7 +14,8 @@ original pair:
 - the grade head (ridge regression to the teacher's 1-10 grade) on the states, the
   likelihood features or both, by cross-validated Spearman.
 
-It writes `state_head.json` (the chosen head), `likelihood_head.json` (likelihood
+It writes `state_head.json` (the chosen head's state vectors) and `decision.yaml` (every
+weight around them), `likelihood_head.json` and `likelihood_decision.yaml` (likelihood
 features only, any model), `fit_report.json`, and the held-out single rows for the
 evaluation.
 """
@@ -26,9 +27,11 @@ import json
 
 import numpy as np
 
+from app.deciding.state_head import LIKELIHOOD_DECISION_FILE, LIKELIHOOD_HEAD_FILE
 from app.records import JudgeItem
 from models.readings import FEATURES, AnswerReading
 from training.datasets.likelihood_data import RUN_DIR, cache_for, cut, fitting_pairs
+from training.decision.head_records import grade_rule, head_record, write_head_record
 from training.heads.state_head import (
     agreement_by_source,
     best_strength,
@@ -139,11 +142,7 @@ def fit(args: argparse.Namespace) -> int:
         base_file=args.gguf.name,
         reads="reply",
         weights=tuple(_round(w) for w in weights[:hidden]),
-        likelihood={k: _round(v) for k, v in named.items() if k != "relevance"},
-        relevance=_round(named.get("relevance", 0.0)),
         grade_weights=grade["weights"],
-        grade_intercept=grade["intercept"],
-        grade_likelihood=grade["likelihood"],
         fitted_on={
             "pairs": int(decisive.sum()),
             "ties": int((~decisive).sum()),
@@ -156,20 +155,48 @@ def fit(args: argparse.Namespace) -> int:
             "single_rows": grade["report"]["rows"],
         },
     )
-    rule_head = likelihood_only_head(args, table, winners, groups, report)
+    own = ({"states": 1.0} if hidden else {}) | {k: _round(v) for k, v in named.items()}
+    fitted = _fitted(head.fitted_on)
+    record = head_record(args.out.name, own, fitted, hidden, _grade_rule(grade, hidden))
+    rule_head, rule_record = likelihood_only_head(args, table, winners, groups, report)
     write_single_rows(single_rows()[1], HELDOUT_FILE)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "state_head.json").write_text(head.model_dump_json() + "\n", encoding="utf-8")
-    (args.out / "likelihood_head.json").write_text(rule_head.model_dump_json() + "\n")
+    write_head_record(args.out / "decision.yaml", record, BY)
+    (args.out / LIKELIHOOD_HEAD_FILE).write_text(rule_head.model_dump_json() + "\n")
+    write_head_record(args.out / LIKELIHOOD_DECISION_FILE, rule_record, BY)
     (args.out / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     (RUN_DIR / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0
 
 
+BY = "`python -m training.heads.likelihood_head fit`"
+
+
+def _fitted(on: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    """Where the head's pairwise weights were fitted, from its `fitted_on`."""
+    rows = f"{on['pairs']} decisive training pairs ({on['ties']} ties beside): every Auto-J pair "
+    rows += f"and {on['alpacaeval_pairs']} AlpacaEval pairs (at most {on['per_request']} per "
+    rows += "instruction), with counterexamples"
+    cv = f"C {on['C']}, variant '{on['variant']}'"
+    return {"by": "python -m training.heads.likelihood_head fit", "rows": rows, "cv": cv}
+
+
+def _grade_rule(grade: dict, width: int) -> dict | None:  # type: ignore[type-arg]
+    """fit_grades' grade as a record's grade rule (None: it grades not)."""
+    if grade["weights"] is None:
+        return None
+    rows = f"{grade['report']['rows']} rated single answers: {grade['report']['chosen']}"
+    fitted = {"by": "python -m training.heads.likelihood_head fit", "rows": rows}
+    weights = ({"grade_states": 1.0} if grade["weights"] else {}) | grade["likelihood"]
+    return grade_rule(weights, grade["intercept"], fitted, width)
+
+
 def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[no-untyped-def]
     """The judge for any GGUF: likelihood features alone (no states, no length), a
-    logistic head fitted here; its weights are in nats, which every model shares."""
+    logistic head fitted here; its weights are in nats, which every model shares. The head
+    (it reads no states) and its record."""
     from app.deciding.state_head import StateHead
 
     x = _design(None, table, LIKELIHOOD, None)
@@ -179,26 +206,28 @@ def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[
     weights = fit_logistic(x[decisive], y[decisive], c, x.shape[1])
     grade = fit_grades(cache_for(args.gguf, args.cache), likelihood_only=True)
     report["likelihood judge grades"] = grade["report"]
-    return StateHead(
-        base_file="any",
-        reads="reply",
-        weights=(),
-        likelihood={k: _round(w) for k, w in zip(LIKELIHOOD, weights)},
-        grade_weights=() if grade["likelihood"] else None,
-        grade_likelihood=grade["likelihood"],
-        grade_intercept=grade["intercept"],
-        fitted_on={
-            "pairs": int(decisive.sum()),
-            "C": c,
-            "variant": "likelihood",
-            "on": args.gguf.name,
-        },
-    )
+    fitted_on = {
+        "pairs": int(decisive.sum()),
+        "C": c,
+        "variant": "likelihood",
+        "on": args.gguf.name,
+    }
+    head = StateHead(base_file="any", reads="reply", weights=(), fitted_on=fitted_on)
+    fitted = {
+        "by": "python -m training.heads.likelihood_head fit",
+        "rows": f"{int(decisive.sum())} decisive training pairs read by {args.gguf.name} (the "
+        "weights are on nats, which every model shares)",
+        "cv": f"C {c}, variant 'likelihood'",
+    }
+    own = {k: _round(w) for k, w in zip(LIKELIHOOD, weights)}
+    return head, head_record("pj-qwen15-pmi", own, fitted, 0, _grade_rule(grade, 0))
 
 
 def refit_grades(args: argparse.Namespace) -> int:
     """Fit the grade head of the judge in `args.out` again on the single rows read now,
     leaving its pairwise head as it is (the pairwise cross-validation takes most of `fit`)."""
+    import yaml
+
     from app.deciding.state_head import StateHead
 
     path = args.out / "state_head.json"
@@ -207,12 +236,14 @@ def refit_grades(args: argparse.Namespace) -> int:
     head = head.model_copy(
         update={
             "grade_weights": grade["weights"],
-            "grade_intercept": grade["intercept"],
-            "grade_likelihood": grade["likelihood"],
             "fitted_on": {**head.fitted_on, "single_rows": grade["report"]["rows"]},
         }
     )
     path.write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    record_path = args.out / "decision.yaml"
+    record = yaml.safe_load(record_path.read_text(encoding="utf-8"))
+    record["grade"] = _grade_rule(grade, len(head.weights))
+    write_head_record(record_path, {k: v for k, v in record.items() if v is not None}, BY)
     report_path = args.out / "fit_report.json"
     report = json.loads(report_path.read_text(encoding="utf-8"))
     report["grades"] = grade["report"]

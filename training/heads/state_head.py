@@ -240,6 +240,7 @@ def agreement_by_source(found: list[str], pairs: list[JudgeItem]) -> dict[str, f
 def fit(args: argparse.Namespace) -> int:
     from app.deciding.state_head import StateHead
     from training.datasets.examples import write_single_rows
+    from training.decision.head_records import grade_rule, head_record, write_head_record
     from training.evaluation.meta_metrics import longer_answer
 
     cache = cache_for(args.gguf)
@@ -276,10 +277,7 @@ def fit(args: argparse.Namespace) -> int:
     head = StateHead(
         base_file=args.gguf.name,
         weights=tuple(_round(w) for w in weights[:hidden]),
-        relevance=_round(extra_weights.get("relevance", 0.0)),
-        length=_round(extra_weights.get("length", 0.0)),
         grade_weights=tuple(_round(w) for w in grade_weights),
-        grade_intercept=_round(grade_intercept),
         fitted_on={
             "pairs": int(decisive.sum()),
             "autoj_pairs": sum(source_of(p) == "autoj" for p in pairs),
@@ -293,6 +291,19 @@ def fit(args: argparse.Namespace) -> int:
     write_single_rows(single_rows()[1], HELDOUT_FILE)  # the held-out grades, for the evaluation
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "state_head.json").write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    fitted = {
+        "by": "python -m training.heads.state_head fit",
+        "rows": f"{int(decisive.sum())} decisive training pairs: every Auto-J pair and "
+        f"{args.alpacaeval} AlpacaEval pairs, with counterexamples",
+        "cv": f"C {c}, variant '{name}'",
+    }
+    grade_fit = {"by": fitted["by"], "rows": f"{report['grades']['rows']} rated single answers"}
+    grade = grade_rule({"grade_states": 1.0}, _round(grade_intercept), grade_fit, hidden)
+    own = {"states": 1.0} | {n: _round(w) for n, w in extra_weights.items()}
+    record = head_record(args.out.name, own, fitted, hidden, grade)
+    write_head_record(
+        args.out / "decision.yaml", record, "`python -m training.heads.state_head fit`"
+    )
     (args.out / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0

@@ -8,7 +8,7 @@ Bradley-Terry loss on labelled pairs, Auto-J's ties as a half.
     python -m training.lora.reward_model orders --gguf G.gguf --pairs P.npz --out O.npz  # here
     python -m training.lora.reward_model train --gguf G.gguf --data P.npz --out DIR \\
         [--steps N] [--seconds S]                                                   # a GPU
-    python -m training.lora.reward_model state-head --pairs-run DIR [--grades-run DIR] \\
+    python -m training.lora.reward_head --pairs-run DIR [--grades-run DIR] \\
         --gguf-name MERGED.gguf --out models/judges/NAME/state_head.json            # here
 
 `pairs` (here, llama.cpp; training/datasets/reward_data.py) writes each answer of the fitting set's
@@ -389,46 +389,6 @@ class ValueHead:
         return float(read[len(read) // 2 :] @ self.weights + self.bias)
 
 
-def as_state_head(  # type: ignore[no-untyped-def]
-    pairs_head: ValueHead,
-    base_file: str,
-    grade_head: ValueHead | None = None,
-    scale: float = 1.0,
-    fitted_on: dict | None = None,
-):
-    """The trained heads as the engine's state head (app/deciding/state_head.py), read on the
-    GGUF with the adapter in (`base_file`): `scale` times the reward difference of two
-    answers is its pairwise score (the last-state half of its weights; the bias cancels;
-    `scale` the calibration map, training.evaluation.reward_report), and the grade head's reward,
-    mapped back to 1-10, its grade."""
-    from app.deciding.state_head import StateHead
-
-    zeros = [0.0] * len(pairs_head.weights)
-    grade: dict = {}
-    if grade_head is not None:
-        grade = {
-            "grade_weights": tuple(zeros + (HALF_RANGE * grade_head.weights).tolist()),
-            "grade_intercept": MID_RATING + HALF_RANGE * grade_head.bias,
-        }
-    return StateHead(
-        base_file=base_file,
-        reads="reply",
-        weights=tuple(zeros + (scale * pairs_head.weights).tolist()),
-        fitted_on=fitted_on
-        or {"recipe": "training.lora.reward_model (LoRA, value head, Bradley-Terry)"},
-        **grade,
-    )
-
-
-def write_state_head(args: argparse.Namespace) -> int:
-    grades = args.grades_run and ValueHead.load(args.grades_run / "value_head.json")
-    head = as_state_head(ValueHead.load(args.pairs_run / "value_head.json"), args.gguf_name, grades)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(head.model_dump_json(indent=1), encoding="utf-8")
-    print(f"{args.out}: a state head reading {args.gguf_name}")
-    return 0
-
-
 def add_training_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--data", type=Path, required=True, help="a pairs or grades file")
     defaults = TrainSettings()
@@ -465,14 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     training.add_argument("--gguf", type=Path, required=True)
     training.add_argument("--out", type=Path, required=True)
     add_training_options(training)
-    heads = commands.add_parser("state-head", help="the trained heads as the engine's state head")
-    heads.add_argument("--pairs-run", type=Path, required=True, help="its value_head.json's run")
-    heads.add_argument("--grades-run", type=Path, help="the grade adapter's run, if any")
-    heads.add_argument("--gguf-name", required=True, help="the merged GGUF's file name")
-    heads.add_argument("--out", type=Path, required=True, help="models/judges/NAME/...json")
     args = parser.parse_args(argv)
-    if args.command == "state-head":
-        return write_state_head(args)
     if args.command == "pairs":
         return write_pairs(args.gguf, args.alpacaeval, args.per_request, args.out)
     if args.command == "grades":

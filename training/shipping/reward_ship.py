@@ -21,7 +21,9 @@ import json
 import sys
 from pathlib import Path
 
-from training.lora.reward_model import ValueHead, as_state_head
+from training.decision.head_records import write_head_record
+from training.lora.reward_head import BY, as_state_head, reward_record
+from training.lora.reward_model import ValueHead
 
 ADAPTERS = {"merged": "merged/adapter", "pairs": "pairs/checkpoint/adapter",
             "grades": "grades/checkpoint/adapter"}  # fmt: skip
@@ -44,16 +46,19 @@ def ship(run: Path, adapter: str, gguf: Path, out: Path) -> Path:
     scale = report[pairs_key]["scale"]
     split_adapter(run / ADAPTERS[adapter], base_config(gguf), out / "adapter")
     loan = json.loads((run / "loan.json").read_text(encoding="utf-8"))
+    pairs = ValueHead.load(run / "pairs" / "value_head.json")
+    grades = ValueHead.load(run / "grades" / "value_head.json")
+    steps = int(loan["jobs"]["pairs"]["step"])
     head = as_state_head(
-        ValueHead.load(run / "pairs" / "value_head.json"),
+        pairs,
         gguf.name,
-        ValueHead.load(run / "grades" / "value_head.json"),
+        grades,
         scale=scale,
         fitted_on={
             "recipe": "training.lora.reward_model: LoRA r8 on all projections, value head, "
             "Bradley-Terry (ties a half); grades by regression; DARE-TIES merge",
             "adapter": adapter,
-            "pairs": int(loan["jobs"]["pairs"]["step"]),
+            "pairs": steps,
             "gpu": str(loan["gpu"]),
             "scale": scale,
             "tie_band": float(report[pairs_key]["tie_band"]),
@@ -61,6 +66,9 @@ def ship(run: Path, adapter: str, gguf: Path, out: Path) -> Path:
     )
     path = out / "state_head.json"
     path.write_text(head.model_dump_json(), encoding="utf-8")
+    rows = f"adapter '{adapter}' trained on a lent {loan['gpu']}; the scale {scale} fitted on "
+    rows += "requests it never trained on (training.evaluation.reward_report)"
+    write_head_record(out / "decision.yaml", reward_record(out.name, pairs, grades, rows), BY)
     return path
 
 

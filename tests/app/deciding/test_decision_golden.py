@@ -127,17 +127,15 @@ def test_the_default_records_grade_rule_is_the_grade_its_head_gave():
         assert grade_of(rule, values) == pytest.approx(min(max(old, 1), 10), abs=1e-9)
 
 
-def test_a_head_file_holding_weights_its_record_holds_is_refused(tmp_path: Path):
-    """One place for each weight: the default's head may not hold a grade weight its record's
-    grade rule holds (the error names the head's file and the field)."""
-    from app.deciding.state_head import StateHead
-    from app.judging.settings import _decision
-
-    entry = load_registry().get()
-    head = StateHead(base_file="x.gguf", weights=(1.0, 0.0), grade_intercept=4.0)
-    with pytest.raises(ConfigError, match=r"state_head\.json.*grade_intercept"):
-        _decision(entry.judging, head)
-    assert _decision(entry.judging, head.model_copy(update={"grade_intercept": 0.0})) is not None
+def test_every_judge_that_decides_by_a_head_names_the_record_of_its_rule():
+    """One shape for every head judge: its state_head.json holds the head's vectors alone
+    (a weight beside them is refused, naming the field) and its decision record every
+    weight, each record valid."""
+    entries = [e for e in load_registry().models if e.judging and e.judging.state_head]
+    assert len(entries) >= 4
+    for entry in entries:
+        assert entry.judging.decision_record, entry.name
+        assert load_decision(MODELS_DIR / entry.judging.decision_record).signals
 
 
 def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkeypatch):

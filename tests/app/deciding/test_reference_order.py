@@ -73,7 +73,7 @@ def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
     )
     reads = PairReads(item, reference=REFERENCE)
     words = reference_words_lead(item.answers, REFERENCE, QUESTION)
-    weighing = reference_record(reference_order_weight=12.0, reference_words_weight=1.0)
+    weighing = reference_record(reference_order=12.0, reference_words=1.0)
     moved = with_reference_reading(judged, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_order"] == pytest.approx(-2.0)

@@ -80,7 +80,7 @@ def test_the_words_share_joins_the_verdict_and_is_kept_by_signal():
         id="p", question=QUESTION, answers=("12 apples", "12"), reference="15% of 80 is 12 apples."
     )
     reads = PairReads(item, reference=item.reference)
-    weighing = reference_record(reference_likelihood_weight=2.0, reference_words_weight=3.0)
+    weighing = reference_record(reference_likelihood=2.0, reference_words=3.0)
     moved = with_reference_reading(judged, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_words"] == pytest.approx(1.5)

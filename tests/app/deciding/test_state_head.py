@@ -10,17 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.deciding.decision import Decision, decide
-from app.deciding.head_record import head_decision
+from app.deciding.decision import Decision, DecisionRecord, decide
 from app.deciding.state_head import StateHead, load_state_head, state_text
 from app.deciding.state_judging import answer_values
+from app.judging.config import JudgeConfig
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol, Status
 from models.backends.base import BackendOptions, Capabilities
 from models.foundation.errors import ConfigError
 from models.readings import pooled
 from tests.support.fake_backend import FakeBackend
-from tests.support.head_configs import head_alone
+from tests.support.head_configs import head_alone, record_of
 
 PAIR = JudgeItem(
     id="p",
@@ -43,6 +43,9 @@ def _write(tmp_path: Path, data: object) -> Path:
         ({"base_file": "m.gguf", "weights": [1.0, 2.0], "grade_weights": [1.0]}, "weights"),
         ({"weights": [1.0, 2.0]}, "base_file"),
         ({"base_file": "m.gguf", "weights": [1.0, 2.0], "bias": 1.0}, "bias"),
+        # a weight beside the states belongs in the judge's decision record
+        ({"base_file": "m.gguf", "weights": [1.0, 2.0], "relevance": 1.0}, "relevance"),
+        ({"base_file": "m.gguf", "weights": []}, "weights"),  # reads no states, no likelihoods
     ],
 )
 def test_a_bad_head_file_names_the_file_and_the_field(tmp_path, data, field):
@@ -61,17 +64,16 @@ def test_a_missing_or_broken_head_file_says_so(tmp_path):
         load_state_head(broken)
 
 
-def pair_decision(head: StateHead, first: dict, second: dict) -> Decision:
-    """The head's decision record applied to A's lead in each of its signals."""
-    record = head_decision(head, doubt_below=0.5)
+def pair_decision(record: DecisionRecord, first: dict, second: dict) -> Decision:
+    """The decision record applied to A's lead in each of its signals."""
     return decide(record, {name: first[name] - second[name] for name in first})
 
 
 def test_the_score_is_the_sum_of_its_parts():
-    head = StateHead(base_file="m.gguf", weights=(1.0, -2.0), relevance=3.0, length=0.5)
+    head = StateHead(base_file="m.gguf", weights=(1.0, -2.0))
     first = answer_values(head, np.array([1.0, 1.0]), 0.1, len("aaaa"))
     second = answer_values(head, np.array([0.0, 2.0]), 0.0, len("aa"))
-    decision = pair_decision(head, first, second)
+    decision = pair_decision(record_of(states=1.0, relevance=3.0, length=0.5), first, second)
     shares = decision.shares
     assert shares["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
     assert shares["relevance"] == pytest.approx(0.3)
@@ -114,17 +116,23 @@ def head(tiny_service) -> StateHead:
     return StateHead(
         base_file="tiny.gguf",
         weights=tuple(rng.normal(size=size).tolist()),
-        length=0.7,
         grade_weights=tuple((0.01 * rng.normal(size=size)).tolist()),
-        grade_intercept=5.0,
     )
+
+
+# the fixture head's rule: its states and length, and its grade head's w . f plus 5
+RECORD = record_of({"grade_states": 1.0}, 5.0, states=1.0, length=0.7)
+
+
+def alone(head: StateHead, protocol: Protocol, **more) -> JudgeConfig:
+    return head_alone(head, protocol, RECORD, **more)
 
 
 def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     service, backend = tiny_service
-    judged = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, alone(head, Protocol.PAIRWISE))
     swapped = PAIR.model_copy(update={"answers": PAIR.answers[::-1]})
-    mirrored = service.judge(swapped, head_alone(head, Protocol.PAIRWISE))
+    mirrored = service.judge(swapped, alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.OK and judged.mode == "score"
     assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
     assert {judged.winner, mirrored.winner} == {"A", "B"}
@@ -133,7 +141,7 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     # the parts come from the model's states of each answer, read through llama.cpp
     features = [backend.state_features(state_text(PAIR.question, a)) for a in PAIR.answers]
     expected = pair_decision(
-        head, *(answer_values(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
+        RECORD, *(answer_values(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
     )
     parts = judged.verdict_parts
     for name in ("states", "length"):
@@ -145,13 +153,13 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
 
 def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service, head):
     service, _ = tiny_service
-    judged = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE))
+    judged = service.judge(PAIR, alone(head, Protocol.PAIRWISE))
     p_a = judged.verdict_probs["A"]
     band = abs(p_a - 0.5) + 1e-3
-    tied = service.judge(PAIR, head_alone(head, Protocol.PAIRWISE, tie_margin=band))
+    tied = service.judge(PAIR, alone(head, Protocol.PAIRWISE, tie_margin=band))
     assert tied.leaning == "tie"
     unsure = service.judge(
-        PAIR, head_alone(head, Protocol.PAIRWISE, uncertain_below=judged.confidence + 0.01)
+        PAIR, alone(head, Protocol.PAIRWISE, uncertain_below=judged.confidence + 0.01)
     )
     assert unsure.winner == "uncertain" and unsure.leaning == judged.leaning
 
@@ -159,19 +167,19 @@ def test_a_close_pair_is_a_tie_within_the_band_and_shown_uncertain(tiny_service,
 def test_a_ranking_follows_the_pairwise_head(tiny_service, head):
     service, _ = tiny_service
     three = PAIR.model_copy(update={"answers": (*PAIR.answers, "It is Mars, I think.")})
-    ranked = service.judge(three, head_alone(head, Protocol.MULTI))
+    ranked = service.judge(three, alone(head, Protocol.MULTI))
     assert ranked.status is Status.OK and sorted(ranked.ranking) == [1, 2, 3]
     best, second = ranked.ranking[:2]
     pair = three.model_copy(
         update={"answers": (three.answers[best - 1], three.answers[second - 1])}
     )
-    assert service.judge(pair, head_alone(head, Protocol.PAIRWISE)).leaning == "A"
+    assert service.judge(pair, alone(head, Protocol.PAIRWISE)).leaning == "A"
 
 
 def test_grades_come_from_the_grade_head(tiny_service, head):
     service, backend = tiny_service
     item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    graded = service.judge(item, head_alone(head, Protocol.SINGLE))
+    graded = service.judge(item, alone(head, Protocol.SINGLE))
     features = backend.state_features(state_text(item.question, item.answers[0]))
     value = 5.0 + float(np.dot(head.grade_weights, features))
     assert graded.status is Status.OK
@@ -183,14 +191,16 @@ def test_without_a_grade_head_grades_come_from_the_model(tiny_service, head):
     service, _ = tiny_service
     no_grades = head.model_copy(update={"grade_weights": None})
     item = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
-    graded = service.judge(item, head_alone(no_grades, Protocol.SINGLE, template="pocketjudge"))
+    ungraded = record_of(states=1.0, length=0.7)
+    config = head_alone(no_grades, Protocol.SINGLE, ungraded, template="pocketjudge")
+    graded = service.judge(item, config)
     assert graded.raw_output  # the model's reply was read, not the head
     assert graded.verdict_parts is None
 
 
 def test_a_backend_that_cannot_read_states_gives_a_clear_error(head):
     backend = FakeBackend([], capabilities=Capabilities(grammar=True, score_distributions=True))
-    judged = JudgeService(backend, "remote").judge(PAIR, head_alone(head, Protocol.PAIRWISE))
+    judged = JudgeService(backend, "remote").judge(PAIR, alone(head, Protocol.PAIRWISE))
     assert judged.status is Status.ERROR and "llama-cpp backend" in judged.error
 
 
@@ -229,6 +239,7 @@ def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     from app.judging.settings import SettingsLayer, judge_config
     from models import judge_settings
     from models.registry import ModelEntry
+    from training.decision.record_file import record_text
     from training.evaluation.evaluate import _parser
 
     folder = tmp_path / "judges" / "j"
@@ -240,13 +251,16 @@ def test_the_registry_turns_the_head_on_and_the_flag_off(tmp_path, monkeypatch):
     import app.judging.settings as model_settings
 
     monkeypatch.setattr(model_settings, "MODELS_DIR", tmp_path)
-    entry = ModelEntry(
-        name="j",
-        backend="llama-cpp",
-        file="j.gguf",
-        judging={"state_head": "judges/j/state_head.json"},
-    )
+    head = {"state_head": "judges/j/state_head.json"}
+    entry = ModelEntry(name="j", backend="llama-cpp", file="j.gguf", judging=head)
+    with pytest.raises(ConfigError, match=r"decision_record: the state head .* decides by"):
+        judge_config(entry)  # its weights are in no record
+    record = record_of(states=1.0).model_dump(mode="json", exclude_defaults=True)
+    (folder / "decision.yaml").write_text(record_text(record), encoding="utf-8")
+    judging = head | {"decision_record": "judges/j/decision.yaml"}
+    entry = ModelEntry(name="j", backend="llama-cpp", file="j.gguf", judging=judging)
     assert judge_config(entry).parts.head.weights == (0.5, -0.5)
+    assert judge_config(entry).parts.decision.weights() == {"states": 1.0}
     assert judge_config(entry, SettingsLayer(state_head=False)).parts.head is None
     assert (
         judging_overrides(_parser().parse_args(["x.jsonl", "--no-state-head"])).state_head is False

@@ -12,10 +12,9 @@ import pytest
 
 from app.deciding import signals
 from app.deciding.decision import load_decision, share_words
-from app.deciding.head_record import head_decision
 from app.records import JudgeItem, Protocol
 from app.ui.views import head_note
-from tests.support.head_configs import head_alone, random_reply_head, tiny_service
+from tests.support.head_configs import head_alone, random_reply_head, record_for, tiny_service
 from training.decision.record_file import record_text, rule_table
 
 TOY = {
@@ -53,7 +52,7 @@ def test_a_toy_signal_reaches_the_verdict_the_pages_shares_and_the_card(
 ):
     service, backend = tiny
     head = random_reply_head(backend, seed=3)
-    base = head_decision(head, doubt_below=0.5)
+    base = record_for(head)
     data = base.model_dump(mode="json", exclude_defaults=True)
     data["signals"].append(TOY)
     data["shares"] = {"enthusiasm": "exclamation marks"}
@@ -80,7 +79,7 @@ def test_a_toy_signal_reaches_the_verdict_the_pages_shares_and_the_card(
 def test_a_record_naming_no_registered_signal_is_refused_naming_the_file(tmp_path):
     from models.foundation.errors import ConfigError
 
-    data = head_decision(random_head(), doubt_below=0.5).model_dump(mode="json")
+    data = record_for(random_head()).model_dump(mode="json")
     data["signals"].append(TOY)  # not registered outside the test above
     path = tmp_path / "decision.yaml"
     path.write_text(yaml_text(data), encoding="utf-8")

@@ -139,8 +139,9 @@ def test_a_judge_trained_on_the_decision_alone_is_read_without_criteria():
 def test_keyword_changes_go_to_the_judge_or_the_run_by_their_names():
     config = with_changes(JudgeConfig(), {"tie_margin": 0.2, "swap": False})
     assert (config.judge.tie_margin, config.swap) == (0.2, False)
-    head = with_changes(JudgeConfig(), {"state_head": "likelihood_head.json"})
-    assert head.parts.head is not None  # a changed judge file is loaded
+    files = {"state_head": "likelihood_head.json", "decision_record": "likelihood_decision.yaml"}
+    head = with_changes(JudgeConfig(), files)
+    assert head.parts.head is not None and head.parts.decision is not None  # files are loaded
     assert with_changes(head, {"state_head": False}).parts.head is None
 
 

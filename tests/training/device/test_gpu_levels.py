@@ -13,12 +13,18 @@ import pytest
 
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
-from app.deciding.state_head import likelihood_judge_head
+from app.deciding.decision import load_decision
+from app.deciding.state_head import (
+    LIKELIHOOD_DECISION_FILE,
+    LIKELIHOOD_HEAD,
+    likelihood_judge_head,
+)
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.service import JudgeService
 from app.records import JudgeItem, Protocol
 from models.backends.base import BackendOptions
 from models.judge_settings import JudgeSettings
+from tests.support.head_configs import record_of
 
 CONTEXT = 4096
 RUBRIC = Path(__file__).parents[3] / "scenarios" / "rubrics" / "helpfulness_1to5.yaml"
@@ -40,11 +46,17 @@ def engine(tiny_gguf_model: Path):
     backend.close()
 
 
+# the likelihood judge's rule (its five likelihood weights), and one that grades by the
+# PMI's mean times 0.5 plus 5
+RULE = load_decision(LIKELIHOOD_HEAD.with_name(LIKELIHOOD_DECISION_FILE))
+GRADING = record_of({"pmi_mean": 0.5}, 5.0, pmi_mean=1.0)
+
+
 def _jobs() -> list[tuple[JudgeItem, JudgeConfig]]:
     config = JudgeConfig(
         protocol=Protocol.PAIRWISE,
         judge=JudgeSettings(template="pocketjudge-decision"),
-        parts=JudgeParts(head=likelihood_judge_head(), context_tokens=CONTEXT),
+        parts=JudgeParts(head=likelihood_judge_head(), decision=RULE, context_tokens=CONTEXT),
     )
     single = PAIR.model_copy(update={"answers": PAIR.answers[:1]})
     graded = JudgeConfig(
@@ -52,9 +64,8 @@ def _jobs() -> list[tuple[JudgeItem, JudgeConfig]]:
         choice=CriteriaChoice(rubric=load_rubric(RUBRIC)),
         judge=JudgeSettings(template="pocketjudge-decision"),
         parts=JudgeParts(
-            head=likelihood_judge_head().model_copy(
-                update={"grade_intercept": 5.0, "grade_likelihood": {"pmi_mean": 0.5}}
-            ),
+            head=likelihood_judge_head(),
+            decision=RULE.model_copy(update={"grade": GRADING.grade}),
             context_tokens=CONTEXT,
         ),
     )

@@ -94,14 +94,15 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
     from app.judging.service import JudgeService
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
+    from tests.support.head_configs import record_of
 
     backend = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=1024, n_threads=1))
     try:
-        head = StateHead(base_file="any", reads="reply", weights=(), likelihood={"pmi_mean": 1.0})
+        head = StateHead(base_file="any", reads="reply", weights=())
         config = JudgeConfig(
             protocol=Protocol.PAIRWISE,
             judge=JudgeSettings(criterion_scores=False),
-            parts=JudgeParts(head=head),
+            parts=JudgeParts(head=head, decision=record_of(pmi_mean=1.0)),
         )
         item = JudgeItem(id="p", question="Name a colour.", answers=("Red.", "A fish swims."))
         service = JudgeService(backend, "tiny")

@@ -382,6 +382,7 @@ def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
     """Served as the product serves a head judge: the merged GGUF through JudgeService with
     the reward heads written as a state head; P(A) is the sigmoid of the reward difference
     torch trained, and the grade is the grade head's rating."""
+    from app.deciding.decision import DecisionRecord
     from app.judging.service import JudgeService
     from app.records import Protocol, Status
     from models.backends.base import BackendOptions
@@ -389,7 +390,8 @@ def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
     from models.converter import convert_hf_to_gguf
     from tests.support.head_configs import head_alone
     from training.datasets.reward_data import grade_tokens
-    from training.lora.reward_model import TrainSettings, ValueHead, as_state_head, train
+    from training.lora.reward_head import as_state_head, reward_record
+    from training.lora.reward_model import TrainSettings, ValueHead, train
     from training.shipping.merge import fold_adapter
 
     settings = TrainSettings(steps=20, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
@@ -402,13 +404,15 @@ def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
     pair_head = ValueHead.load(tmp_path / "pairs" / "value_head.json")
     grade_head = ValueHead.load(tmp_path / "grades" / "value_head.json")
     head = as_state_head(pair_head, gguf.name, grade_head)
+    record = DecisionRecord.model_validate(reward_record("r", pair_head, grade_head, "a test"))
     engine = LlamaCppBackend(str(gguf), BackendOptions(n_ctx=2048, n_threads=1))
     try:
         item = items()[0]  # "Yes." (A) against "No."
-        judged = JudgeService(engine, "reward").judge(item, head_alone(head, Protocol.PAIRWISE))
+        service = JudgeService(engine, "reward")
+        judged = service.judge(item, head_alone(head, Protocol.PAIRWISE, record))
         rewards = [pair_head.reward(engine, item.question, a) for a in item.answers]
         single = item.model_copy(update={"answers": item.answers[:1]})
-        graded_one = JudgeService(engine, "reward").judge(single, head_alone(head, Protocol.SINGLE))
+        graded_one = service.judge(single, head_alone(head, Protocol.SINGLE, record))
         expected_grade = 5.5 + 4.5 * grade_head.reward(engine, item.question, item.answers[0])
     finally:
         engine.close()
@@ -421,8 +425,9 @@ def test_the_engine_judges_a_pair_with_the_trained_heads_as_its_state_head(
 
 
 def test_state_head_writes_a_head_file_the_registry_validates(tmp_path: Path) -> None:
+    from app.deciding.decision import load_decision
     from app.deciding.state_head import StateHead
-    from training.lora.reward_model import main
+    from training.lora.reward_head import main
 
     for run, weights, bias in (("pairs", [0.5, -1.0], 0.2), ("grades", [0.1, 0.3], -0.4)):
         (tmp_path / run).mkdir()
@@ -430,14 +435,17 @@ def test_state_head_writes_a_head_file_the_registry_validates(tmp_path: Path) ->
             json.dumps({"weights": weights, "bias": bias})
         )
     out = tmp_path / "judge" / "state_head.json"
-    args = ["state-head", "--pairs-run", str(tmp_path / "pairs"), "--grades-run",
+    args = ["--pairs-run", str(tmp_path / "pairs"), "--grades-run",
             str(tmp_path / "grades"), "--gguf-name", "merged.gguf", "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     head = StateHead.model_validate_json(out.read_text())
     assert head.reads == "reply" and head.base_file == "merged.gguf"
     assert head.weights == (0.0, 0.0, 0.5, -1.0)  # the last-state half only
     assert head.grade_weights == pytest.approx((0.0, 0.0, 0.45, 1.35))
-    assert head.grade_intercept == pytest.approx(5.5 - 4.5 * 0.4)
+    record = load_decision(out.with_name("decision.yaml"))  # every weight around the vectors
+    assert record.weights() == {"states": 1.0}
+    assert record.grade.weights() == {"grade_states": 1.0}
+    assert record.grade.intercept == pytest.approx(5.5 - 4.5 * 0.4)
 
 
 def test_a_step_cut_into_passes_has_the_whole_batchs_gradient(pairs, tiny_gguf_model: Path) -> None:
