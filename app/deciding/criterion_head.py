@@ -189,13 +189,6 @@ class CriterionHead:
             criteria=np.array(self.criteria),
             overall=np.float64(self.overall),
             cross_components=np.int64(self.cross_components),
-            reference_words=np.float64(self.reference_words),
-            reference_likelihood=np.float64(self.reference_likelihood),
-            reference_likelihood_bound=np.float64(self.reference_likelihood_bound),
-            reference_check=np.float64(self.reference_check),
-            reference_check_bound=np.float64(self.reference_check_bound),
-            reference_behaviour=np.float64(self.reference_behaviour),
-            reference_order=np.float64(self.reference_order),
             relevance=np.bool_(self.relevance),
             **arrays,
         )
@@ -210,13 +203,15 @@ class CriterionHead:
             missing = sorted((set(ARRAYS) | {"criteria", "overall"}) - set(data.files))
             if missing:
                 raise ConfigError(path, "criterion_head", f"missing arrays {missing}")
+            if held := [name for name in REFERENCE if name in data.files and float(data[name])]:
+                where = "the judge's decision record (criterion_shift)"
+                raise ConfigError(path, held[0], f"the reference's weights belong in {where}")
             arrays = {name: data[name].astype(np.float64) for name in ARRAYS}
             head = cls(
                 criteria=tuple(str(c) for c in data["criteria"]),
                 overall=float(data["overall"]),
                 cross_components=int(data["cross_components"]),
                 relevance="relevance" in data.files and bool(data["relevance"]),
-                **{name: float(data[name]) for name in REFERENCE if name in data.files},
                 **arrays,
             )
         width = head.state_basis.shape[0] + len(FEATURES) + 1 + int(head.relevance)
@@ -225,7 +220,8 @@ class CriterionHead:
         return head
 
 
-# optional: 0 where absent
+# the reference's weights: its judge's record's criterion_shift (with_shift); a file holds
+# none (older files hold zeros)
 REFERENCE = (
     "reference_words",
     "reference_likelihood",
@@ -263,13 +259,6 @@ SHIFT_FIELDS = {
     "reference_behaviour": None,
     "reference_order": None,
 }
-
-
-def shift_fields(head: CriterionHead) -> list[str]:
-    """The head's fields of a reference shift that hold a value (a record's criterion_shift
-    holds them instead, where it has one)."""
-    names = [*SHIFT_FIELDS, *(b for b in SHIFT_FIELDS.values() if b)]
-    return [name for name in names if getattr(head, name)]
 
 
 def with_shift(head: CriterionHead, record: DecisionRecord) -> CriterionHead:

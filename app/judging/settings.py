@@ -19,12 +19,7 @@ from pydantic import ValidationError
 
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
-from app.deciding.criterion_head import (
-    CriterionHead,
-    load_criterion_head,
-    shift_fields,
-    with_shift,
-)
+from app.deciding.criterion_head import CriterionHead, load_criterion_head, with_shift
 from app.deciding.decision import DecisionRecord, load_decision
 from app.deciding.state_head import StateHead, load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
@@ -109,17 +104,11 @@ def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord
 
 def _criterion_head(settings: JudgeSettings, record: DecisionRecord | None) -> CriterionHead | None:
     """The judge's criterion head, moved with a reference as its decision record's
-    criterion_shift says (where it has one: the head's file may then hold no such weight)."""
+    criterion_shift says (where it has none, a reference moves no level)."""
     if not settings.criterion_head:
         return None
-    path = MODELS_DIR / settings.criterion_head
-    head = load_criterion_head(path)
-    if record is None or record.criterion_shift is None:
-        return head
-    if held := shift_fields(head):
-        where = MODELS_DIR / str(settings.decision_record)
-        raise ConfigError(path, held[0], f"the weights ({', '.join(held)}) belong in {where}")
-    return with_shift(head, record)
+    head = load_criterion_head(MODELS_DIR / settings.criterion_head)
+    return head if record is None else with_shift(head, record)
 
 
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:

@@ -658,17 +658,16 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     criteria.save(path)
     again = load_criterion_head(path)
     assert again.criteria == criteria.criteria and np.allclose(again.weights, criteria.weights)
-    replace(criteria, reference_words=3.5, reference_likelihood=1.25, reference_check=0.5).save(
-        path
-    )
-    found = CriterionHead.load(path)
-    assert (found.reference_words, found.reference_likelihood) == (3.5, 1.25)
-    assert found.reference_check == 0.5
-    with np.load(path) as data:  # a file written before the reference's weights: none
-        older = {k: data[k] for k in data.files if not k.startswith("reference_")}
-    np.savez(tmp_path / "older.npz", **older)
-    assert not CriterionHead.load(tmp_path / "older.npz").reads_reference
-    assert not CriterionHead.load(tmp_path / "older.npz").relevance  # none before it
+    replace(criteria, reference_words=3.5).save(path)  # the weights never reach the file
+    assert not CriterionHead.load(path).reads_reference
+    with np.load(path) as data:  # one that holds one (the record holds them) is refused
+        held = {k: data[k] for k in data.files} | {"reference_check": 0.5}
+        np.savez(tmp_path / "older.npz", **held)
+    with pytest.raises(ConfigError, match=r"older\.npz: reference_check"):
+        CriterionHead.load(tmp_path / "older.npz")
+    with np.load(path) as data:  # a file written before request relevance: none
+        np.savez(tmp_path / "plain.npz", **{k: data[k] for k in data.files if k != "relevance"})
+    assert not CriterionHead.load(tmp_path / "plain.npz").relevance
     _reading_relevance(criteria).save(path)
     assert CriterionHead.load(path).relevance
     replace(_reading_relevance(criteria), relevance=False).save(path)  # one z column too many

@@ -138,14 +138,14 @@ def test_every_judge_that_decides_by_a_head_names_the_record_of_its_rule():
         assert load_decision(MODELS_DIR / entry.judging.decision_record).signals
 
 
-def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkeypatch):
+def test_the_criterion_heads_reference_weights_come_from_the_record_alone(tmp_path: Path):
     """The criterion head's reference weights and bounds are the record's criterion_shift
     (criterion_head.npz holds none): the loaded head moves by them, its levels held by the
     rules the shift names, and a head file that still holds one is refused."""
-    from dataclasses import replace
+    import numpy as np
 
     import app.judging.settings as settings
-    from app.deciding.criterion_head import CriterionHead, shift_fields
+    from app.deciding.criterion_head import CriterionHead
 
     entry = load_registry().get()
     loaded = settings.judge_config(entry).parts.criterion_levels
@@ -158,11 +158,12 @@ def test_the_criterion_heads_reference_weights_come_from_the_record_alone(monkey
     assert loaded.reference_order == 0.0 and loaded.reference_behaviour == 0.0  # rules now
     assert loaded.caps == (("reference_order", 0.1), ("reference_behaviour", 0.1))
     in_file = CriterionHead.load(MODELS_DIR / str(entry.judging.criterion_head))
-    assert shift_fields(in_file) == []  # the file holds the levels' arrays alone
-    holding = replace(in_file, reference_words=1.0)
-    monkeypatch.setattr(settings, "load_criterion_head", lambda path: holding)
+    assert not in_file.reads_reference  # the file holds the levels' arrays alone
+    holding = tmp_path / "criterion_head.npz"
+    with np.load(MODELS_DIR / str(entry.judging.criterion_head)) as data:
+        np.savez(holding, **({k: data[k] for k in data.files} | {"reference_words": 1.0}))
     with pytest.raises(ConfigError, match=r"criterion_head\.npz: reference_words"):
-        settings.judge_config(entry)
+        CriterionHead.load(holding)
 
 
 def test_the_rule_that_holds_the_criterion_levels_is_the_records_own_named_rule(tmp_path: Path):
