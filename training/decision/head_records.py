@@ -10,7 +10,6 @@ records are their fits' as written here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from app.deciding.decision import Declared
@@ -40,11 +39,11 @@ BESIDE = {
 
 
 def _signal(name: str, weight: float, words: tuple[str, str, tuple[str, ...], str],
-            fitted: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+            fitted: Mapping[str, str], reference: bool = False) -> dict[str, Any]:  # fmt: skip
     value, share, reads, cost = words
     found = {"name": name, "weight": weight, "value": value, "share": share}
     found |= {"reads": list(reads), "cost": cost, "fitted": dict(fitted)}
-    return found | ({"reference": True} if name.startswith("reference_") else {})
+    return found | ({"reference": True} if reference else {})
 
 
 def _pair_words(name: str, width: int) -> tuple[str, str, tuple[str, ...], str]:
@@ -97,15 +96,8 @@ def head_record(
         if declared and name in declared:
             found = declared[name]
             words = (found.value, found.share, found.reads, found.cost)
+            signals.append(_signal(name, weight, words, fitted, found.reference))
         else:
-            words = _pair_words(name, width)
-        signals.append(_signal(name, weight, words, fitted))
+            signals.append(_signal(name, weight, _pair_words(name, width), fitted))
     data = {"judge": judge, "scale": "logit", "signals": signals, "doubt_below": 0.55}
     return data | ({"grade": grade} if grade is not None else {})
-
-
-def write_head_record(path: Path, data: dict[str, Any], by: str) -> None:
-    """Write a head fit's record to `path` (validated), saying which command wrote it."""
-    from training.decision.record_file import write_record_file
-
-    write_record_file(path, data, tables=False, by=by)

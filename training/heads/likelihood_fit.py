@@ -31,7 +31,8 @@ from app.deciding.state_head import LIKELIHOOD_DECISION_FILE, LIKELIHOOD_HEAD_FI
 from app.records import JudgeItem
 from models.readings import FEATURES, AnswerReading
 from training.datasets.likelihood_data import RUN_DIR, cache_for, cut, fitting_pairs
-from training.decision.head_records import grade_rule, head_record, write_head_record
+from training.decision.head_records import grade_rule, head_record
+from training.decision.record_file import write_record_file
 from training.heads.state_head import (
     agreement_by_source,
     best_strength,
@@ -162,9 +163,9 @@ def fit(args: argparse.Namespace) -> int:
     write_single_rows(single_rows()[1], HELDOUT_FILE)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "state_head.json").write_text(head.model_dump_json() + "\n", encoding="utf-8")
-    write_head_record(args.out / "decision.yaml", record, BY)
+    write_record_file(args.out / "decision.yaml", record, tables=False, by=BY)
     (args.out / LIKELIHOOD_HEAD_FILE).write_text(rule_head.model_dump_json() + "\n")
-    write_head_record(args.out / LIKELIHOOD_DECISION_FILE, rule_record, BY)
+    write_record_file(args.out / LIKELIHOOD_DECISION_FILE, rule_record, tables=False, by=BY)
     (args.out / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     (RUN_DIR / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
@@ -243,7 +244,8 @@ def refit_grades(args: argparse.Namespace) -> int:
     record_path = args.out / "decision.yaml"
     record = yaml.safe_load(record_path.read_text(encoding="utf-8"))
     record["grade"] = _grade_rule(grade, len(head.weights))
-    write_head_record(record_path, {k: v for k, v in record.items() if v is not None}, BY)
+    kept = {k: v for k, v in record.items() if v is not None}
+    write_record_file(record_path, kept, tables=False, by=BY)
     report_path = args.out / "fit_report.json"
     report = json.loads(report_path.read_text(encoding="utf-8"))
     report["grades"] = grade["report"]

@@ -240,7 +240,8 @@ def agreement_by_source(found: list[str], pairs: list[JudgeItem]) -> dict[str, f
 def fit(args: argparse.Namespace) -> int:
     from app.deciding.state_head import StateHead
     from training.datasets.examples import write_single_rows
-    from training.decision.head_records import grade_rule, head_record, write_head_record
+    from training.decision.head_records import grade_rule, head_record
+    from training.decision.record_file import write_record_file
     from training.evaluation.meta_metrics import longer_answer
 
     cache = cache_for(args.gguf)
@@ -301,9 +302,8 @@ def fit(args: argparse.Namespace) -> int:
     grade = grade_rule({"grade_states": 1.0}, _round(grade_intercept), grade_fit, hidden)
     own = {"states": 1.0} | {n: _round(w) for n, w in extra_weights.items()}
     record = head_record(args.out.name, own, fitted, hidden, grade)
-    write_head_record(
-        args.out / "decision.yaml", record, "`python -m training.heads.state_head fit`"
-    )
+    by = "`python -m training.heads.state_head fit`"
+    write_record_file(args.out / "decision.yaml", record, tables=False, by=by)
     (args.out / "fit_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0

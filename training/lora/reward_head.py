@@ -63,7 +63,7 @@ def reward_record(
 
 def write_state_head(args: argparse.Namespace) -> int:
     """The state head and, beside it, its decision record (decision.yaml)."""
-    from training.decision.head_records import write_head_record
+    from training.decision.record_file import write_record_file
 
     grades = args.grades_run and ValueHead.load(args.grades_run / "value_head.json")
     pairs = ValueHead.load(args.pairs_run / "value_head.json")
@@ -71,7 +71,7 @@ def write_state_head(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(head.model_dump_json(indent=1), encoding="utf-8")
     record = reward_record(args.out.parent.name, pairs, grades, "the value heads' runs")
-    write_head_record(args.out.with_name("decision.yaml"), record, BY)
+    write_record_file(args.out.with_name("decision.yaml"), record, tables=False, by=BY)
     print(f"{args.out}: a state head reading {args.gguf_name}, its record beside it")
     return 0
 

@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from training.decision.head_records import write_head_record
+from training.decision.record_file import write_record_file
 from training.lora.reward_head import BY, as_state_head, reward_record
 from training.lora.reward_model import ValueHead
 
@@ -68,7 +68,8 @@ def ship(run: Path, adapter: str, gguf: Path, out: Path) -> Path:
     path.write_text(head.model_dump_json(), encoding="utf-8")
     rows = f"adapter '{adapter}' trained on a lent {loan['gpu']}; the scale {scale} fitted on "
     rows += "requests it never trained on (training.evaluation.reward_report)"
-    write_head_record(out / "decision.yaml", reward_record(out.name, pairs, grades, rows), BY)
+    record = reward_record(out.name, pairs, grades, rows)
+    write_record_file(out / "decision.yaml", record, tables=False, by=BY)
     return path
 
 
