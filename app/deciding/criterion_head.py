@@ -17,17 +17,13 @@ is to its request (MiniLM's cosine, the verdict's relevance: app/deciding/releva
 Fitted by `python -m training.heads.criterion_head` on Auto-J training pairs read apart.
 
 With a reference in use, a pair's answers read no reference in the verdict's read either,
-but the verdict reads two things of it beside (state_judging.with_reference_reading): the
-share of the reference's own words each answer states, and the reference's mean
-log-probability after each answer. The head moves every criterion of an answer by
-
-    shift(a) = words * (share(a) - mean share) + likelihood * (mean lp(a) - mean of them)
-
-level points (the likelihood's term kept within the range the fit saw), with `words` and
-`likelihood` fitted on pairs whose reference decides them
-(training/decision/shift_fit.py) and kept in the judge's decision record
-(`criterion_shift`, app/deciding/decision.py): the same shift for every criterion of the answer, as
-a person grading with a reference marks an answer that contradicts it down throughout.
+but the verdict reads things of it beside (app/deciding/signals.py): the share of the
+reference's own words each answer states, the reference's mean log-probability after each
+answer, the judge's check. The judge's decision record's `criterion_shift`
+(decision.shift_of, fitted by training/decision/shift_fit.py on pairs whose reference decides
+them) moves every criterion of an answer by the weighted sum of its values, each centred over
+the item's answers: the same shift for every criterion of the answer, as a person grading
+with a reference marks an answer that contradicts it down throughout.
 Where a rule of the record that its criterion_shift names decides, each answer's share by
 that rule holds its levels instead of a weight (`level_caps`, criterion_shift.caps):
 `reference_behaviour` (the answers' functions, run in the jail beside a reference function,
@@ -39,13 +35,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
-from app.deciding.decision import DecisionRecord
 from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
@@ -70,65 +65,6 @@ class CriterionHead:
     e_basis: np.ndarray  # (m, 384)
     # z ends with the answer's request relevance (cos of MiniLM's request and answer vectors)
     relevance: bool = False
-    # level points per unit of an answer's reference evidence, centred over the item's answers
-    reference_words: float = 0.0  # per share of the reference's own words stated
-    reference_likelihood: float = 0.0  # per nat of the reference's mean log-probability
-    # the largest centred likelihood seen in the fit: beyond it the shift does not grow
-    # (one answer that repeats the reference word for word leads by nats no fit saw); 0: none
-    reference_likelihood_bound: float = 0.0
-    # per unit of log-odds of the judge's check (true: the answer gives the reference's result),
-    # kept within the largest centred log-odds the fit saw (0: no bound)
-    reference_check: float = 0.0
-    reference_check_bound: float = 0.0
-    # per unit of the share of inputs on which an answer's function gives the reference
-    # function's result (where the user turned code running on)
-    reference_behaviour: float = 0.0
-    # per unit of the share of the request's items stated in the reference's order (where
-    # the reference restates them: a sorting or ranking request)
-    reference_order: float = 0.0
-    # the judge's decision record's rules that hold the levels (criterion_shift.caps), each
-    # with its threshold: where the answers' shares by the rule differ by at least it, each
-    # share holds its answer's levels (level_caps); a rule, not a weight; none: never
-    caps: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def reads_reference(self) -> bool:
-        """Whether its levels move with a reference (where one is in use)."""
-        return bool(
-            self.reference_words
-            or self.reference_likelihood
-            or self.reference_check
-            or self.reference_behaviour
-            or self.reference_order
-            or self.caps
-        )
-
-    def reference_shift(
-        self,
-        shares: Sequence[float | None],
-        means: Sequence[float | None],
-        checks: Sequence[float | None] = (),
-        behaviours: Sequence[float | None] = (),
-        orders: Sequence[float | None] = (),
-    ) -> np.ndarray:
-        """Each answer's shift in level points: its share of the reference's own words, the
-        reference's mean log-probability after it, the log-odds of the judge's check, the
-        share of the reference function's results its function gives (code run) and the
-        share of the request's items it states in the reference's order, each centred
-        over the answers (the likelihood's and the check's kept within the fit's
-        bounds; a signal missing for any answer adds nothing)."""
-        shift = np.zeros(len(shares))
-        for weight, values, limit in (
-            (self.reference_words, shares, np.inf),
-            (self.reference_likelihood, means, self.reference_likelihood_bound or np.inf),
-            (self.reference_check, checks, self.reference_check_bound or np.inf),
-            (self.reference_behaviour, behaviours, np.inf),
-            (self.reference_order, orders, np.inf),
-        ):
-            if weight and values and all(v is not None for v in values):
-                found = np.asarray(values, dtype=np.float64)
-                shift += weight * np.clip(found - found.mean(), -limit, limit)
-        return shift
 
     def features(
         self,
@@ -203,7 +139,8 @@ class CriterionHead:
             missing = sorted((set(ARRAYS) | {"criteria", "overall"}) - set(data.files))
             if missing:
                 raise ConfigError(path, "criterion_head", f"missing arrays {missing}")
-            if held := [name for name in REFERENCE if name in data.files and float(data[name])]:
+            # the reference's weights are its judge's record's (criterion_shift)
+            if held := [n for n in data.files if n.startswith("reference_") and float(data[n])]:
                 where = "the judge's decision record (criterion_shift)"
                 raise ConfigError(path, held[0], f"the reference's weights belong in {where}")
             arrays = {name: data[name].astype(np.float64) for name in ARRAYS}
@@ -220,17 +157,6 @@ class CriterionHead:
         return head
 
 
-# the reference's weights: its judge's record's criterion_shift (with_shift); a file holds
-# none (older files hold zeros)
-REFERENCE = (
-    "reference_words",
-    "reference_likelihood",
-    "reference_likelihood_bound",
-    "reference_check",
-    "reference_check_bound",
-    "reference_behaviour",
-    "reference_order",
-)
 ARRAYS = (
     "state_mean",
     "state_basis",
@@ -250,34 +176,8 @@ def load_criterion_head(path: Path) -> CriterionHead:
     return CriterionHead.load(path)
 
 
-# each signal of a decision record's criterion_shift: the head's field of its weight, and of
-# its bound (the largest centred value the fit saw; None: not held)
-SHIFT_FIELDS = {
-    "reference_words": None,
-    "reference_likelihood": "reference_likelihood_bound",
-    "reference_check": "reference_check_bound",
-    "reference_behaviour": None,
-    "reference_order": None,
-}
-
-
-def with_shift(head: CriterionHead, record: DecisionRecord) -> CriterionHead:
-    """`head` moved with a reference as the record's criterion_shift says, its levels held
-    where the record's rule its caps name decides (at that rule's threshold)."""
-    rule = record.criterion_shift
-    if rule is None:
-        return head
-    fields: dict[str, float] = {}
-    for signal in rule.signals:
-        fields[signal.name] = signal.weight
-        if (bound := SHIFT_FIELDS[signal.name]) is not None and signal.bounds is not None:
-            fields[bound] = signal.bounds[1]
-    thresholds = {r.name: r.at_least for r in record.rules}
-    return replace(head, **fields, caps=tuple((name, thresholds[name]) for name in rule.caps))
-
-
 def level_caps(
-    head: CriterionHead,
+    caps: Sequence[tuple[str, float]],
     specs: Sequence[CriterionSpec],
     shares: dict[str, Sequence[float | None] | None],
 ) -> list[tuple[str, np.ndarray]]:
@@ -285,25 +185,26 @@ def level_caps(
     specs), by the rule's name; `shares[rule]` are the answers' shares by it (0-1): of the
     reference function's results their functions give (`reference_behaviour`), or of the
     request's items they state in the reference's order (`reference_order`). A rule decides
-    where the shares differ by at least its threshold (`head.caps`). An answer that misses
-    part of what the reference says is wrong in part, at best half right: a share s < 1
+    where the shares differ by at least its threshold (`caps`: DecisionRecord.level_caps).
+    An answer that misses part of what the reference says is wrong in part, at best half
+    right: a share s < 1
     holds it at most at low + s x (high - low) / 2 on the criteria a reference judges
     (those reference_spread moves), as a person grading against a reference marks it down
     for every result it gets wrong; a share of 1, and style and format, are not held."""
     low, high = SCALE
     judged = reference_spread(specs) > 0
     found = []
-    for name, threshold in head.caps:
+    for name, threshold in caps:
         given = shares.get(name)
         if not given or any(s is None for s in given):
             continue
         values = np.asarray(given, dtype=np.float64)
         if values.max() - values.min() < threshold:
             continue
-        caps = np.full((len(values), len(specs)), high)
+        highest = np.full((len(values), len(specs)), high)
         held = np.where(values < 1.0, low + values * (high - low) / 2, high)
-        caps[:, judged] = held[:, None]
-        found.append((name, caps))
+        highest[:, judged] = held[:, None]
+        found.append((name, highest))
     return found
 
 
@@ -353,9 +254,8 @@ def head_levels(
 ) -> dict[int, dict[str, float]] | None:
     """Each answer's level on each criterion of `specs`, from the verdict's read of it
     (moved by `shift[n]` level points, spread over the criteria by reference_spread: the
-    reference's, CriterionHead.reference_shift) and
-    its request relevance (`relevance[n]`, where the head reads it); None where the read
-    lacks the states, likelihoods or relevance the head needs."""
+    reference's, decision.shift_of) and its request relevance (where the head reads it);
+    None where the read lacks the states, likelihoods or relevance the head needs."""
     states, likelihoods, relevance = reads.features, reads.likelihoods, reads.similarities
     if any(s is None for s in states) or any(x is None for x in likelihoods):
         return None

@@ -28,6 +28,7 @@ from app.deciding.decision import (
     GradeRule,
     decide,
     grade_of,
+    shift_of,
     sigmoid,
 )
 from app.deciding.reference_order import order_shares
@@ -176,24 +177,32 @@ class LevelAsk:
 
     head: CriterionHead
     rule: ScoringRule
-    reference: str | None = None  # in use: the levels move with it (reference_shift)
+    reference: str | None = None  # in use: the levels move with it (the record's shift)
     # each answer's share of the reference function's results, where code was run
     behaviour: tuple[float, ...] | None = None
+    # the judge's record: how a reference moves the levels (criterion_shift) and holds them
+    record: DecisionRecord | None = None
 
 
 def _reference_shift(
     item: JudgeItem, ask: LevelAsk, reads: AnswerReads
 ) -> tuple[np.ndarray | None, list[float | None]]:
-    """Each answer's shift in level points for what the reference in use shows of it, and
-    its in-order share of the request's items (the order rule's; none without a shift)."""
-    if not (ask.reference and ask.head.reads_reference):
+    """Each answer's shift in level points for what the reference in use shows of it (the
+    record's criterion_shift), and its in-order share of the request's items (the order
+    rule's; none without a shift)."""
+    rule = ask.record.criterion_shift if ask.record is not None else None
+    if not (ask.reference and rule):
         return None, []
     stated = reference_words(ask.reference, item.question)
-    shares = [stated_share(answer, stated) for answer in item.answers]
-    means = _reference_means(reads.references)
     orders = order_shares(item.answers, ask.reference, item.question)
-    shift = ask.head.reference_shift(shares, means, reads.odds, ask.behaviour or (), orders)
-    return shift, orders
+    values = {
+        "reference_words": [stated_share(answer, stated) for answer in item.answers],
+        "reference_likelihood": _reference_means(reads.references),
+        "reference_check": reads.odds,
+        "reference_behaviour": ask.behaviour or (),
+        "reference_order": orders,
+    }
+    return np.asarray(shift_of(rule, values, len(item.answers))), orders
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -218,7 +227,8 @@ def _with_head_levels(
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
     shares = {"reference_behaviour": ask.behaviour, "reference_order": orders}
-    caps = level_caps(ask.head, ask.rule.specs, shares) if shift is not None else []
+    held = ask.record.level_caps() if ask.record and shift is not None else ()
+    caps = level_caps(held, ask.rule.specs, shares)
     lines = []
     for n, values in found.items():
         for c, (key, value) in enumerate(values.items()):

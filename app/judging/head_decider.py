@@ -132,7 +132,8 @@ class HeadDecider:
             base = base.model_copy(update={"truncated": truncated})
             levels = self.level_ask(item, resolved, found)
             if levels is not None:  # no reads: the criterion head's levels (a reference read on)
-                if levels.reference and levels.head.reference_likelihood:
+                shift = settings.decision.criterion_shift
+                if levels.reference and shift and shift.moves_by("reference_likelihood"):
                     wanted = levels.reference
             elif not settings.criteria_apart and self.reads_on():
                 wanted, with_turn = reference, True
@@ -199,10 +200,11 @@ class HeadDecider:
         if not reads_by_head(resolved.rule.specs):
             return None
         reference = item.reference if settings.use_reference else None
-        if reference and not (level_head.reads_reference and len(item.answers) > 1):
+        moving = settings.decision.criterion_shift is not None
+        if reference and not (moving and len(item.answers) > 1):
             return None
         shares = found.shares if isinstance(found, BehaviourReading) else None
-        return LevelAsk(level_head, resolved.rule, reference or None, shares)
+        return LevelAsk(level_head, resolved.rule, reference or None, shares, settings.decision)
 
     def reference_ask(
         self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
@@ -240,9 +242,9 @@ class HeadDecider:
         the jail, where the head weighs it (app/code_run/behaviour.py); Unread where the
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
-        level_head = settings.level_head
-        moved = level_head is not None and bool(
-            level_head.reference_behaviour or "reference_behaviour" in dict(level_head.caps)
+        shift = settings.decision.criterion_shift
+        moved = settings.level_head is not None and bool(
+            shift and shift.moves_by("reference_behaviour")
         )
         weighed = settings.weighs("reference_behaviour") or moved
         if not (settings.use_reference and item.reference and weighed):
@@ -346,7 +348,7 @@ def reference_note(config: JudgeConfig) -> str | None:
         if pairs and name in READS_OF_REFERENCE and (head.reads == "reply" or name in TEXT_READS)
     ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
-    by_head = levels is not None and levels.reads_reference
+    by_head = levels is not None and record.criterion_shift is not None
     if config.judge.criterion_scores and "reference_criteria" in weighed and pairs:
         where = " where they are read apart (a rubric's levels)" if by_head else ""
         reads.append(f"the lead of the criterion scores read with it{where}")

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
-from app.deciding.criterion_head import CriterionHead, load_criterion_head, with_shift
+from app.deciding.criterion_head import load_criterion_head
 from app.deciding.decision import DecisionRecord, load_decision
 from app.deciding.state_head import StateHead, load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
@@ -102,15 +102,6 @@ def _decision(settings: JudgeSettings, head: StateHead | None) -> DecisionRecord
     return load_decision(MODELS_DIR / settings.decision_record)
 
 
-def _criterion_head(settings: JudgeSettings, record: DecisionRecord | None) -> CriterionHead | None:
-    """The judge's criterion head, moved with a reference as its decision record's
-    criterion_shift says (where it has none, a reference moves no level)."""
-    if not settings.criterion_head:
-        return None
-    head = load_criterion_head(MODELS_DIR / settings.criterion_head)
-    return head if record is None else with_shift(head, record)
-
-
 def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> JudgeParts:
     """The files `settings` name, loaded and validated (errors name the file and field)."""
     if settings.criteria_read == "head" and not settings.criterion_head:
@@ -134,7 +125,11 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             if settings.scenario_classifier
             else None
         ),
-        criterion_levels=_criterion_head(settings, decision),
+        criterion_levels=(
+            load_criterion_head(MODELS_DIR / settings.criterion_head)
+            if settings.criterion_head
+            else None
+        ),
         rubric_combination=decision.rubric_grade if decision is not None else None,
     )
 

@@ -24,7 +24,7 @@ from app.deciding.criterion_head import (
     load_criterion_head,
     reference_spread,
 )
-from app.deciding.decision import DecisionRecord, Fitted, Rule
+from app.deciding.decision import DecisionRecord, Fitted, Rule, shift_of
 from app.deciding.signals import AnswerReads
 from app.deciding.state_head import StateHead, reference_signals
 from app.io.reader import InputRow
@@ -42,6 +42,7 @@ from tests.support.head_configs import (
     HEAD_CONTEXT,
     HELPFULNESS_RUBRIC,
     PLANET_PAIR,
+    moving,
     record_of,
     tiny_service,
 )
@@ -98,8 +99,10 @@ def _rule(grades: bool = False, **weights: float) -> DecisionRecord:
     return record_of({"pmi_mean": 0.5} if grades else None, states=1.0, pmi_mean=1.0, **weights)
 
 
-# the weights of a verdict that reads the reference (_reading_reference)
+# the weights of a verdict that reads the reference
 READING = {"reference_words": 2.0, "reference_likelihood": 1.0}
+# how the reference moves the criterion head's levels (the record's criterion_shift)
+MOVING = {"reference_words": 1.0, "reference_likelihood": 0.5}
 BEHAVIOUR = _rule(**READING, reference_behaviour=60.0)
 
 
@@ -173,20 +176,11 @@ CAPITAL_PAIR = JudgeItem(
 )
 
 
-def _reading_reference(heads, words: float = 1.0, likelihood: float = 0.5):
-    """The heads with a criterion head that the reference moves (the verdict weighs it by
-    READING)."""
-    verdict, criteria = heads
-    return verdict, replace(criteria, reference_words=words, reference_likelihood=likelihood)
-
-
 def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
     service, _ = tiny
-    reading = _reading_reference(heads)
-    judged = service.judge(CAPITAL_PAIR, _config(reading, record=_rule(**READING)))
-    unused = service.judge(
-        CAPITAL_PAIR, _config(reading, record=_rule(**READING), use_reference=False)
-    )
+    reading = moving(_rule(**READING), **MOVING)
+    judged = service.judge(CAPITAL_PAIR, _config(heads, record=reading))
+    unused = service.judge(CAPITAL_PAIR, _config(heads, record=reading, use_reference=False))
     assert judged.status is Status.OK and judged.criteria_by_head is True
     assert '{"overall": ' not in judged.raw_output  # nothing read apart
     assert judged.raw_output.count("the reference moved it") == 2 * len(judged.criteria)
@@ -212,19 +206,16 @@ def test_a_head_that_reads_the_reference_moves_each_answer_with_it(tiny, heads):
 
 def test_a_head_that_weighs_the_check_reads_it_and_adds_its_share(tiny, heads):
     service, _ = tiny
-    verdict, criteria = _reading_reference(heads)
-    checking = _rule(**READING, reference_check=3.0)
-    judged = service.judge(CAPITAL_PAIR, _config((verdict, criteria), record=checking))
-    plain = service.judge(CAPITAL_PAIR, _config((verdict, criteria), record=_rule(**READING)))
+    checking = moving(_rule(**READING, reference_check=3.0), **MOVING)
+    judged = service.judge(CAPITAL_PAIR, _config(heads, record=checking))
+    plain = service.judge(CAPITAL_PAIR, _config(heads, record=moving(_rule(**READING), **MOVING)))
     parts, before = judged.verdict_parts, plain.verdict_parts
     lead = parts["reference_check_difference"]
     assert lead != 0.0 and "reference_check_difference" not in before
     assert parts["reference_check"] == pytest.approx(3.0 * lead, abs=1e-3)
     assert parts["reference"] == pytest.approx(before["reference"] + 3.0 * lead, abs=2e-3)
     assert "reference_check" in reference_signals(parts)
-    assert "the judge's own check" in (
-        reference_note(_config((verdict, criteria), record=checking)) or ""
-    )
+    assert "the judge's own check" in (reference_note(_config(heads, record=checking)) or "")
 
 
 CODE_PAIR = JudgeItem(
@@ -245,22 +236,18 @@ CODE_PAIR = JudgeItem(
 def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
     need_jail()
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
-    weighing = (  # the criteria move by the code's behaviour alone
+    verdict, criteria = heads
+    weighing = (  # level: the criterion's mean (the tiny model's reads of code are far out)
         verdict,
-        replace(  # level: the criterion's mean (the tiny model's reads of code are far out)
-            heads[1],
-            weights=np.zeros_like(heads[1].weights),
-            cross=np.zeros_like(heads[1].cross),
-            reference_behaviour=2.0,
+        replace(
+            criteria, weights=np.zeros_like(criteria.weights), cross=np.zeros_like(criteria.cross)
         ),
     )
-    ran = service.judge(
-        CODE_PAIR, _config(weighing, record=BEHAVIOUR)
-    )  # the default: run in the jail
+    behaviour = moving(BEHAVIOUR, reference_behaviour=2.0)  # the criteria move by it alone
+    ran = service.judge(CODE_PAIR, _config(weighing, record=behaviour))  # run in the jail
     with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
         patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
-        unweighed = service.judge(CODE_PAIR, _config(weighing, record=BEHAVIOUR))
+        unweighed = service.judge(CODE_PAIR, _config(weighing, record=behaviour))
     parts = ran.verdict_parts
     lead = parts["reference_behaviour_difference"]
     assert lead < -0.3 and parts["reference_behaviour_inputs"] >= 10  # B gives its results
@@ -286,16 +273,16 @@ def test_a_reference_function_decides_by_behaviour_run_in_the_jail(tiny, heads):
             assert gaps[-1] < 2.0 * lead - 0.1, spec.key  # more than their share, toward B
     # the criteria's weighted mean moves as fitted
     assert weights @ np.array(gaps) / weights.sum() == pytest.approx(2.0 * lead, abs=2e-3)
-    assert "in a jail (bubblewrap" in (reference_note(_config(weighing, record=BEHAVIOUR)) or "")
+    assert "in a jail (bubblewrap" in (reference_note(_config(weighing, record=behaviour)) or "")
     assert not {"reference_code_not_run", "reference_code_unread"} & set(parts)
     assert "run beside the reference function in the jail" in head_note(parts)
     # code running off: none of it runs, and the page says so and how to turn it on
-    off = service.judge(CODE_PAIR, _config(weighing, record=BEHAVIOUR, run_code=False))
+    off = service.judge(CODE_PAIR, _config(weighing, record=behaviour, run_code=False))
     assert "reference_behaviour_difference" not in off.verdict_parts
     assert off.verdict_parts["reference_code_not_run"] == 1.0
     assert "code running is off" in head_note(off.verdict_parts)
     assert "code running is off" in (
-        reference_note(_config(weighing, record=BEHAVIOUR, run_code=False)) or ""
+        reference_note(_config(weighing, record=behaviour, run_code=False)) or ""
     )
     assert off.code_run is not None and "turn on" in off.code_run["fix"]
 
@@ -317,11 +304,11 @@ def test_where_the_order_rule_decides_the_share_in_order_holds_the_levels(tiny, 
     service, _ = tiny
     verdict, criteria = heads
     high = replace(criteria, weights=np.zeros_like(criteria.weights), means=np.array([9.0]))
-    ordered = replace(high, caps=(("reference_order", 0.1),))
-    held = service.judge(SORT_PAIR, _config((verdict, ordered)))
+    ordered = moving(_rule(), caps=["reference_order"])
+    held = service.judge(SORT_PAIR, _config((verdict, high), record=ordered))
     # the same head where the order rule is not among its caps (no function: no behaviour)
-    unordered = replace(high, caps=(("reference_behaviour", 0.1),))
-    unheld = service.judge(SORT_PAIR, _config((verdict, unordered)))
+    unordered = moving(_rule(), caps=["reference_behaviour"])
+    unheld = service.judge(SORT_PAIR, _config((verdict, high), record=unordered))
     specs = load_catalog().specs_for(held.scenario)
     for spec in specs:
         before = [a.expected_criteria[spec.key] for a in unheld.answers]
@@ -342,16 +329,12 @@ def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(
     need_jail()
     service, _ = tiny
     verdict, criteria = heads
-    high = replace(
-        criteria,
-        weights=np.zeros_like(criteria.weights),
-        means=np.array([9.0]),
-        caps=(("reference_behaviour", 0.1),),
-    )
-    held = service.judge(CODE_PAIR, _config((verdict, high)))
+    high = replace(criteria, weights=np.zeros_like(criteria.weights), means=np.array([9.0]))
+    holding = moving(_rule(), caps=["reference_behaviour"])
+    held = service.judge(CODE_PAIR, _config((verdict, high), record=holding))
     with pytest.MonkeyPatch.context() as patch:  # the same judge where no behaviour is read
         patch.setattr(head_decider, "behaviour_reading", lambda *args, **kwargs: None)
-        unheld = service.judge(CODE_PAIR, _config((verdict, high)))
+        unheld = service.judge(CODE_PAIR, _config((verdict, high), record=holding))
     assert held.code_run is not None
     shares = held.code_run["shares"]
     assert shares[1] == 1.0 and shares[0] < 0.5
@@ -367,16 +350,16 @@ def test_where_the_behaviour_rule_decides_each_functions_share_holds_its_levels(
     assert "reference function's results" in (held.raw_output or "")
 
 
-def test_the_level_caps_hold_only_where_their_rule_decides(heads):
-    _, criteria = heads
+def test_the_level_caps_hold_only_where_their_rule_decides():
     specs = [
         CriterionSpec(key="right", name="R", description="d", category="content"),
         CriterionSpec(key="look", name="L", description="d", category="style"),
     ]
-    head = replace(criteria, caps=(("reference_behaviour", 0.1), ("reference_order", 0.1)))
+    caps = moving(_rule(), caps=["reference_behaviour", "reference_order"]).level_caps()
+    assert caps == (("reference_behaviour", 0.1), ("reference_order", 0.1))
 
     def held(shares):  # by each deciding rule's name, its caps
-        return {name: caps.tolist() for name, caps in level_caps(head, specs, shares)}
+        return {name: found.tolist() for name, found in level_caps(caps, specs, shares)}
 
     assert held({"reference_behaviour": [0.25, 1.0]}) == {
         "reference_behaviour": [[1 + 4.5 * 0.25, 10.0], [10.0, 10.0]]
@@ -388,7 +371,8 @@ def test_the_level_caps_hold_only_where_their_rule_decides(heads):
     # a sorted list against the same items in reverse: the order rule holds the reverse
     order = held({"reference_order": [1.0, 0.25], "reference_behaviour": None})
     assert order == {"reference_order": [[10.0, 10.0], [1 + 4.5 * 0.25, 10.0]]}
-    assert level_caps(criteria, specs, {"reference_behaviour": [0.0, 1.0]}) == []  # no rule
+    assert level_caps((), specs, {"reference_behaviour": [0.0, 1.0]}) == []  # no rule
+    assert _rule().level_caps() == ()
 
 
 def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, heads):
@@ -396,8 +380,7 @@ def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, he
     holds what running the code found, and its last is the judgment `judge` gives."""
     need_jail()
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
-    config = _config((verdict, heads[1]), record=BEHAVIOUR, criteria_read="apart")
+    config = _config(heads, record=BEHAVIOUR, criteria_read="apart")
     first, last = service.judge_in_steps(CODE_PAIR, config)
     at_once = service.judge(CODE_PAIR, config)
     assert first.criteria == () and last.criteria
@@ -412,7 +395,7 @@ def test_where_no_jail_works_no_answers_code_runs_and_the_page_says_what_to_do(
     tiny, heads, tmp_path: Path, monkeypatch
 ):
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
+    verdict, _ = heads
     running = (verdict, heads[1])
     monkeypatch.setattr("app.code_run.jail.shutil.which", lambda name: None)  # no bwrap
     jail.jail_status.cache_clear()
@@ -445,7 +428,7 @@ ESCAPING = {  # answer A of a code pair whose function tries to get out (tests/a
 def test_a_batch_goes_on_past_answers_whose_code_tries_to_get_out(tiny, heads):
     need_jail()
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
+    verdict, _ = heads
     running = (verdict, heads[1])
     items = [
         CODE_PAIR.model_copy(update={"id": name, "answers": (code, CODE_PAIR.answers[1])})
@@ -468,7 +451,7 @@ def test_a_batch_goes_on_past_answers_whose_code_tries_to_get_out(tiny, heads):
 
 def test_a_reference_function_no_answer_matches_is_said_to_be_unread(tiny, heads):
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
+    verdict, _ = heads
     running = (verdict, heads[1])
     prose = CODE_PAIR.model_copy(update={"answers": ("Sort it and take one.", "Use a set.")})
     judged = service.judge(prose, _config(running, record=BEHAVIOUR))
@@ -496,19 +479,16 @@ SORTING_PAIR = JudgeItem(
 
 def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
-    ordering = (  # the criteria move by the order alone
+    verdict, _ = heads
+    criteria = heads[1]
+    ordering = (
         verdict,
         replace(
-            heads[1],
-            weights=np.zeros_like(heads[1].weights),
-            cross=np.zeros_like(heads[1].cross),
-            reference_order=6.0,
+            criteria, weights=np.zeros_like(criteria.weights), cross=np.zeros_like(criteria.cross)
         ),
     )
-    judged = service.judge(
-        SORTING_PAIR, _config(ordering, record=_rule(**READING, reference_order=30.0))
-    )
+    record = moving(_rule(**READING, reference_order=30.0), reference_order=6.0)  # order alone
+    judged = service.judge(SORTING_PAIR, _config(ordering, record=record))
     plain = service.judge(SORTING_PAIR, _config(heads))  # reads no order
     parts = judged.verdict_parts
     lead = parts["reference_order_difference"]
@@ -520,14 +500,12 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     for key in judged.criteria:  # each criterion's gap is its part of the order's shift
         levels = [a.expected_criteria[key] for a in judged.answers]
         assert levels[0] - levels[1] == pytest.approx(6.0 * lead * spread[key], abs=2e-3)
-    assert "each answer's order" in (
-        reference_note(_config(ordering, record=_rule(**READING, reference_order=30.0))) or ""
-    )
+    assert "each answer's order" in (reference_note(_config(ordering, record=record)) or "")
 
 
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):
     service, _ = tiny
-    config = _config(_reading_reference(heads), Protocol.SINGLE, record=_rule(True, **READING))
+    config = _config(heads, Protocol.SINGLE, record=moving(_rule(True, **READING), **MOVING))
     single = CAPITAL_PAIR.model_copy(update={"answers": ("Canberra.",)})
     judged = service.judge(single, config)
     assert judged.raw_output.count('{"overall": ') == len(judged.criteria) > 0
@@ -557,40 +535,37 @@ def test_the_reference_moves_no_style_or_format_criterion_and_the_mean_as_fitted
     assert reference_spread(alike).tolist() == [1.0] * 5  # all style: every one alike
 
 
-def test_the_reference_shift_is_centred_and_skips_a_missing_signal(heads):
-    _, criteria = heads
-    head = replace(criteria, reference_words=4.0, reference_likelihood=2.0)
-    shift = head.reference_shift([1.0, 0.0], [-1.0, -2.0])
-    assert shift.tolist() == pytest.approx([2.0 + 1.0, -2.0 - 1.0])
-    assert head.reference_shift([1.0, 0.5, 0.0], [None, -1.0, -1.0]).tolist() == pytest.approx(
-        [2.0, 0.0, -2.0]
-    )
-    assert not criteria.reads_reference and head.reads_reference
+def test_the_reference_shift_is_centred_held_in_its_bounds_and_skips_a_missing_signal():
+    def shift(bounds=None, **values):
+        rule = moving(_rule(), bounds=bounds, **{name: WEIGHTS[name] for name in values})
+        assert rule.criterion_shift is not None
+        return shift_of(rule.criterion_shift, values, len(next(iter(values.values()))))
+
+    words, likely = [1.0, 0.0], [-1.0, -2.0]
+    assert shift(reference_words=words, reference_likelihood=likely) == pytest.approx([3.0, -3.0])
+    three = shift(reference_words=[1.0, 0.5, 0.0], reference_likelihood=[None, -1.0, -1.0])
+    assert three == pytest.approx([2.0, 0.0, -2.0])  # a missing value: the signal adds nothing
     # beyond the range the fit saw, the likelihood's part does not grow
-    bounded = replace(head, reference_likelihood_bound=0.25)
-    assert bounded.reference_shift([0.5, 0.5], [-1.0, -7.0]).tolist() == pytest.approx([0.5, -0.5])
-    # the judge's check moves them by its centred log-odds; a head with it alone reads one
-    checking = replace(head, reference_check=0.5)
-    shift = checking.reference_shift([1.0, 0.0], [-1.0, -2.0], [2.0, -2.0])
-    assert shift.tolist() == pytest.approx([3.0 + 1.0, -3.0 - 1.0])
-    assert checking.reference_shift([1.0, 0.0], [-1.0, -2.0], [2.0, None]).tolist() == (
-        pytest.approx([3.0, -3.0])
-    )
-    assert replace(criteria, reference_check=0.5).reads_reference
-    bounded = replace(checking, reference_check_bound=1.0)  # beyond the fit's: no further
-    assert bounded.reference_shift([0.5, 0.5], [-1.0, -1.0], [4.0, -4.0]).tolist() == (
-        pytest.approx([0.5, -0.5])
-    )
+    held = {"reference_likelihood": 0.25}
+    both = shift(held, reference_words=[0.5, 0.5], reference_likelihood=[-1.0, -7.0])
+    assert both == pytest.approx([0.5, -0.5])
+    # the judge's check moves them by its centred log-odds
+    checked = shift(reference_words=words, reference_likelihood=likely, reference_check=[2.0, -2.0])
+    assert checked == pytest.approx([3.0 + 1.0, -3.0 - 1.0])
     # the items' order: centred like the rest; nothing where an answer has no reading
-    ordering = replace(criteria, reference_order=6.0)
-    assert ordering.reads_reference
-    assert ordering.reference_shift([0.5, 0.5], [None, None], (), (), [1.0, 0.5]).tolist() == (
-        pytest.approx([1.5, -1.5])
-    )
-    assert ordering.reference_shift([0.5, 0.5], [None, None], (), (), [1.0, None]).tolist() == [
-        0.0,
-        0.0,
-    ]
+    assert shift(reference_order=[1.0, 0.5]) == pytest.approx([1.5, -1.5])
+    assert shift(reference_order=[1.0, None]) == [0.0, 0.0]
+    moves = moving(_rule(), caps=["reference_behaviour"], reference_order=6.0).criterion_shift
+    assert moves is not None and moves.moves_by("reference_behaviour")
+    assert moves.moves_by("reference_order") and not moves.moves_by("reference_words")
+
+
+WEIGHTS = {
+    "reference_words": 4.0,
+    "reference_likelihood": 2.0,
+    "reference_check": 0.5,
+    "reference_order": 6.0,
+}
 
 
 def test_a_rubric_is_read_apart(tiny, heads):
@@ -658,8 +633,6 @@ def test_the_head_file_round_trips_and_a_bad_one_is_named(tmp_path, heads):
     criteria.save(path)
     again = load_criterion_head(path)
     assert again.criteria == criteria.criteria and np.allclose(again.weights, criteria.weights)
-    replace(criteria, reference_words=3.5).save(path)  # the weights never reach the file
-    assert not CriterionHead.load(path).reads_reference
     with np.load(path) as data:  # one that holds one (the record holds them) is refused
         held = {k: data[k] for k in data.files} | {"reference_check": 0.5}
         np.savez(tmp_path / "older.npz", **held)
@@ -703,7 +676,7 @@ def test_a_rule_decides_a_code_pair_at_its_fitted_confidence_and_the_page_says_s
     verdict takes the rule's fitted confidence, not the certainty a weight at a bound gave."""
     need_jail()
     service, _ = tiny
-    verdict, _ = _reading_reference(heads)
+    verdict, _ = heads
     rule = Rule(
         name="reference_behaviour",
         at_least=0.1,

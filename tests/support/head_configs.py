@@ -3,11 +3,11 @@ head tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.deciding.decision import DecisionRecord
+from app.deciding.decision import DecisionRecord, Declared, Fitted, Rule, ShiftRule, Signal
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.service import JudgeService
@@ -32,6 +32,32 @@ def record_of(
     rule = grade_rule(grade, intercept, FITTED) if grade is not None else None
     data = head_record("test", weights, FITTED, 0, rule, declared)
     return DecisionRecord.model_validate(data)
+
+
+def moving(
+    record: DecisionRecord,
+    caps: Sequence[str] = (),
+    bounds: Mapping[str, float] | None = None,
+    **weights: float,
+) -> DecisionRecord:
+    """`record` whose criterion_shift moves a criterion head's levels by `weights` (level
+    points per unit of each signal's centred value, held within +-`bounds[name]`) and holds
+    them by the rules `caps` names (added to the record, each deciding at 0.1)."""
+    from training.decision.fit_config import load_config
+
+    config = load_config()
+    declared = {found.name: found for found in (*config.signals, *config.rules)}
+    signals = []
+    for name, weight in weights.items() or {"reference_words": 0.0}.items():
+        limit = (bounds or {}).get(name)
+        held = {"bounds": (-limit, limit)} if limit is not None else {}
+        found = declared[name].model_dump(include=set(Declared.model_fields))
+        signals.append(Signal(**found | held, weight=weight, fitted=Fitted(**FITTED)))
+    fitted = {"at_least": 0.1, "confidence": 0.9, "fitted": Fitted(**FITTED)}
+    rules = [Rule(**declared[name].model_dump() | fitted) for name in caps]
+    shift = ShiftRule(signals=tuple(signals), caps=tuple(caps))
+    update = {"rules": (*record.rules, *rules), "criterion_shift": shift}
+    return DecisionRecord.model_validate(record.model_dump() | update)
 
 
 def reference_record(**weights: float) -> DecisionRecord:

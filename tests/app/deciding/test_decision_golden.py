@@ -139,26 +139,22 @@ def test_every_judge_that_decides_by_a_head_names_the_record_of_its_rule():
 
 
 def test_the_criterion_heads_reference_weights_come_from_the_record_alone(tmp_path: Path):
-    """The criterion head's reference weights and bounds are the record's criterion_shift
-    (criterion_head.npz holds none): the loaded head moves by them, its levels held by the
-    rules the shift names, and a head file that still holds one is refused."""
+    """The criterion head's reference weights and bounds are the record's criterion_shift and
+    the rules it names hold the levels at their thresholds: criterion_head.npz holds the
+    levels' arrays alone, and a head file that holds a reference weight is refused."""
     import numpy as np
 
-    import app.judging.settings as settings
     from app.deciding.criterion_head import CriterionHead
 
     entry = load_registry().get()
-    loaded = settings.judge_config(entry).parts.criterion_levels
-    shift = default_record().criterion_shift
-    assert shift is not None
-    weights = {signal.name: signal.weight for signal in shift.signals}
-    assert {name: getattr(loaded, name) for name in weights} == pytest.approx(weights)
-    bounds = {s.name: s.bounds[1] for s in shift.signals if s.bounds}
-    assert loaded.reference_likelihood_bound == pytest.approx(bounds["reference_likelihood"])
-    assert loaded.reference_order == 0.0 and loaded.reference_behaviour == 0.0  # rules now
-    assert loaded.caps == (("reference_order", 0.1), ("reference_behaviour", 0.1))
-    in_file = CriterionHead.load(MODELS_DIR / str(entry.judging.criterion_head))
-    assert not in_file.reads_reference  # the file holds the levels' arrays alone
+    record = default_record()
+    shift = record.criterion_shift
+    assert shift is not None and all(signal.weight for signal in shift.signals)
+    assert shift.moves_by("reference_words") and shift.moves_by("reference_behaviour")
+    assert record.level_caps() == (("reference_order", 0.1), ("reference_behaviour", 0.1))
+    with np.load(MODELS_DIR / str(entry.judging.criterion_head)) as data:
+        held = [k for k in data.files if k.startswith("reference_") and float(data[k])]
+    assert not held  # the file holds the levels' arrays alone
     holding = tmp_path / "criterion_head.npz"
     with np.load(MODELS_DIR / str(entry.judging.criterion_head)) as data:
         np.savez(holding, **({k: data[k] for k in data.files} | {"reference_words": 1.0}))
