@@ -20,7 +20,7 @@ With a reference in use, a pair's answers read no reference in the verdict's rea
 but the verdict reads things of it beside (app/deciding/signals.py): the share of the
 reference's own words each answer states, the reference's mean log-probability after each
 answer, the judge's check. The judge's decision record's `criterion_shift`
-(decision.shift_of, fitted by training/decision/shift_fit.py on pairs whose reference decides
+(reference_shift, fitted by training/decision/shift_fit.py on pairs whose reference decides
 them) moves every criterion of an answer by the weighted sum of its values, each centred over
 the item's answers: the same shift for every criterion of the answer, as a person grading
 with a reference marks an answer that contradicts it down throughout.
@@ -34,13 +34,14 @@ different shares of the request's items in the reference's order).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from app.catalog.criteria_types import CriterionSpec
+from app.deciding.decision import DecisionRecord, ShiftRule
 from app.deciding.signals import AnswerReads
 from models.readings import FEATURES
 
@@ -176,8 +177,24 @@ def load_criterion_head(path: Path) -> CriterionHead:
     return CriterionHead.load(path)
 
 
+def reference_shift(
+    rule: ShiftRule, values: Mapping[str, Sequence[float | None]], count: int
+) -> np.ndarray:
+    """Each of `count` answers' shift in level points by the record's `rule`: per signal, its
+    weight times each answer's value (`values[name]`) centred over the answers and held in
+    the signal's bounds; a signal without a value for every answer adds nothing."""
+    shift = np.zeros(count)
+    for signal in rule.signals:
+        given = values.get(signal.name) or ()
+        if signal.weight and len(given) == count and None not in given:
+            found = np.asarray(given, dtype=np.float64)
+            low, high = signal.bounds or (-np.inf, np.inf)
+            shift += signal.weight * np.clip(found - found.mean(), low, high)
+    return shift
+
+
 def level_caps(
-    caps: Sequence[tuple[str, float]],
+    record: DecisionRecord,
     specs: Sequence[CriterionSpec],
     shares: dict[str, Sequence[float | None] | None],
 ) -> list[tuple[str, np.ndarray]]:
@@ -185,7 +202,8 @@ def level_caps(
     specs), by the rule's name; `shares[rule]` are the answers' shares by it (0-1): of the
     reference function's results their functions give (`reference_behaviour`), or of the
     request's items they state in the reference's order (`reference_order`). A rule decides
-    where the shares differ by at least its threshold (`caps`: DecisionRecord.level_caps).
+    where the shares differ by at least its threshold (the record's rules that its
+    criterion_shift.caps names).
     An answer that misses part of what the reference says is wrong in part, at best half
     right: a share s < 1
     holds it at most at low + s x (high - low) / 2 on the criteria a reference judges
@@ -194,7 +212,10 @@ def level_caps(
     low, high = SCALE
     judged = reference_spread(specs) > 0
     found = []
-    for name, threshold in caps:
+    thresholds = {rule.name: rule.at_least for rule in record.rules}
+    caps = record.criterion_shift.caps if record.criterion_shift is not None else ()
+    for name in caps:
+        threshold = thresholds[name]
         given = shares.get(name)
         if not given or any(s is None for s in given):
             continue
@@ -254,7 +275,7 @@ def head_levels(
 ) -> dict[int, dict[str, float]] | None:
     """Each answer's level on each criterion of `specs`, from the verdict's read of it
     (moved by `shift[n]` level points, spread over the criteria by reference_spread: the
-    reference's, decision.shift_of) and its request relevance (where the head reads it);
+    reference's, reference_shift) and its request relevance (where the head reads it);
     None where the read lacks the states, likelihoods or relevance the head needs."""
     states, likelihoods, relevance = reads.features, reads.likelihoods, reads.similarities
     if any(s is None for s in states) or any(x is None for x in likelihoods):

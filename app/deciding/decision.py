@@ -22,7 +22,7 @@ stated as one, with the share of training pairs it got right as its confidence.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -160,28 +160,6 @@ class ShiftRule(BaseModel):
     caps: tuple[str, ...] = ()
     fitted: Fitted | None = None
 
-    def moves_by(self, name: str) -> bool:
-        """Whether `name` moves the levels (a weighed signal) or holds them (a cap)."""
-        return name in self.caps or any(s.name == name and s.weight for s in self.signals)
-
-
-def shift_of(
-    rule: ShiftRule, values: Mapping[str, Sequence[float | None]], count: int
-) -> list[float]:
-    """Each of `count` answers' shift in level points by `rule`, from each signal's values
-    of the answers (`values[name]`; a signal without a value for every answer adds
-    nothing)."""
-    shift = [0.0] * count
-    for signal in rule.signals:
-        given = values.get(signal.name) or ()
-        if not signal.weight or len(given) != count or None in given:
-            continue
-        mean = sum(given) / count  # type: ignore[arg-type]
-        low, high = signal.bounds or (-math.inf, math.inf)
-        centred = [min(max(v - mean, low), high) for v in given]  # type: ignore[operator]
-        shift = [s + signal.weight * c for s, c in zip(shift, centred)]
-    return shift
-
 
 # the rules whose per-answer value is a share (0-1) that can hold a criterion's level
 CAP_RULES = ("reference_behaviour", "reference_order")
@@ -248,13 +226,6 @@ class DecisionRecord(BaseModel):
 
     def weights(self) -> dict[str, float]:
         return {signal.name: signal.weight for signal in self.signals}
-
-    def level_caps(self) -> tuple[tuple[str, float], ...]:
-        """The rules that hold a criterion head's levels (criterion_shift.caps), each with
-        its threshold."""
-        thresholds = {rule.name: rule.at_least for rule in self.rules}
-        shift = self.criterion_shift
-        return tuple((name, thresholds[name]) for name in shift.caps) if shift else ()
 
     def used(self) -> tuple[str, ...]:
         """The names of the signals the record weighs and of its rules, in its order."""

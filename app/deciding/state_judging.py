@@ -20,7 +20,7 @@ import numpy as np
 
 from app.catalog.scoring import ScoringRule
 from app.code_run.behaviour import BehaviourReading, Unread, with_code_run
-from app.deciding.criterion_head import CriterionHead, head_levels, level_caps
+from app.deciding.criterion_head import CriterionHead, head_levels, level_caps, reference_shift
 from app.deciding.criterion_reads import with_levels, with_turn_criteria
 from app.deciding.decision import (
     Decision,
@@ -28,7 +28,6 @@ from app.deciding.decision import (
     GradeRule,
     decide,
     grade_of,
-    shift_of,
     sigmoid,
 )
 from app.deciding.reference_order import order_shares
@@ -194,15 +193,17 @@ def _reference_shift(
     if not (ask.reference and rule):
         return None, []
     stated = reference_words(ask.reference, item.question)
+    shares = [stated_share(answer, stated) for answer in item.answers]
+    means = _reference_means(reads.references)
     orders = order_shares(item.answers, ask.reference, item.question)
     values = {
-        "reference_words": [stated_share(answer, stated) for answer in item.answers],
-        "reference_likelihood": _reference_means(reads.references),
+        "reference_words": shares,
+        "reference_likelihood": means,
         "reference_check": reads.odds,
         "reference_behaviour": ask.behaviour or (),
         "reference_order": orders,
     }
-    return np.asarray(shift_of(rule, values, len(item.answers))), orders
+    return reference_shift(rule, values, len(item.answers)), orders
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -227,8 +228,8 @@ def _with_head_levels(
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
     shares = {"reference_behaviour": ask.behaviour, "reference_order": orders}
-    held = ask.record.level_caps() if ask.record and shift is not None else ()
-    caps = level_caps(held, ask.rule.specs, shares)
+    record = ask.record
+    caps = level_caps(record, ask.rule.specs, shares) if record and shift is not None else []
     lines = []
     for n, values in found.items():
         for c, (key, value) in enumerate(values.items()):

@@ -50,6 +50,9 @@ class HeadSettings:
     fit: PromptFit  # the criterion reads' prompts, always scored
     # a single answer's rubric grade with a reference, combined from its reads
     rubric_combination: GradeRule | None = None
+    # what moves (a weighed signal) or holds (a cap) the criterion head's levels with a
+    # reference in use: the record's criterion_shift; empty: a reference moves none
+    moved_by: frozenset[str] = frozenset()
 
     def weighs(self, *signals: str) -> bool:
         """Whether the decision record weighs, or rules by, any of `signals` (only then is
@@ -73,7 +76,17 @@ class HeadSettings:
             criterion_template=get_template(criterion_reads.TEMPLATE),
             fit=replace(PromptFit.of(config), generate_tokens=None),
             rubric_combination=config.parts.rubric_combination,
+            moved_by=moved_by(config.parts.decision),
         )
+
+
+def moved_by(record: DecisionRecord | None) -> frozenset[str]:
+    """The signals and rules that move or hold a criterion head's levels by `record`'s
+    criterion_shift (none without one)."""
+    shift = record.criterion_shift if record is not None else None
+    if shift is None:
+        return frozenset()
+    return frozenset(shift.caps) | {signal.name for signal in shift.signals if signal.weight}
 
 
 def run_decision(
@@ -132,8 +145,7 @@ class HeadDecider:
             base = base.model_copy(update={"truncated": truncated})
             levels = self.level_ask(item, resolved, found)
             if levels is not None:  # no reads: the criterion head's levels (a reference read on)
-                shift = settings.decision.criterion_shift
-                if levels.reference and shift and shift.moves_by("reference_likelihood"):
+                if levels.reference and "reference_likelihood" in settings.moved_by:
                     wanted = levels.reference
             elif not settings.criteria_apart and self.reads_on():
                 wanted, with_turn = reference, True
@@ -200,8 +212,7 @@ class HeadDecider:
         if not reads_by_head(resolved.rule.specs):
             return None
         reference = item.reference if settings.use_reference else None
-        moving = settings.decision.criterion_shift is not None
-        if reference and not (moving and len(item.answers) > 1):
+        if reference and not (settings.moved_by and len(item.answers) > 1):
             return None
         shares = found.shares if isinstance(found, BehaviourReading) else None
         return LevelAsk(level_head, resolved.rule, reference or None, shares, settings.decision)
@@ -242,10 +253,7 @@ class HeadDecider:
         the jail, where the head weighs it (app/code_run/behaviour.py); Unread where the
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
-        shift = settings.decision.criterion_shift
-        moved = settings.level_head is not None and bool(
-            shift and shift.moves_by("reference_behaviour")
-        )
+        moved = settings.level_head is not None and "reference_behaviour" in settings.moved_by
         weighed = settings.weighs("reference_behaviour") or moved
         if not (settings.use_reference and item.reference and weighed):
             return None
@@ -348,7 +356,7 @@ def reference_note(config: JudgeConfig) -> str | None:
         if pairs and name in READS_OF_REFERENCE and (head.reads == "reply" or name in TEXT_READS)
     ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
-    by_head = levels is not None and record.criterion_shift is not None
+    by_head = levels is not None and bool(moved_by(record))
     if config.judge.criterion_scores and "reference_criteria" in weighed and pairs:
         where = " where they are read apart (a rubric's levels)" if by_head else ""
         reads.append(f"the lead of the criterion scores read with it{where}")

@@ -22,15 +22,16 @@ from app.deciding.criterion_head import (
     head_levels,
     level_caps,
     load_criterion_head,
+    reference_shift,
     reference_spread,
 )
-from app.deciding.decision import DecisionRecord, Fitted, Rule, shift_of
+from app.deciding.decision import DecisionRecord, Fitted, Rule
 from app.deciding.signals import AnswerReads
 from app.deciding.state_head import StateHead, reference_signals
 from app.io.reader import InputRow
 from app.judging import head_decider
 from app.judging.config import JudgeConfig, JudgeParts
-from app.judging.head_decider import reference_note
+from app.judging.head_decider import moved_by, reference_note
 from app.judging.settings import SettingsLayer, judge_config, with_changes
 from app.records import JudgeItem, Protocol, Status
 from app.ui.code_run_note import code_run_details
@@ -355,11 +356,10 @@ def test_the_level_caps_hold_only_where_their_rule_decides():
         CriterionSpec(key="right", name="R", description="d", category="content"),
         CriterionSpec(key="look", name="L", description="d", category="style"),
     ]
-    caps = moving(_rule(), caps=["reference_behaviour", "reference_order"]).level_caps()
-    assert caps == (("reference_behaviour", 0.1), ("reference_order", 0.1))
+    record = moving(_rule(), caps=["reference_behaviour", "reference_order"])
 
     def held(shares):  # by each deciding rule's name, its caps
-        return {name: found.tolist() for name, found in level_caps(caps, specs, shares)}
+        return {name: found.tolist() for name, found in level_caps(record, specs, shares)}
 
     assert held({"reference_behaviour": [0.25, 1.0]}) == {
         "reference_behaviour": [[1 + 4.5 * 0.25, 10.0], [10.0, 10.0]]
@@ -371,8 +371,7 @@ def test_the_level_caps_hold_only_where_their_rule_decides():
     # a sorted list against the same items in reverse: the order rule holds the reverse
     order = held({"reference_order": [1.0, 0.25], "reference_behaviour": None})
     assert order == {"reference_order": [[10.0, 10.0], [1 + 4.5 * 0.25, 10.0]]}
-    assert level_caps((), specs, {"reference_behaviour": [0.0, 1.0]}) == []  # no rule
-    assert _rule().level_caps() == ()
+    assert level_caps(_rule(), specs, {"reference_behaviour": [0.0, 1.0]}) == []  # no rule
 
 
 def test_a_page_judging_in_steps_weighs_the_code_run_as_judging_at_once(tiny, heads):
@@ -539,7 +538,9 @@ def test_the_reference_shift_is_centred_held_in_its_bounds_and_skips_a_missing_s
     def shift(bounds=None, **values):
         rule = moving(_rule(), bounds=bounds, **{name: WEIGHTS[name] for name in values})
         assert rule.criterion_shift is not None
-        return shift_of(rule.criterion_shift, values, len(next(iter(values.values()))))
+        return reference_shift(
+            rule.criterion_shift, values, len(next(iter(values.values())))
+        ).tolist()
 
     words, likely = [1.0, 0.0], [-1.0, -2.0]
     assert shift(reference_words=words, reference_likelihood=likely) == pytest.approx([3.0, -3.0])
@@ -555,9 +556,8 @@ def test_the_reference_shift_is_centred_held_in_its_bounds_and_skips_a_missing_s
     # the items' order: centred like the rest; nothing where an answer has no reading
     assert shift(reference_order=[1.0, 0.5]) == pytest.approx([1.5, -1.5])
     assert shift(reference_order=[1.0, None]) == [0.0, 0.0]
-    moves = moving(_rule(), caps=["reference_behaviour"], reference_order=6.0).criterion_shift
-    assert moves is not None and moves.moves_by("reference_behaviour")
-    assert moves.moves_by("reference_order") and not moves.moves_by("reference_words")
+    moves = moved_by(moving(_rule(), caps=["reference_behaviour"], reference_order=6.0))
+    assert moves == {"reference_behaviour", "reference_order"} and not moved_by(_rule())
 
 
 WEIGHTS = {

@@ -145,13 +145,15 @@ def test_the_criterion_heads_reference_weights_come_from_the_record_alone(tmp_pa
     import numpy as np
 
     from app.deciding.criterion_head import CriterionHead
+    from app.judging.head_decider import moved_by
 
     entry = load_registry().get()
     record = default_record()
     shift = record.criterion_shift
     assert shift is not None and all(signal.weight for signal in shift.signals)
-    assert shift.moves_by("reference_words") and shift.moves_by("reference_behaviour")
-    assert record.level_caps() == (("reference_order", 0.1), ("reference_behaviour", 0.1))
+    assert {"reference_words", "reference_behaviour"} <= moved_by(record)
+    held = {rule.name: rule.at_least for rule in record.rules if rule.name in shift.caps}
+    assert held == {"reference_order": 0.1, "reference_behaviour": 0.1}
     with np.load(MODELS_DIR / str(entry.judging.criterion_head)) as data:
         held = [k for k in data.files if k.startswith("reference_") and float(data[k])]
     assert not held  # the file holds the levels' arrays alone
