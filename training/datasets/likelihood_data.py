@@ -15,6 +15,7 @@ from app.records import JudgeItem
 
 RUN_DIR = Path("training/runs/likelihood-head")
 CACHE_DIR = Path("training/decision/cache/head-fitting")
+EVALUATION_CACHE_DIR = Path("training/decision/cache/evaluation")
 ALPACAEVAL_PAIRS = 800
 PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.datasets.state_head_data)
 SEED = 0
@@ -48,6 +49,19 @@ def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[st
     for item in items:
         for answer in item.answers:
             seen.setdefault(cut(item.question, answer), None)
+    return list(seen)
+
+
+def evaluation_order() -> list[tuple[str, str]]:
+    """Every (question, answer) of the evaluation files' pairs, cut as the head reads them:
+    what a head fitted again is measured on (training/decision/measure.py's files)."""
+    from training.decision.measure import FILES, HELD_OUT, labelled_items
+
+    seen: dict[tuple[str, str], None] = {}
+    for name in [*FILES, HELD_OUT]:
+        for item in labelled_items(name).values():
+            for answer in item.answers:
+                seen.setdefault(cut(item.question, answer), None)
     return list(seen)
 
 

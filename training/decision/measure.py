@@ -1,13 +1,17 @@
 """A decision record measured on the saved reads of the evaluation files, beside the rule
 before it and the longer answer on the same rows.
 
-    python -m training.decision.measure [--record FILE] [--saved FILE.jsonl.gz ...]
+    python -m training.decision.measure [--record FILE] [--head STATE_HEAD.json]
+                                        [--saved FILE.jsonl.gz ...]
 
 The saved reads are the engine's judgments of the dev files and of the held-out
 reference-decided pairs, kept as their signal values (tests/golden/, written by
 training/evaluation/decision_golden.py): a record is applied to them by the one combiner, so
 a refit is measured without reading a file again (reads vary a little from run to run, so a
-file read again may differ by a row). Agreement counts a tie as each file does: right only
+file read again may differ by a row). With `--head` (a state head fitted again), each pair's
+`states` and likelihood values come from the evaluation files' reads
+(`likelihood_head read --evaluation`, committed) under that head, the rest as saved: a head
+is measured without judging the files again. Agreement counts a tie as each file does: right only
 where the label is a tie. A file is reported whole or said to be partial.
 """
 
@@ -59,6 +63,34 @@ def saved_rows(paths: Sequence[Path]) -> list[dict]:
     return rows
 
 
+def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
+    """The saved rows with each pair's `states` (`head_file`'s w . (f(A) - f(B))) and
+    likelihood values from the evaluation files' reads of `gguf`; a row whose answers were
+    not read is left out (its file then reads as partial)."""
+    import numpy as np
+
+    from app.deciding.state_head import load_state_head
+    from models.readings import FEATURES
+    from training.datasets.likelihood_data import EVALUATION_CACHE_DIR, cache_for, cut
+
+    weights = np.asarray(load_state_head(head_file).weights, dtype=np.float64)
+    cache = cache_for(gguf, EVALUATION_CACHE_DIR / gguf.stem)
+    items = {name: labelled_items(name) for name in [*FILES, HELD_OUT]}
+    found = []
+    for row in rows:
+        item = items.get(row["file"], {}).get(row["line"])
+        texts = [cut(item.question, answer) for answer in item.answers] if item else []
+        if not texts or not all(cache.has(*text) for text in texts):
+            continue
+        first, second = (cache.get(*text) for text in texts)
+        a, b = first.features(), second.features()
+        values = {"states": float(weights @ first.states - weights @ second.states)}
+        values |= {name: a[name] - b[name] for name in FEATURES}
+        parts = row["parts"] | {f"{name}_difference": value for name, value in values.items()}
+        found.append(row | {"parts": parts})
+    return found
+
+
 def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]:
     """Per file: its rows read, whether whole, and each record's and the longer answer's
     agreement with the labels."""
@@ -97,13 +129,22 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m training.decision.measure", description=__doc__
     )
     parser.add_argument("--record", type=Path, help="default: the default judge's decision.yaml")
+    parser.add_argument("--head", type=Path, help="a state head file, measured on the reads")
     parser.add_argument("--saved", nargs="+", type=Path, default=list(SAVED))
     args = parser.parse_args(argv)
     records = {
         "before": load_decision(BEFORE),
         "record": load_decision(args.record or record_path()),
     }
-    print(markdown(measured(records, saved_rows(args.saved)), list(records)))
+    rows = saved_rows(args.saved)
+    if args.head is not None:
+        from models.registry import load_registry
+
+        gguf = load_registry().get(records["record"].judge).path()
+        if gguf is None:
+            raise SystemExit(f"{records['record'].judge}: no model file to find its reads by")
+        rows = under_head(rows, args.head, gguf)
+    print(markdown(measured(records, rows), list(records)))
     return 0
 
 

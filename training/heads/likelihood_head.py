@@ -3,6 +3,8 @@ states read in the same pass (issue 29).
 
     python -m training.heads.likelihood_head read --gguf models/store/X.gguf --part 0 --parts 2
     python -m training.heads.likelihood_head read --gguf models/store/X.gguf --part 1 --parts 2
+    python -m training.heads.likelihood_head read --gguf models/store/X.gguf --evaluation \\
+        --part 0 --parts 2
     python -m training.heads.likelihood_head fit --gguf models/store/X.gguf --out models/judges/NAME
     python -m training.heads.likelihood_head grades --gguf models/store/X.gguf \\
         --out models/judges/NAME
@@ -12,8 +14,12 @@ more AlpacaEval pairs) with the frozen GGUF into a resumable cache
 (training/device/reading_cache.py): each answer as the model's reply after its request (token
 log-probabilities and states) and after an empty request. The work is shuffled once
 (seeded), so whatever share of it is read is a fair sample of every source.
-`fit` uses the pairs read so far; see `fit` for what it chooses and how. `grades` fits
-the grade head again on the single rows read so far, the pairwise head left as it is.
+With `--evaluation` it reads the evaluation files' pairs instead (Auto-J dev, LLMBar natural
+and neighbour, the held-out reference-decided pairs) into a cache of their own
+(`training/decision/cache/evaluation/`), never fitted on: a head fitted again is measured on
+them without judging the files again. `fit` uses the pairs read so far; see `fit` for what it
+chooses and how. `grades` fits the grade head again on the single rows read so far, the
+pairwise head left as it is.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from training.datasets.likelihood_data import ALPACAEVAL_PAIRS, PER_REQUEST, cache_for, work_order
+from training.datasets.likelihood_data import (
+    ALPACAEVAL_PAIRS,
+    EVALUATION_CACHE_DIR,
+    PER_REQUEST,
+    cache_for,
+    evaluation_order,
+    work_order,
+)
 
 
 def read(args: argparse.Namespace) -> int:
@@ -32,7 +45,8 @@ def read(args: argparse.Namespace) -> int:
     from models.backends.llama_cpp_backend import LlamaCppBackend
     from models.readings import pooled
 
-    texts = work_order(args.alpacaeval, args.per_request)
+    evaluation = args.evaluation
+    texts = evaluation_order() if evaluation else work_order(args.alpacaeval, args.per_request)
     questions = sorted({q for q, _ in texts})
     mine = set(questions[args.part :: args.parts])  # a question's answers in one process
     texts = [t for t in texts if t[0] in mine]
@@ -45,7 +59,8 @@ def read(args: argparse.Namespace) -> int:
     def read_uncond(answer: str) -> np.ndarray:
         return backend.read_reply("", answer, states=False).logprobs
 
-    cache_for(args.gguf, args.cache).fill(texts, read_cond, read_uncond, f"part{args.part}")
+    cache = args.cache or (EVALUATION_CACHE_DIR / args.gguf.stem if evaluation else None)
+    cache_for(args.gguf, cache).fill(texts, read_cond, read_uncond, f"part{args.part}")
     print(f"{len(texts)} answers read into the cache of {args.gguf.name}")
     return 0
 
@@ -69,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     read_command.add_argument("--part", type=int, default=0)
     read_command.add_argument("--parts", type=int, default=1)
     read_command.add_argument("--threads", type=int, default=1)
+    read_command.add_argument(
+        "--evaluation", action="store_true", help="read the evaluation files' pairs instead"
+    )
     commands.choices["fit"].add_argument(
         "--out", type=Path, required=True, help="the judge's folder"
     )

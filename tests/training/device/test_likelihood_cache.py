@@ -170,21 +170,38 @@ def test_each_signal_alone_from_the_saved_parts():
     assert signal_agreement(rows, [_judged(1, "A", {})]) is None
 
 
-def test_the_committed_fitting_reads_are_half_precision_numbers_under_hashed_keys():
-    """The head's fitting set read so far is committed (a later session goes on from it):
-    numbers only, under keys that are hashes of the texts, in small half-precision chunks."""
+@pytest.mark.parametrize("folder", ["head-fitting", "evaluation"])
+def test_the_committed_reads_are_half_precision_numbers_under_hashed_keys(folder):
+    """The head's fitting set and the evaluation files' pairs, as read, are committed (a later
+    session goes on from them, a head fitted again is measured on them): numbers only, under
+    keys that are hashes of the texts, in small half-precision chunks."""
     import re
 
-    from training.datasets.likelihood_data import CACHE_DIR
+    from training.datasets.likelihood_data import CACHE_DIR, EVALUATION_CACHE_DIR
 
-    files = sorted(CACHE_DIR.glob("*/*.npz"))
-    assert files, f"{CACHE_DIR}: no committed reads"
+    where = {"head-fitting": CACHE_DIR, "evaluation": EVALUATION_CACHE_DIR}[folder]
+    files = sorted(where.glob("*/*.npz"))
+    assert files, f"{where}: no committed reads"
     key = re.compile(r"^(c[0-9a-f]{40}\.(lp|st)|u[0-9a-f]{40})$")
     for path in files:
         assert path.stat().st_size < 2_000_000, path
         with np.load(path) as chunk:
             assert all(key.match(name) for name in chunk.files), path
             assert all(chunk[name].dtype == np.float16 for name in chunk.files), path
+
+
+def test_the_evaluation_reads_are_each_answer_of_the_measured_files_once_cut_as_the_head_reads():
+    from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
+    from training.datasets.likelihood_data import cut, evaluation_order
+    from training.decision.measure import FILES, HELD_OUT, labelled_items
+
+    order = evaluation_order()
+    assert len(order) == len(set(order))
+    items = [item for name in [*FILES, HELD_OUT] for item in labelled_items(name).values()]
+    assert len(items) == 290 + 100 + 134 + 84
+    assert set(order) == {cut(item.question, answer) for item in items for answer in item.answers}
+    assert all(len(q) <= QUESTION_CHARS and len(a) <= ANSWER_CHARS for q, a in order)
+    assert max(len(a) for _, a in order) == ANSWER_CHARS  # long answers are cut
 
 
 _STOPPED_READER = """

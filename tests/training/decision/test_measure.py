@@ -1,0 +1,57 @@
+"""A state head measured on the evaluation files' committed reads (training/decision/measure.py
+`--head`): under the shipped head they give the engine's saved values and verdicts, so a head
+fitted again is measured there without judging the files again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app.deciding.decision import decide, load_decision
+from app.deciding.state_judging import recorded_values
+from models.registry import load_registry
+from training.decision.in_sample import judge_head
+from training.decision.measure import SAVED, saved_rows, under_head
+from training.decision.record_file import record_path
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    record = load_decision(record_path())
+    head_file, _ = judge_head(record.judge)
+    return record, head_file, load_registry().get(record.judge).path()
+
+
+def test_the_evaluation_reads_under_the_shipped_head_give_the_saved_values_and_verdicts(shipped):
+    record, head_file, gguf = shipped
+    rows = saved_rows(SAVED)
+    again = under_head(rows, head_file, gguf)
+    assert len(again) == len(rows) == 290 + 100 + 134 + 84  # every saved pair was read
+    saved = [recorded_values(row["parts"]) for row in rows]
+    read = [recorded_values(row["parts"]) for row in again]
+    states = np.array([[s["states"], r["states"]] for s, r in zip(saved, read)])
+    # half precision, and the engine reads a pair's answers in one batch: close, not equal
+    assert np.corrcoef(states.T)[0, 1] > 0.999
+    assert np.max(np.abs(states[:, 0] - states[:, 1])) < 0.1
+    scores = [decide(record, values).score for values in saved]
+    again_scores = [decide(record, values).score for values in read]
+    turned = [n for n, (s, a) in enumerate(zip(scores, again_scores)) if (s > 0) != (a > 0)]
+    assert all(abs(scores[n]) < 0.05 for n in turned)  # only a pair at even odds may turn
+
+
+def test_another_head_is_what_the_states_are_read_under(shipped, tmp_path):
+    _, head_file, gguf = shipped
+    data = json.loads(head_file.read_text(encoding="utf-8"))
+    data["weights"] = [-w for w in data["weights"]]
+    turned_round = tmp_path / "state_head.json"
+    turned_round.write_text(json.dumps(data), encoding="utf-8")
+    rows = saved_rows(SAVED)[:40]
+    shipped_values = [recorded_values(r["parts"]) for r in under_head(rows, head_file, gguf)]
+    other_values = [recorded_values(r["parts"]) for r in under_head(rows, turned_round, gguf)]
+    assert len(shipped_values) == len(other_values) == len(rows)
+    assert all(
+        s["states"] == pytest.approx(-o["states"], abs=1e-9) and s["pmi_mean"] == o["pmi_mean"]
+        for s, o in zip(shipped_values, other_values)
+    )
