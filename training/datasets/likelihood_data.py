@@ -52,19 +52,6 @@ def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[st
     return list(seen)
 
 
-def evaluation_order() -> list[tuple[str, str]]:
-    """Every (question, answer) of the evaluation files' pairs, cut as the head reads them:
-    what a head fitted again is measured on (training/decision/measure.py's files)."""
-    from training.decision.measure import FILES, HELD_OUT, labelled_items
-
-    seen: dict[tuple[str, str], None] = {}
-    for name in [*FILES, HELD_OUT]:
-        for item in labelled_items(name).values():
-            for answer in item.answers:
-                seen.setdefault(cut(item.question, answer), None)
-    return list(seen)
-
-
 def cache_for(gguf: Path, folder: Path | None = None):  # type: ignore[no-untyped-def]
     from training.device.reading_cache import ReadingCache
 

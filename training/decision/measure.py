@@ -63,6 +63,19 @@ def saved_rows(paths: Sequence[Path]) -> list[dict]:
     return rows
 
 
+def evaluation_order() -> list[tuple[str, str]]:
+    """Every (question, answer) of the evaluation files' pairs, cut as a state head reads them
+    (what `likelihood_head read --evaluation` reads, what `under_head` measures a head on)."""
+    from training.datasets.likelihood_data import cut
+
+    seen: dict[tuple[str, str], None] = {}
+    for name in [*FILES, HELD_OUT]:
+        for item in labelled_items(name).values():
+            for answer in item.answers:
+                seen.setdefault(cut(item.question, answer), None)
+    return list(seen)
+
+
 def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
     """The saved rows with each pair's `states` (`head_file`'s w . (f(A) - f(B))) and
     likelihood values from the evaluation files' reads of `gguf`; a row whose answers were

@@ -35,7 +35,6 @@ from training.datasets.likelihood_data import (
     EVALUATION_CACHE_DIR,
     PER_REQUEST,
     cache_for,
-    evaluation_order,
     work_order,
 )
 
@@ -44,6 +43,7 @@ def read(args: argparse.Namespace) -> int:
     from models.backends.base import BackendOptions
     from models.backends.llama_cpp_backend import LlamaCppBackend
     from models.readings import pooled
+    from training.decision.measure import evaluation_order
 
     evaluation = args.evaluation
     texts = evaluation_order() if evaluation else work_order(args.alpacaeval, args.per_request)

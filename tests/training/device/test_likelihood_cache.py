@@ -192,8 +192,8 @@ def test_the_committed_reads_are_half_precision_numbers_under_hashed_keys(folder
 
 def test_the_evaluation_reads_are_each_answer_of_the_measured_files_once_cut_as_the_head_reads():
     from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
-    from training.datasets.likelihood_data import cut, evaluation_order
-    from training.decision.measure import FILES, HELD_OUT, labelled_items
+    from training.datasets.likelihood_data import cut
+    from training.decision.measure import FILES, HELD_OUT, evaluation_order, labelled_items
 
     order = evaluation_order()
     assert len(order) == len(set(order))
