@@ -8,6 +8,7 @@ from."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
@@ -44,7 +45,11 @@ def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[st
     pairs, graded = fitting_pairs(alpacaeval, per_request), grade_rows()
     random.Random(SEED).shuffle(pairs)
     random.Random(SEED).shuffle(graded)
-    items = pairs + graded
+    return cut_texts(pairs + graded)
+
+
+def cut_texts(items: Iterable[JudgeItem]) -> list[tuple[str, str]]:
+    """Every distinct (question, answer) of `items`, cut as the head reads them, in order."""
     seen: dict[tuple[str, str], None] = {}
     for item in items:
         for answer in item.answers:

@@ -66,14 +66,9 @@ def saved_rows(paths: Sequence[Path]) -> list[dict]:
 def evaluation_order() -> list[tuple[str, str]]:
     """Every (question, answer) of the evaluation files' pairs, cut as a state head reads them
     (what `likelihood_head read --evaluation` reads, what `under_head` measures a head on)."""
-    from training.datasets.likelihood_data import cut
+    from training.datasets.likelihood_data import cut_texts
 
-    seen: dict[tuple[str, str], None] = {}
-    for name in [*FILES, HELD_OUT]:
-        for item in labelled_items(name).values():
-            for answer in item.answers:
-                seen.setdefault(cut(item.question, answer), None)
-    return list(seen)
+    return cut_texts(item for name in [*FILES, HELD_OUT] for item in labelled_items(name).values())
 
 
 def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
