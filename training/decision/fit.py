@@ -7,6 +7,13 @@ The cache (training/decision/reads.py) holds each training pair's value of every
 engine read, with its label (A, B or tie) and its request. The candidates and how they are
 chosen are data (`--config`). The fit:
 
+0. **The head** (`head`): the state head's vector and the weights fitted with it (the
+   likelihood features and request relevance), one logistic fit at the variant and strength
+   its file records, from the committed reads of its fitting set (training/decision/
+   head_fit.py); the record's weights of those signals and `state_head.json` are written
+   from it. The pairwise part is then fitted around these weights (the config's `held`);
+   the cache's `states` values are the engine's under the head before, which the head fitted
+   again follows closely (its report says how closely).
 1. **Rules** first, in the config's order: a rule decides the pairs where its value is at
    least its threshold either way; its confidence is the share of those training pairs it
    got right, smoothed ((right + 1) / (decided + 2)), so never certainty. The pairs it
@@ -32,10 +39,12 @@ chosen are data (`--config`). The fit:
    reference-decided training pairs (training/decision/levels.py), the pairs a rule decides
    left to the rule, which holds their levels (training/decision/shift_fit.py).
 
-`--sections` names the parts refitted (default: all three, `pairwise`, `rubric_grade` and
-`criterion_shift`; a part not named is kept as the judge's record has it). `--write` writes the
-record beside the judge's head (`decision.yaml`) and the model card's table of the rule
-(training/decision/record_file.py); without it the fit is printed alone.
+`--sections` names the parts refitted (default: all four, `head`, `pairwise`, `rubric_grade`
+and `criterion_shift`; a part not named is kept as the judge's record has it). `--write` writes
+the record beside the judge's head (`decision.yaml`), the head (`state_head.json`, where `head`
+is refitted) and the model card's table of the rule (training/decision/record_file.py); `--out
+FILE` writes the record (and the head beside it) as a trial; without either the fit is printed
+alone.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from app.deciding.decision import DecisionRecord, DeclaredRule, load_decision
+from app.deciding.state_head import StateHead
 from models.registry import load_registry
 from training.decision.fit_config import CONFIG, FitConfig, load_config
 from training.decision.logit import (
@@ -130,6 +140,7 @@ class Choice:
     loss: float
     probabilities: np.ndarray
     dropped: tuple[tuple[str, float], ...]  # each dropped signal and what dropping it cost
+    edge: float  # the grid's weakest penalty: chosen there, the grid is too narrow
 
 
 def read_on_cost(pairs: Pairs, name: str, without: np.ndarray, with_it: np.ndarray) -> float:
@@ -164,7 +175,8 @@ def choose_signals(pairs: Pairs, config: FitConfig) -> Choice:
         dropped.append((name, cost))
         loss, probabilities = log_loss(found, pairs.labels), found
     c, loss, probabilities = best_strength(pairs, names, config, fold)
-    return Choice(tuple(names), c, loss, probabilities, tuple(dropped))
+    edge = max(config.strengths)
+    return Choice(tuple(names), c, loss, probabilities, tuple(dropped), edge)
 
 
 @dataclass(frozen=True)
@@ -190,6 +202,10 @@ class Fit:
             f"signals: {', '.join(self.choice.names)} (C {self.choice.strength:g}, "
             f"CV log loss {self.choice.loss:.4f}); tie threshold {self.weights.tie_threshold:.3f}"
         )
+        if self.choice.strength == self.choice.edge:
+            lines.append(
+                f"  C {self.choice.edge:g} is the grid's top: widen the config's strengths"
+            )
         lines += [f"  dropped {n} (cost {c:+.4f} nats)" for n, c in self.choice.dropped]
         lines += [f"  {n}: {w:+.5g}" for n, w in zip(self.weights.names, self.weights.weights)]
         lines += [
@@ -294,7 +310,7 @@ def write_record(data: dict[str, Any], out: Path | None = None) -> str:
     return f"wrote {path} and its tables of the rule"
 
 
-SECTIONS = ("pairwise", "rubric_grade", "criterion_shift")
+SECTIONS = ("head", "pairwise", "rubric_grade", "criterion_shift")
 
 
 def declared(record: DecisionRecord) -> dict[str, Any]:
@@ -344,6 +360,34 @@ def fitted_criterion_shift(kept: DecisionRecord, reads: Path, k: float) -> dict[
     return shift_section(result, kept)
 
 
+def refitted_head(kept: DecisionRecord) -> tuple[DecisionRecord, StateHead]:
+    """The judge's head fitted again (training/decision/head_fit.py), and `kept` with its head
+    signals' weights from that fit."""
+    from training.decision.head_fit import fitted_head
+    from training.decision.in_sample import judge_head
+
+    found = fitted_head(kept.judge)
+    print(found.report(judge_head(kept.judge)[1]))
+    signals = [
+        s.model_copy(update={"weight": found.weights[s.name], "fitted": found.fitted})
+        if s.name in found.weights
+        else s
+        for s in kept.signals
+    ]
+    if missing := sorted(set(found.weights) - {s.name for s in kept.signals}):
+        raise SystemExit(f"{record_path(kept.judge)}: signals: no {', '.join(missing)}")
+    return kept.model_copy(update={"signals": tuple(signals)}), found.head
+
+
+def write_head(head: StateHead, judge: str, out: Path | None = None) -> str:
+    """Write the head fitted again beside the judge's record (or beside `out`, a trial)."""
+    from training.decision.in_sample import judge_head
+
+    path = out.with_name("state_head.json") if out else judge_head(judge)[0]
+    path.write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    return f"wrote {path}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.decision.fit", description=__doc__)
     parser.add_argument("--config", type=Path, default=CONFIG)
@@ -357,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
+    head = None
+    if "head" in args.sections:
+        kept, head = refitted_head(kept)
     data = declared(kept)
     if "pairwise" in args.sections:
         data |= fitted_pairwise(config, args.reads, kept)
@@ -369,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         data["criterion_shift"] = shift
     if args.write or args.out:
         print(write_record(data, args.out))
+        if head is not None:
+            print(write_head(head, config.judge, args.out))
     return 0
 
 

@@ -133,9 +133,13 @@ def out_of_fold(pairs: Pairs, names: Sequence[str], c: float, fold: np.ndarray) 
     return found
 
 
-def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:
+def pair_losses(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
     chosen = probabilities[np.arange(len(labels)), labels]
-    return float(-np.mean(np.log(np.clip(chosen, 1e-12, 1.0))))
+    return -np.log(np.clip(chosen, 1e-12, 1.0))
+
+
+def log_loss(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    return float(pair_losses(probabilities, labels).mean())
 
 
 def agreement(probabilities: np.ndarray, labels: np.ndarray) -> float:
@@ -143,10 +147,17 @@ def agreement(probabilities: np.ndarray, labels: np.ndarray) -> float:
 
 
 def best_strength(pairs: Pairs, names: Sequence[str], config: FitConfig, fold: np.ndarray):
-    """The L2 strength of lowest cross-validated log loss, that loss and its predictions."""
+    """The L2 strength by the one-standard-error rule: the strongest penalty (smallest C)
+    whose cross-validated log loss is within one standard error of the lowest, or within
+    `min_gain` (the least gain per pair the fit counts, as for a signal) where that is wider.
+    Where the pairs are separable (every reference-decided pair right) the loss falls on as C
+    grows and the lowest is wherever the grid ends; the rule stops where more C buys less
+    than the loss's own noise. That C, its loss and its predictions."""
     tried = []
-    for c in config.strengths:
+    for c in sorted(config.strengths):
         probabilities = out_of_fold(pairs, names, c, fold)
-        tried.append((log_loss(probabilities, pairs.labels), c, probabilities))
-    loss, c, probabilities = min(tried, key=lambda item: item[0])
-    return c, loss, probabilities
+        tried.append((pair_losses(probabilities, pairs.labels), c, probabilities))
+    lowest = min(tried, key=lambda item: item[0].mean())[0]
+    within = lowest.mean() + max(lowest.std() / np.sqrt(len(lowest)), config.min_gain)
+    losses, c, probabilities = next(t for t in tried if t[0].mean() <= within)
+    return c, float(losses.mean()), probabilities

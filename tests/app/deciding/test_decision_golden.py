@@ -25,6 +25,7 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "default_judge_decisio
 BEFORE = GOLDEN.with_name("default_judge_record_before.yaml")
 SCORE_WITHIN = 1e-2  # saved values are rounded to 4 decimals, and two weights are 100
 P_WITHIN = 1e-3
+EVEN_ODDS = 0.01  # a score this near 0 is a coin's toss: P(A) within 0.0025 of 0.5
 
 
 def default_record() -> DecisionRecord:
@@ -64,7 +65,9 @@ def test_the_rule_before_gives_every_saved_decision_again():
 def test_the_default_record_turns_no_saved_leaning_and_its_rules_say_their_fitted_confidence():
     """The rules that replaced the two weights at the fit's bound (reference_order and
     reference_behaviour, 100) decide the pairs those weights decided, at the confidence they
-    earned on training pairs, not 100 %."""
+    earned on training pairs, not 100 %. The saved `states` are the head's before it was fitted
+    again from the committed reads (training/decision/head_fit.py; its states corr > 0.9997):
+    only a pair at even odds may turn."""
     record, before = default_record(), record_before()
     assert {rule.name for rule in record.rules} == {"reference_order", "reference_behaviour"}
     assert not any(abs(signal.weight) >= 100 for signal in record.signals)
@@ -72,7 +75,7 @@ def test_the_default_record_turns_no_saved_leaning_and_its_rules_say_their_fitte
     for row in golden_rows():
         values, where = recorded_values(row["parts"]), (row["file"], row["line"])
         now, then = decide(record, values), decide(before, values)
-        assert now.leaning == then.leaning, where
+        assert now.leaning == then.leaning or abs(then.score) < EVEN_ODDS, where
         if now.rule is not None:
             ruled += 1
             assert then.confidence > 0.999 and now.confidence < 0.96, where
