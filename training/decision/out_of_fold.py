@@ -39,21 +39,17 @@ def out_of_fold_states(
 ) -> np.ndarray:  # type: ignore[type-arg]
     """Each pair's `states` value (w . (f(A) - f(B))) from the head fitted as `head` was (its
     variant and C) on the folds that do not hold the pair's request."""
-    from training.heads.likelihood_fit import VARIANTS, _design, feature_table
+    from training.decision.head_fit import head_design
     from training.heads.state_head import fold_weights
 
-    use_states, names, use_relevance = VARIANTS[str(head.fitted_on["variant"])]
-    if not use_states:
-        raise ValueError(f"variant '{head.fitted_on['variant']}' reads no states")
-    states = np.stack([pair[0].states - pair[1].states for pair in readings])
-    x = _design(states, feature_table(readings), names, relevance if use_relevance else None)
-    explicit, hidden = x.shape[1] - states.shape[1], states.shape[1]
+    x, names = head_design(readings, head, relevance)
+    hidden = x.shape[1] - len(names)
     winners = [p.label.winner for p in pairs]  # type: ignore[union-attr]
     groups = [p.question for p in pairs]
     found = np.zeros(len(pairs))
     c = float(head.fitted_on["C"])
-    for test, weights in fold_weights(x, winners, groups, c, explicit):
-        found[test] = states[test] @ weights[:hidden]
+    for test, weights in fold_weights(x, winners, groups, c, len(names)):
+        found[test] = x[test, :hidden] @ weights[:hidden]
     return found
 
 
