@@ -21,11 +21,10 @@ import math
 from collections.abc import Sequence
 
 from app.catalog.criteria_types import CriterionSpec
-from app.deciding.decision import RUBRIC_SIGNALS, Fitted, GradeRule, Signal, grade_of
+from app.deciding.decision import RUBRIC_SIGNALS, GradeRule, grade_of
 from app.deciding.reference_words import reference_words, stated_share
 from app.records import JudgeItem, Judgment
 
-SIGNALS = RUBRIC_SIGNALS
 READ_PART = "rubric_read"  # the rubric read's own level, kept where the combination replaced it
 PEARSON_PART = "rubric_grade_pearson"  # the combination's out-of-fold Pearson, for the page
 SHARE_PREFIX = "rubric_grade_"  # + a signal's name: its weight times its value
@@ -38,7 +37,7 @@ def answer_length(answer: str) -> float:
 
 
 def signals_of(
-    judgment: Judgment, item: JudgeItem, needed: Sequence[str] = SIGNALS
+    judgment: Judgment, item: JudgeItem, needed: Sequence[str] = RUBRIC_SIGNALS
 ) -> dict[str, float] | None:
     """The signals of a single answer's judgment of `item`, or None where one of `needed`
     was not read (or, for the reference's words, the reference adds no word to the
@@ -62,52 +61,6 @@ def signals_of(
     if any(found[name] is None for name in needed):
         return None
     return {name: float(value) for name, value in found.items() if value is not None}
-
-
-# what each signal's value is, what it reads and costs (a record's rubric_grade declares them)
-SIGNAL_WORDS = {
-    "level": ("the rubric read's expected level", "likelihood", "a criterion read"),
-    "grade": ("the head's own 1-10 grade of the answer", "states", "none beyond the read"),
-    "check": (
-        "the log-odds of the judge's check that it gives the reference's result",
-        "reference_read",
-        "one token read on after the answer's read",
-    ),
-    "likelihood": (
-        "the reference's mean log-probability after it",
-        "reference_read",
-        "the reference read on after the answer's read",
-    ),
-    "length": ("log(1 + its words)", "text", "none"),
-    "reference_words": (
-        "the share of the reference's own words (not the request's) it states",
-        "text",
-        "none (read from the text)",
-    ),
-}
-
-
-def rubric_rule(
-    weights: dict[str, float],
-    intercept: float,
-    cv_pearson: float,
-    fitted: Fitted,
-    bounds: dict[str, tuple[float, float]] | None = None,
-) -> GradeRule:
-    """The rubric grade's rule (a decision record's `rubric_grade`): `intercept + sum(weights[s]
-    x signal s)`, each signal held inside its `bounds`, clipped to the rubric's 1-5."""
-    signals = []
-    for name, weight in weights.items():
-        value, read, cost = SIGNAL_WORDS[name]
-        bound = (bounds or {}).get(name)
-        signals.append(
-            Signal(name=name, value=value, share="rubric_grade", reads=(read,), cost=cost,
-                   weight=weight, fitted=fitted, bounds=bound)
-        )  # fmt: skip
-    return GradeRule(
-        signals=tuple(signals), intercept=intercept, scale=(1, 5), cv_pearson=cv_pearson,
-        fitted=fitted,
-    )  # fmt: skip
 
 
 def fits(grade: GradeRule, specs: Sequence[CriterionSpec]) -> bool:

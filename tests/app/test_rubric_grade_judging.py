@@ -11,8 +11,9 @@ import pytest
 
 from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
-from app.deciding.decision import Fitted, GradeRule, grade_of
-from app.deciding.rubric_grade import READ_PART, SIGNALS, rubric_rule, signals_of
+from app.deciding.decision import RUBRIC_SIGNALS as SIGNALS
+from app.deciding.decision import GradeRule, grade_of
+from app.deciding.rubric_grade import READ_PART, signals_of
 from app.deciding.state_head import StateHead
 from app.judging.config import JudgeConfig, JudgeParts
 from app.judging.settings import judge_config, with_changes
@@ -26,6 +27,7 @@ from tests.support.head_configs import (
     record_of,
     tiny_service,
 )
+from training.decision.grade_fit import rubric_rule
 
 ITEM = JudgeItem(
     id="capital",
@@ -44,7 +46,7 @@ COMBINATION = rubric_rule(
     },
     intercept=1.0,
     cv_pearson=0.4,
-    fitted=Fitted(by="this test", rows="320 rows"),
+    rows="320 rows",
 )
 
 

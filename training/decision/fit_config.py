@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.deciding.decision import Declared, DeclaredRule
+from app.deciding.decision import Declared, DeclaredRule, Fitted, Signal
 from models.foundation.datafiles import read_mapping, validate
 from training.decision.in_sample import FITS
 
@@ -39,6 +39,9 @@ class FitConfig(BaseModel):
     # head's lead, measured on its own training pairs (training/configs/decision_fit.yaml says
     # where); None: the judge has no criterion head to shift
     logits_per_level: float | None = Field(default=None, gt=0.0)
+    # the candidates of a record's rubric_grade and criterion_shift (each answer's own value)
+    rubric_signals: tuple[Declared, ...] = ()
+    shift_signals: tuple[Declared, ...] = ()
 
     @model_validator(mode="after")
     def _known_names(self) -> FitConfig:
@@ -50,6 +53,22 @@ class FitConfig(BaseModel):
             if name not in candidates:
                 raise ValueError(f"held: '{name}' is not one of the signals")
         return self
+
+    def fitted_signal(
+        self,
+        section: str,
+        name: str,
+        weight: float,
+        fitted: Fitted,
+        bounds: tuple[float, float] | None = None,
+    ) -> Signal:
+        """The candidate `name` of `section` ("rubric_signals" or "shift_signals") as its
+        record weighs it: as declared here, with its `weight`, `fitted` and `bounds`."""
+        declared = {s.name: s for s in getattr(self, section)}
+        if name not in declared:
+            raise ValueError(f"{section}: no candidate '{name}' in {CONFIG.name}")
+        data = declared[name].model_dump() | {"weight": weight, "fitted": fitted}
+        return Signal.model_validate(data | {"bounds": bounds})
 
     def free(self) -> list[str]:
         """The candidates this fit weighs (those it does not hold)."""

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.decision import Fitted
-from app.deciding.rubric_grade import SIGNALS, rubric_rule
+from app.deciding.decision import RUBRIC_SIGNALS as SIGNALS
+from app.deciding.decision import Fitted, GradeRule
 
 FOLDS = 5
 SPLITS = 10  # random request-grouped splits the nested figure is also taken over
@@ -191,17 +191,37 @@ def report(found: dict[str, Any]) -> dict[str, Any]:
         "nested CV Pearson (the choice made inside each fold)": held_out,
         "nested CV Pearson over random request-grouped splits": split_spread(found),
         "grade": rubric_rule(
-            dict(zip(signals, (round(float(w), 6) for w in weights))),
+            {name: round(float(w), 6) for name, w in zip(signals, weights)},
             round(intercept, 6),
             held_out,
-            Fitted(
-                by="python -m training.decision.fit",
-                rows=f"{len(y)} rows of Prometheus' vicuna_eval, with their references",
-                cv=f"request-grouped nested CV Pearson {held_out}",
-            ),
-            bounds={name: _range(x[:, c]) for name, c in zip(signals, columns)},
+            f"{len(y)} rows of Prometheus' vicuna_eval, with their references",
+            {name: _range(x[:, c]) for name, c in zip(signals, columns)},
         ),
     }
+
+
+def rubric_rule(
+    weights: dict[str, float],
+    intercept: float,
+    cv_pearson: float,
+    rows: str,
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> GradeRule:
+    """The rubric grade's rule (a record's `rubric_grade`): `intercept + sum(weights[s] x
+    signal s)`, each signal as the fit config declares it, held inside its `bounds`, clipped
+    to the rubric's 1-5."""
+    from training.decision.fit_config import load_config
+
+    config = load_config()
+    cv = f"request-grouped nested CV Pearson {cv_pearson}"
+    fitted = Fitted(by="python -m training.decision.fit", rows=rows, cv=cv)
+    signals = tuple(
+        config.fitted_signal("rubric_signals", name, weight, fitted, (bounds or {}).get(name))
+        for name, weight in weights.items()
+    )
+    return GradeRule(
+        signals=signals, intercept=intercept, scale=(1, 5), cv_pearson=cv_pearson, fitted=fitted
+    )
 
 
 def render(result: dict[str, Any]) -> str:

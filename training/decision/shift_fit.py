@@ -271,36 +271,11 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# what each signal of the shift is, what it reads and what that costs, in the record's words
-SHIFT_WORDS = {
-    "reference_words": ("the share of the reference's own words it states", "text", "none"),
-    "reference_likelihood": (
-        "the reference's mean log-probability after it",
-        "reference_read",
-        "the reference read on after the answer's read",
-    ),
-    "reference_check": (
-        "the log-odds of the judge's check that it gives the reference's result",
-        "reference_read",
-        "one token read on after the answer's read",
-    ),
-    "reference_behaviour": (
-        "the share of the reference function's results its function gives (run in the jail)",
-        "code_run",
-        "about 0.1 s a code pair",
-    ),
-    "reference_order": (
-        "the share of the request's items it states in the reference's order",
-        "text",
-        "none",
-    ),
-}
-
-
 def shift_section(result: dict[str, Any], kept: DecisionRecord) -> dict[str, Any]:
     """The record's criterion_shift from a fit's `result`, with the levels held by the
     record's rules that held them before (its caps)."""
-    from app.deciding.decision import ShiftRule, Signal
+    from app.deciding.decision import ShiftRule
+    from training.decision.fit_config import load_config
 
     weights = result["weights"]
     best = result["candidates"][result["chosen"]]
@@ -313,16 +288,13 @@ def shift_section(result: dict[str, Any], kept: DecisionRecord) -> dict[str, Any
         f"head's lead: log loss {best['cv_loss']}, the criteria's decision right "
         f"{100 * best['cv_accuracy']:.1f}% (C {best['strength']})",
     )
-    signals = []
+    config, signals = load_config(), []
     for name, weight in weights.items():
         if name.endswith("_bound") or not weight:
             continue
-        value, read, cost = SHIFT_WORDS[name]
         bound = weights.get(f"{name}_bound")
-        signals.append(
-            Signal(name=name, value=value, share="criterion_shift", reads=(read,), cost=cost,
-                   weight=weight, fitted=fitted, bounds=(-bound, bound) if bound else None)
-        )  # fmt: skip
+        held = (-bound, bound) if bound else None
+        signals.append(config.fitted_signal("shift_signals", name, weight, fitted, held))
     caps = tuple(name for name, _ in cap_rules(kept))
     rule = ShiftRule(signals=tuple(signals), caps=caps, fitted=fitted)
     return rule.model_dump(mode="json", exclude_defaults=True)

@@ -6,17 +6,11 @@ import math
 
 import pytest
 
-from app.deciding.decision import DecisionRecord, Fitted, grade_of
-from app.deciding.rubric_grade import (
-    HELD_PART,
-    READ_PART,
-    rubric_rule,
-    signals_of,
-    with_rubric_grade,
-)
+from app.deciding.decision import DecisionRecord, grade_of
+from app.deciding.rubric_grade import HELD_PART, READ_PART, signals_of, with_rubric_grade
 from app.records import AnswerScores, JudgeItem, Judgment, Protocol, Status
+from training.decision.grade_fit import rubric_rule
 
-FITTED = Fitted(by="this test", rows="none")
 SIGNAL = {
     "name": "states",
     "value": "v",
@@ -72,13 +66,13 @@ def test_a_signal_not_read_gives_no_signals():
     assert signals_of(read, echo) is None
     # a combination that does not weigh the reference's words needs none
     assert "reference_words" not in signals_of(read, echo, ("level", "check"))
-    unweighed = rubric_rule({"level": 1.0, "check": 0.5}, 0.0, 0.4, FITTED)
+    unweighed = rubric_rule({"level": 1.0, "check": 0.5}, 0.0, 0.4, "none")
     assert with_rubric_grade(read, echo, unweighed).verdict_parts[READ_PART] == 4.2
     assert signals_of(read, ITEM.model_copy(update={"reference": None})) is None
 
 
 def test_the_grade_is_the_weighted_sum_clipped_to_the_scale():
-    grade = rubric_rule({"level": 1.0, "check": 0.5}, -1.0, 0.4, FITTED)
+    grade = rubric_rule({"level": 1.0, "check": 0.5}, -1.0, 0.4, "none")
     assert grade_of(grade, {"level": 4.0, "check": 1.0}) == pytest.approx(3.5)
     assert grade_of(grade, {"level": 5.0, "check": 10.0}) == 5.0
     assert grade_of(grade, {"level": 1.0, "check": -10.0}) == 1.0
@@ -89,7 +83,7 @@ def test_a_signal_outside_its_fitted_range_is_held_at_its_edge_and_counted():
         {"level": 1.0, "likelihood": -0.5},
         0.0,
         0.5,
-        FITTED,
+        "none",
         bounds={"level": (2.0, 4.5), "likelihood": (-2.0, -0.3)},
     )
     # a one-word reference after a wrong answer: a likelihood no fitted row came near
@@ -105,7 +99,7 @@ def test_a_signal_outside_its_fitted_range_is_held_at_its_edge_and_counted():
 
 
 def test_a_rubric_grade_in_a_record_loads_back_and_a_bad_one_names_its_field():
-    grade = rubric_rule({"level": 0.9, "length": 0.1}, 0.3, 0.45, FITTED, bounds={"level": (2, 4)})
+    grade = rubric_rule({"level": 0.9, "length": 0.1}, 0.3, 0.45, "none", bounds={"level": (2, 4)})
     record = {"judge": "j", "signals": [SIGNAL], "doubt_below": 0.5}
     data = grade.model_dump(mode="json")
     assert DecisionRecord.model_validate(record | {"rubric_grade": data}).rubric_grade == grade
