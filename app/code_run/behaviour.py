@@ -37,12 +37,6 @@ class BehaviourReading:
     shares: tuple[float, ...]
     notes: tuple[str, ...]  # per answer: how its function ran, where not plainly
 
-    def lead(self) -> float | None:
-        """A's share minus B's, in -1..1 (None without two answers)."""
-        if len(self.shares) != 2:
-            return None
-        return self.shares[0] - self.shares[1]
-
     def record(self) -> dict[str, Any]:
         """What a judgment keeps of it (`code_run`)."""
         return {

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.deciding.reference_words import FUNCTION_WORDS, WORD, share_lead
+from app.deciding.reference_words import FUNCTION_WORDS, WORD
 
 MIN_ITEMS = 3
 ITEM_SHARE = 0.5
@@ -52,13 +52,6 @@ def in_order_share(answer: str, items: Sequence[str]) -> float | None:
     if not items or not set(items) <= set(words):
         return None
     return _common_run(items, words) / len(items)
-
-
-def reference_order_lead(answers: Sequence[str], reference: str, question: str) -> float | None:
-    """A's in-order share minus B's, in -1..1; None without two answers, where the
-    reference restates no items of the request, or where an answer leaves one out."""
-    items = request_items(reference, question)
-    return share_lead(answers, lambda answer: in_order_share(answer, items))
 
 
 def order_shares(answers: Sequence[str], reference: str, question: str) -> list[float | None]:

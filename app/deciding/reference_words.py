@@ -15,7 +15,6 @@ a restatement of the request or a filler sentence gains nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 
 WORD = re.compile(r"\w+", re.UNICODE)
 _FUNCTION_WORDS = """
@@ -42,20 +41,3 @@ def stated_share(answer: str, stated: frozenset[str]) -> float | None:
     if not stated:
         return None
     return len(stated & words(answer)) / len(stated)
-
-
-def reference_words_lead(answers: Sequence[str], reference: str, question: str) -> float | None:
-    """A's share of the reference's own words minus B's, in -1..1; None without two
-    answers or where the reference adds no word to the request."""
-    stated = reference_words(reference, question)
-    return share_lead(answers, lambda answer: stated_share(answer, stated))
-
-
-def share_lead(answers: Sequence[str], share: Callable[[str], float | None]) -> float | None:
-    """A's `share` minus B's; None without two answers or where either has none."""
-    if len(answers) != 2:
-        return None
-    first, second = (share(answer) for answer in answers)
-    if first is None or second is None:
-        return None
-    return first - second

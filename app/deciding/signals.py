@@ -1,6 +1,7 @@
 """The signals a decision record can weigh, each one small unit: a name and a function from
-what the engine read of a pair (`PairReads`) to A's lead over B, or None where the pair has
-no value of it (not read, or no reference in use).
+what the engine read of an item (`PairReads`) to each answer's value, or None where the item
+has no value of it (not read, or no reference in use). A pair's value is A's lead over B
+(`pair_values`); the criterion shift centres each answer's value over the item's answers.
 
 A record (app/deciding/decision.py) names the signals it weighs and what each reads; a
 signal is computed only where its record names it (`pair_values`), so a judge reads and
@@ -51,14 +52,15 @@ class PairReads:
     behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
 
 
-Value = Callable[[PairReads], float | None]
-SIGNALS: dict[str, Value] = {}
+Values = Callable[[PairReads], Sequence[float | None] | None]
+SIGNALS: dict[str, Values] = {}
 
 
-def signal(name: str) -> Callable[[Value], Value]:
-    """Register `function` as the value of the signal `name` (each name once)."""
+def signal(name: str) -> Callable[[Values], Values]:
+    """Register `function` as the signal `name` (each name once): each answer's value of it,
+    or None where the item has none (not read, or no reference in use)."""
 
-    def register(function: Value) -> Value:
+    def register(function: Values) -> Values:
         if name in SIGNALS:
             raise ValueError(f"signal '{name}' is registered twice")
         SIGNALS[name] = function
@@ -67,37 +69,32 @@ def signal(name: str) -> Callable[[Value], Value]:
     return register
 
 
+def each_answer(name: str, reads: PairReads) -> Sequence[float | None] | None:
+    """Each answer's value of the signal `name` (None where the item has none)."""
+    if name not in SIGNALS:
+        raise ValueError(f"no signal '{name}' is registered (known: {', '.join(sorted(SIGNALS))})")
+    return SIGNALS[name](reads)
+
+
 def pair_values(names: Sequence[str], reads: PairReads) -> dict[str, float]:
-    """The values of the signals `names` (a record's) that this pair has."""
+    """A's lead over B in each signal of `names` (a record's) that both answers have."""
     found = {}
     for name in names:
-        if name not in SIGNALS:
-            known = ", ".join(sorted(SIGNALS))
-            raise ValueError(f"no signal '{name}' is registered (known: {known})")
-        value = SIGNALS[name](reads)
-        if value is not None:
-            found[name] = float(value)
+        values = each_answer(name, reads)
+        if values is not None and len(values) == 2 and None not in values:
+            found[name] = float(values[0]) - float(values[1])  # type: ignore[arg-type]
     return found
 
 
-def _lead(values: Sequence[float | None]) -> float | None:
-    if len(values) != 2 or None in values:
-        return None
-    return values[0] - values[1]  # type: ignore[operator]
+def _read_of_each(name: str) -> Values:
+    return lambda reads: [answer.get(name) for answer in reads.answers]
 
 
-def _answer_lead(name: str) -> Value:
-    def value(reads: PairReads) -> float | None:
-        return _lead([answer.get(name) for answer in reads.answers])
-
-    return value
-
-
-# each value read of each answer, A's minus B's: the states' w . f, the likelihood features,
-# the request relevance and the log length (each recorded wherever it was read)
+# each value read of each answer: the states' w . f, the likelihood features, the request
+# relevance and the log length (each recorded wherever it was read)
 ANSWER_SIGNALS = ("states", *FEATURES, "relevance", "length")
 for _name in ANSWER_SIGNALS:
-    signal(_name)(_answer_lead(_name))
+    signal(_name)(_read_of_each(_name))
 
 REFERENCE_SIGNALS = (
     "reference_likelihood",
@@ -119,38 +116,40 @@ REFERENCE_READS = (
 
 
 @signal("reference_likelihood")
-def reference_likelihood(reads: PairReads) -> float | None:
-    return _lead(reads.reference_means) if reads.reference else None
+def reference_likelihood(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.reference_means if reads.reference else None
 
 
 @signal("reference_check")
-def reference_check(reads: PairReads) -> float | None:
-    return _lead(reads.check_odds) if reads.reference else None
+def reference_check(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.check_odds if reads.reference else None
 
 
 @signal("reference_criteria")
-def reference_criteria(reads: PairReads) -> float | None:
-    return _lead(reads.criteria_overall) if reads.reference else None
+def reference_criteria(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.criteria_overall if reads.reference else None
 
 
 @signal("reference_words")
-def reference_words(reads: PairReads) -> float | None:
-    from app.deciding.reference_words import reference_words_lead
+def reference_words(reads: PairReads) -> Sequence[float | None] | None:
+    from app.deciding.reference_words import reference_words as stated_words
+    from app.deciding.reference_words import stated_share
 
     if not reads.reference:
         return None
-    return reference_words_lead(reads.item.answers, reads.reference, reads.item.question)
+    stated = stated_words(reads.reference, reads.item.question)
+    return [stated_share(answer, stated) for answer in reads.item.answers]
 
 
 @signal("reference_order")
-def reference_order(reads: PairReads) -> float | None:
-    from app.deciding.reference_order import reference_order_lead
+def reference_order(reads: PairReads) -> Sequence[float | None] | None:
+    from app.deciding.reference_order import order_shares
 
     if not reads.reference:
         return None
-    return reference_order_lead(reads.item.answers, reads.reference, reads.item.question)
+    return order_shares(reads.item.answers, reads.reference, reads.item.question)
 
 
 @signal("reference_behaviour")
-def reference_behaviour(reads: PairReads) -> float | None:
-    return reads.behaviour.lead() if reads.reference and reads.behaviour is not None else None
+def reference_behaviour(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.behaviour.shares if reads.reference and reads.behaviour is not None else None

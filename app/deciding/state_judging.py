@@ -12,7 +12,7 @@ both answer orders by construction.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,8 +30,6 @@ from app.deciding.decision import (
     grade_of,
     sigmoid,
 )
-from app.deciding.reference_order import order_shares
-from app.deciding.reference_words import reference_words, stated_share
 from app.deciding.rubric_grade import with_rubric_grade
 from app.deciding.signals import (
     ANSWER_SIGNALS,
@@ -39,6 +37,7 @@ from app.deciding.signals import (
     REFERENCE_SIGNALS,
     AnswerReads,
     PairReads,
+    each_answer,
     pair_values,
 )
 from app.deciding.state_head import StateHead, state_text
@@ -177,33 +176,26 @@ class LevelAsk:
     head: CriterionHead
     rule: ScoringRule
     reference: str | None = None  # in use: the levels move with it (the record's shift)
-    # each answer's share of the reference function's results, where code was run
-    behaviour: tuple[float, ...] | None = None
+    # each answer's function run beside the reference function, where code was run
+    behaviour: BehaviourReading | None = None
     # the judge's record: how a reference moves the levels (criterion_shift) and holds them
     record: DecisionRecord | None = None
 
 
 def _reference_shift(
     item: JudgeItem, ask: LevelAsk, reads: AnswerReads
-) -> tuple[np.ndarray | None, list[float | None]]:
+) -> tuple[np.ndarray | None, dict[str, Sequence[float | None]]]:
     """Each answer's shift in level points for what the reference in use shows of it (the
-    record's criterion_shift), and its in-order share of the request's items (the order
-    rule's; none without a shift)."""
+    record's criterion_shift), and each answer's value of the signals and rules it names
+    (none without a shift)."""
     rule = ask.record.criterion_shift if ask.record is not None else None
     if not (ask.reference and rule):
-        return None, []
-    stated = reference_words(ask.reference, item.question)
-    shares = [stated_share(answer, stated) for answer in item.answers]
+        return None, {}
     means = _reference_means(reads.references)
-    orders = order_shares(item.answers, ask.reference, item.question)
-    values = {
-        "reference_words": shares,
-        "reference_likelihood": means,
-        "reference_check": reads.odds,
-        "reference_behaviour": ask.behaviour or (),
-        "reference_order": orders,
-    }
-    return reference_shift(rule, values, len(item.answers)), orders
+    pair = PairReads(item, (), ask.reference, means, reads.odds, behaviour=ask.behaviour)
+    names = (*(signal.name for signal in rule.signals), *rule.caps)
+    values = {name: each_answer(name, pair) or () for name in names}
+    return reference_shift(rule, values, len(item.answers)), values
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -220,14 +212,13 @@ HELD_WHY = {  # why a rule held a level, of the answer's share by it
 def _with_head_levels(
     judgment: Judgment, item: JudgeItem, ask: LevelAsk, reads: AnswerReads
 ) -> Judgment:
-    shift, orders = _reference_shift(item, ask, reads)
+    shift, shares = _reference_shift(item, ask, reads)
     found = head_levels(ask.head, ask.rule.specs, reads, item.answers, shift)
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
-    shares = {"reference_behaviour": ask.behaviour, "reference_order": orders}
     record = ask.record
     caps = level_caps(record, ask.rule.specs, shares) if record and shift is not None else []
     lines = []

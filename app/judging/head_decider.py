@@ -214,8 +214,8 @@ class HeadDecider:
         reference = item.reference if settings.use_reference else None
         if reference and not (settings.moved_by and len(item.answers) > 1):
             return None
-        shares = found.shares if isinstance(found, BehaviourReading) else None
-        return LevelAsk(level_head, resolved.rule, reference or None, shares, settings.decision)
+        ran = found if isinstance(found, BehaviourReading) else None
+        return LevelAsk(level_head, resolved.rule, reference or None, ran, settings.decision)
 
     def reference_ask(
         self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None

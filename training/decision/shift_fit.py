@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 
 from app.deciding.decision import CAP_RULES, DecisionRecord, Fitted, decide
-from app.deciding.reference_order import reference_order_lead
-from app.deciding.reference_words import reference_words_lead
+from app.deciding.signals import PairReads
+from app.deciding.signals import pair_values as signal_values
 from app.deciding.state_judging import recorded_values
-from app.records import JudgeItem
 from training.decision.fit_config import FitConfig, load_config
 from training.decision.levels import LEVELS, reference_pairs
 from training.decision.logit import Pairs, agreement, best_strength, fit_weights, folds_of
@@ -110,8 +109,9 @@ def shift_table(
         if name != split or key not in values or key not in levels or item.label is None:
             continue
         found = values[key]
-        columns["words"].append(_text_lead(reference_words_lead, item))
-        columns["order"].append(_text_lead(reference_order_lead, item))
+        text = text_leads(PairReads(item, reference=item.reference))
+        columns["words"].append(text.get("reference_words", 0.0))
+        columns["order"].append(text.get("reference_order", 0.0))
         columns["lead"].append(found.get("reference_likelihood", 0.0))
         columns["check"].append(found.get("reference_check", 0.0))
         columns["behaviour"].append(found.get("reference_behaviour", 0.0))
@@ -125,13 +125,14 @@ def shift_table(
     return table | {"ruled": ruled(table, cap_rules(record))}
 
 
+def text_leads(pair: PairReads) -> dict[str, float]:
+    """A's lead in the reference's words and order, read from the texts."""
+    return signal_values(("reference_words", "reference_order"), pair)
+
+
 # a shift table's columns: the signals' leads, the criterion head's, the label, the groups
 TABLE = ("words", "order", "lead", "check", "behaviour", "levels", "head", "longer")
 TABLE += ("a_wins", "request", "family")
-
-
-def _text_lead(lead: Any, item: JudgeItem) -> float:
-    return lead(item.answers, item.reference or "", item.question) or 0.0
 
 
 def shift_pairs(table: dict[str, np.ndarray], names: Sequence[str], k: float) -> Pairs:

@@ -8,11 +8,9 @@ import pytest
 from app.deciding.reference_order import (
     in_order_share,
     order_shares,
-    reference_order_lead,
     request_items,
 )
-from app.deciding.reference_words import reference_words_lead
-from app.deciding.signals import PairReads
+from app.deciding.signals import PairReads, pair_values
 from app.deciding.state_judging import with_reference_reading
 from app.records import JudgeItem, Judgment, Protocol, Status
 from tests.support.head_configs import reference_record
@@ -24,6 +22,12 @@ POLISHED_WRONG = (
     "Certainly! Comparing the numbers one by one puts them in order.\n\n"
     "**Answer: 16, 39, 41, 80, 93, 85**\n\nThis is the result you can rely on."
 )
+
+
+def lead_of(name: str, answers: list[str], reference: str, question: str) -> float | None:
+    """A's lead in the signal `name` (app/deciding/signals.py), read from the texts."""
+    item = JudgeItem(id="t", question=question, answers=tuple(answers), reference=reference)
+    return pair_values((name,), PairReads(item, reference=reference)).get(name)
 
 
 def test_the_items_are_the_requests_words_in_the_references_order():
@@ -39,11 +43,11 @@ def test_an_answer_in_the_references_order_leads_one_that_swaps_two():
     assert in_order_share(RIGHT, items) == 1.0
     assert in_order_share(POLISHED_WRONG, items) == pytest.approx(5 / 6)
     assert in_order_share("16, 39, 41.", items) is None  # leaves items out: no reading
-    lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
+    lead = lead_of("reference_order", [POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
     assert lead == pytest.approx(-1 / 6)
-    assert reference_order_lead([RIGHT, POLISHED_WRONG], REFERENCE, QUESTION) == -lead
+    assert lead_of("reference_order", [RIGHT, POLISHED_WRONG], REFERENCE, QUESTION) == -lead
     # the reference's words cannot tell them apart: the polished one even says "order"
-    assert reference_words_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION) == 1.0
+    assert lead_of("reference_words", [POLISHED_WRONG, RIGHT], REFERENCE, QUESTION) == 1.0
 
 
 def test_a_restated_unsorted_list_does_not_count_as_the_order():
@@ -52,10 +56,10 @@ def test_a_restated_unsorted_list_does_not_count_as_the_order():
 
 
 def test_no_lead_where_it_is_undefined():
-    assert reference_order_lead([RIGHT], REFERENCE, QUESTION) is None  # not a pair
-    assert reference_order_lead([RIGHT, "I do not know."], REFERENCE, QUESTION) is None
+    assert lead_of("reference_order", [RIGHT], REFERENCE, QUESTION) is None  # not a pair
+    assert lead_of("reference_order", [RIGHT, "I do not know."], REFERENCE, QUESTION) is None
     assert order_shares([RIGHT, "I do not know."], REFERENCE, QUESTION) == [1.0, None]
-    assert reference_order_lead(["a b c", "c b a"], "Paris.", "Capital of France?") is None
+    assert lead_of("reference_order", ["a b c", "c b a"], "Paris.", "Capital of France?") is None
 
 
 def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
@@ -67,12 +71,12 @@ def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
         leaning="A",
         verdict_parts={"states": 0.9, "score": 0.9},
     )
-    lead = reference_order_lead([POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
+    lead = lead_of("reference_order", [POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
     item = JudgeItem(
         id="p", question=QUESTION, answers=(POLISHED_WRONG, RIGHT), reference=REFERENCE
     )
     reads = PairReads(item, reference=REFERENCE)
-    words = reference_words_lead(item.answers, REFERENCE, QUESTION)
+    words = lead_of("reference_words", item.answers, REFERENCE, QUESTION)
     weighing = reference_record(reference_order=12.0, reference_words=1.0)
     moved = with_reference_reading(judged, weighing, reads)
     parts = moved.verdict_parts

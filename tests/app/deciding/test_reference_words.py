@@ -7,16 +7,21 @@ import pytest
 
 from app.deciding.reference_words import (
     reference_words,
-    reference_words_lead,
     stated_share,
     words,
 )
-from app.deciding.signals import PairReads
+from app.deciding.signals import PairReads, pair_values
 from app.deciding.state_judging import with_reference_reading
 from app.records import JudgeItem, Judgment, Label, Protocol, Status
 from tests.support.head_configs import reference_record
 
 QUESTION = "What is 15% of 80?"
+
+
+def lead_of(name: str, answers: list[str], reference: str, question: str) -> float | None:
+    """A's lead in the signal `name` (app/deciding/signals.py), read from the texts."""
+    item = JudgeItem(id="t", question=question, answers=tuple(answers), reference=reference)
+    return pair_values((name,), PairReads(item, reference=reference)).get(name)
 
 
 def test_the_reference_states_what_the_request_does_not():
@@ -35,10 +40,10 @@ def test_an_answer_stating_the_reference_leads_one_that_does_not():
     assert stated_share("It is 12.", stated) == 1.0
     polished = "Certainly! To find a percentage, multiply and divide by 100. **Answer: 10.5**"
     assert stated_share(polished, stated) == 0.0  # "10" and "5" are not "12"
-    assert reference_words_lead(["12", polished], "15% of 80 is 12.", QUESTION) == 1.0
-    assert reference_words_lead([polished, "12"], "15% of 80 is 12.", QUESTION) == -1.0
-    assert reference_words_lead(["12"], "15% of 80 is 12.", QUESTION) is None  # not a pair
-    assert reference_words_lead(["a", "b"], "80 is 80.", "What is 80?") is None
+    assert lead_of("reference_words", ["12", polished], "15% of 80 is 12.", QUESTION) == 1.0
+    assert lead_of("reference_words", [polished, "12"], "15% of 80 is 12.", QUESTION) == -1.0
+    assert lead_of("reference_words", ["12"], "15% of 80 is 12.", QUESTION) is None  # not a pair
+    assert lead_of("reference_words", ["a", "b"], "80 is 80.", "What is 80?") is None
 
 
 CODING_PAIR = JudgeItem(
@@ -62,7 +67,7 @@ def test_the_issues_coding_pair_leans_to_the_right_function():
     """The right answer keeps the distinct values and guards a short list, as the reference
     does; the polished one sorts the caller's list in place."""
     item = CODING_PAIR
-    lead = reference_words_lead(item.answers, item.reference or "", item.question)
+    lead = lead_of("reference_words", item.answers, item.reference or "", item.question)
     assert lead is not None and lead > 0.25
 
 
