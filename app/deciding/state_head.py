@@ -117,7 +117,8 @@ LIKELIHOOD_PARTS = {
 
 
 # what each part of a head's score means, for a user, where the judge's decision record
-# names no words of its own (its `shares`)
+# names no words of its own (its `shares`); a reference's signals in words that fit "a
+# reference reaches it through ..." and "the verdict adds ..." alike
 PART_WORDS = {
     "fit": "fits the request (how much the request raises the model's likelihood of it)",
     "fluency": "reads naturally (the model's likelihood of it with no request)",
@@ -126,27 +127,25 @@ PART_WORDS = {
     "relevance": "request relevance",
     "length": "answer length",
     "reference": "agrees with the reference answer",
-}
-
-
-# what each signal of the reference's share reads of it, for a user
-REFERENCE_SHARES = {
-    "reference_criteria": "the criterion scores read with it",
-    "reference_likelihood": "how likely it is after each answer",
-    "reference_words": "how much of what it states each answer states",
-    "reference_order": "whether each answer states the request's items in its order",
-    "reference_check": "the judge's check of each answer against it",
-    "reference_behaviour": "each answer's function compared with it on the same inputs",
+    "reference_criteria": "the criterion scores read with the reference",
+    "reference_likelihood": "how likely the reference is after each answer",
+    "reference_words": "how much of what the reference states each answer states",
+    "reference_order": "whether each answer states the request's items in the reference's order",
+    "reference_check": "the judge's check of each answer against the reference",
+    "reference_behaviour": "each answer's function compared with the reference's on the same "
+    "inputs",
 }
 
 
 def reference_signals(parts: dict[str, float]) -> list[str]:
-    """The signals (REFERENCE_SHARES' names) through which the reference moved a pair's
-    verdict; for a judgment recorded before its share was split by signal, the likelihood
-    where it was read, else the criterion scores."""
+    """The reference's signals through which it moved a pair's verdict; for a judgment
+    recorded before its share was split by signal, the likelihood where it was read, else
+    the criterion scores."""
+    from app.deciding.signals import REFERENCE_SIGNALS
+
     if not parts.get("reference"):
         return []
-    found = [name for name in REFERENCE_SHARES if parts.get(name)]
+    found = [name for name in REFERENCE_SIGNALS if parts.get(name)]
     if found:
         return found
     legacy = "reference_likelihood_difference" in parts
@@ -171,7 +170,8 @@ def part_phrases(parts: dict[str, float], shares: Mapping[str, str] | None = Non
     or PART_WORDS; shares that pushed nowhere are left out, except the states of a head that
     reads states alone."""
     words = PART_WORDS | dict(shares or {})
-    used = [(name, parts[name]) for name in words if parts.get(name)]
+    own = [name for name in words if not name.startswith("reference_")]  # said as "reference"
+    used = [(name, parts[name]) for name in own if parts.get(name)]
     if not used:
         return [f"{words['states']}: nothing toward either answer"]
     used.sort(key=lambda item: -abs(item[1]))

@@ -16,7 +16,7 @@ from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
 from app.deciding.rubric_grade import fits
-from app.deciding.state_head import StateHead
+from app.deciding.state_head import PART_WORDS, StateHead
 from app.deciding.state_judging import (
     Asks,
     LevelAsk,
@@ -311,17 +311,6 @@ def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
     )
 
 
-# what each reference signal of a decision record reads, for a front end's note
-READS_OF_REFERENCE = {
-    "reference_likelihood": "how much likelier the reference is after one answer than the other",
-    "reference_words": "how much of what the reference states each answer states",
-    "reference_order": "for a reference that orders the request's items, each answer's order",
-    "reference_check": "the judge's own check of each answer against it (same result or not)",
-    "reference_behaviour": "for a reference function, {code}",
-}
-TEXT_READS = {"reference_words", "reference_order", "reference_behaviour"}  # no model read
-
-
 def code_run_note(run_code: bool) -> str:
     """What becomes of the answers' functions beside a reference function, in words."""
     if not run_code:
@@ -349,15 +338,22 @@ def reference_note(config: JudgeConfig) -> str | None:
     record = config.parts.decision
     if record is None:
         return None
-    weighed = [s.name for s in record.signals if s.weight] + [r.name for r in record.rules]
+    weighed = [s for s in record.signals if s.weight] + list(record.rules)
+    words = PART_WORDS | record.shares
+    # a head that reads text reads nothing of the reference after an answer
+    readable = {"text", "code_run"} | ({"reference_read"} if head.reads == "reply" else set())
     reads = [
-        READS_OF_REFERENCE[name].format(code=code_run_note(config.run_code))
-        for name in weighed
-        if pairs and name in READS_OF_REFERENCE and (head.reads == "reply" or name in TEXT_READS)
+        words[part.name]
+        + (f" ({code_run_note(config.run_code)})" if part.name == "reference_behaviour" else "")
+        for part in weighed
+        if pairs
+        and part.reference
+        and part.name != "reference_criteria"
+        and set(part.reads) <= readable
     ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and bool(moved_by(record))
-    if config.judge.criterion_scores and "reference_criteria" in weighed and pairs:
+    if config.judge.criterion_scores and record.uses("reference_criteria") and pairs:
         where = " where they are read apart (a rubric's levels)" if by_head else ""
         reads.append(f"the lead of the criterion scores read with it{where}")
     moved = ""

@@ -13,7 +13,7 @@ import streamlit as st
 
 from app.catalog.scenarios import load_catalog
 from app.deciding.decision import share_words
-from app.deciding.state_head import REFERENCE_SHARES, reference_signals
+from app.deciding.state_head import PART_WORDS, reference_signals
 from app.records import Judgment, Protocol, Status
 from app.reports import charts
 from app.ui.code_run_note import behaviour_note, code_run_details, code_unread_note
@@ -211,20 +211,6 @@ HEAD_DISAGREEMENT = (  # training/EXPERIMENTS.md, session 32
 
 
 # what the verdict adds of a reference beside the criterion scores' lead, by signal
-REFERENCE_ADDS = {
-    "reference_likelihood": "how much likelier the reference is after one answer than after "
-    "the other",
-    "reference_words": "how much more of what the reference states one answer states than "
-    "the other",
-    "reference_order": "how much more of the request's items one answer states in the "
-    "reference's order than the other",
-    "reference_check": "how much surer the judge is that one answer gives the reference's "
-    "result than the other",
-    "reference_behaviour": "how much more often one answer's function gives the reference "
-    "function's result than the other's, on the same inputs",
-}
-
-
 def criteria_agreement_note(judgment: Judgment) -> str | None:
     """What the criterion scores read beside a head's decision say of it: they agree, they
     disagree (shown, never hidden), or they could not be read."""
@@ -253,7 +239,8 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
             "The criterion scores below are read from the same model's probabilities with "
             "the criteria and the reference, and the verdict adds their lead to the head's"
         )
-    adds = [REFERENCE_ADDS[name] for name in signals if name in REFERENCE_ADDS]
+    words = PART_WORDS | share_words(judgment.model)
+    adds = [words[name] for name in signals if name != "reference_criteria"]
     if adds:
         listed = ", ".join(adds[:-1]) + f" and {adds[-1]}" if len(adds) > 1 else adds[0]
         read = f"{read}; the verdict adds {listed}"
@@ -289,7 +276,8 @@ def head_note(parts: dict[str, float], shares: Mapping[str, str] | None = None) 
     rewards += ["length rewards more text"] if parts.get("length") else []
     caveat = f" ({' and '.join(rewards)}, not correctness)" if rewards else ""
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
-    through = [REFERENCE_SHARES[name] for name in reference_signals(parts)]
+    words = PART_WORDS | dict(shares or {})
+    through = [words[name] for name in reference_signals(parts)]
     sees = (
         f"a reference reaches it through {listed(through)}"
         if through

@@ -216,7 +216,9 @@ def test_a_head_that_weighs_the_check_reads_it_and_adds_its_share(tiny, heads):
     assert parts["reference_check"] == pytest.approx(3.0 * lead, abs=1e-3)
     assert parts["reference"] == pytest.approx(before["reference"] + 3.0 * lead, abs=2e-3)
     assert "reference_check" in reference_signals(parts)
-    assert "the judge's own check" in (reference_note(_config(heads, record=checking)) or "")
+    assert "the judge's check of each answer" in (
+        reference_note(_config(heads, record=checking)) or ""
+    )
 
 
 CODE_PAIR = JudgeItem(
@@ -499,7 +501,9 @@ def test_a_head_that_weighs_the_order_reads_it_through_the_engine(tiny, heads):
     for key in judged.criteria:  # each criterion's gap is its part of the order's shift
         levels = [a.expected_criteria[key] for a in judged.answers]
         assert levels[0] - levels[1] == pytest.approx(6.0 * lead * spread[key], abs=2e-3)
-    assert "each answer's order" in (reference_note(_config(ordering, record=record)) or "")
+    assert "the request's items in the reference's order" in (
+        reference_note(_config(ordering, record=record)) or ""
+    )
 
 
 def test_a_single_answer_with_a_reference_is_read_apart(tiny, heads):

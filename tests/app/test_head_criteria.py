@@ -368,7 +368,9 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
         plain.verdict_parts["score"] + 2.0 * lead, abs=1e-3
     )
     assert given.verdict_parts["states"] == plain.verdict_parts["states"]
-    assert "likelier" in reference_note(_config(head, Protocol.PAIRWISE, record=weighted))
+    assert "how likely the reference is after each answer" in reference_note(
+        _config(head, Protocol.PAIRWISE, record=weighted)
+    )
     for more in ({"criteria_read": "with_verdict"}, {"criterion_scores": False}):
         other = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted, **more))
         assert other.verdict_parts["reference_likelihood_difference"] == pytest.approx(

@@ -219,14 +219,14 @@ def test_the_app_says_what_moved_a_head_verdict():
     assert "agrees with the reference answer: 0.50" in anchored
     assert "reference decided" not in anchored  # the head leaned to A without it too
     turned = head_note({"states": -0.3, "reference": 0.5, "reference_words": 0.5, "score": 0.2})
-    assert "a reference reaches it through how much of what it states each answer" in turned
+    assert "reaches it through how much of what the reference states each answer" in turned
     assert "**The reference decided this verdict**: without it the head leaned to B." in turned
     checked = head_note({"states": -0.3, "reference": 0.9, "reference_check": 0.9, "score": 0.6})
-    assert "the judge's check of each answer against it" in checked
+    assert "the judge's check of each answer against the reference" in checked
     ran = {"reference_behaviour_difference": -0.6667, "reference_behaviour_inputs": 27}
     run = head_note({"states": 0.3, "reference": -40.0, "reference_behaviour": -40.0,
                      "score": -39.7, **ran})  # fmt: skip
-    assert "each answer's function compared with it on the same inputs" in run
+    assert "each answer's function compared with the reference's on the same inputs" in run
     assert "was run beside the reference function in the jail on 27 inputs" in run
     assert "on 27 inputs: answer B's gave its result on 67% more of them." in run
     assert "without it the head leaned to A" in run
