@@ -22,6 +22,7 @@ import gzip
 import json
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from app.deciding.decision import DecisionRecord, decide, load_decision
@@ -43,8 +44,10 @@ FILES = {
 HELD_OUT = "reference-page"  # the held-out reference-decided pairs
 
 
+@cache
 def labelled_items(name: str) -> dict[int, JudgeItem]:
-    """The labelled rows of one evaluation file, by line."""
+    """The labelled rows of one evaluation file, by line (read once a process: `--head` reads
+    them for the reads, then again to measure; not to be changed by a caller)."""
     if name == HELD_OUT:
         from training.datasets.reference_decided import build
         from training.decision.reads import as_item
