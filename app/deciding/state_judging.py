@@ -192,7 +192,13 @@ def _reference_shift(
     if not (ask.reference and rule):
         return None, {}
     means = _reference_means(reads.references)
-    pair = PairReads(item, (), ask.reference, means, reads.odds, behaviour=ask.behaviour)
+    pair = PairReads(
+        item,
+        reference=ask.reference,
+        reference_means=means,
+        check_odds=reads.odds,
+        behaviour=ask.behaviour,
+    )
     names = (*(signal.name for signal in rule.signals), *rule.caps)
     values = {name: each_answer(name, pair) or () for name in names}
     return reference_shift(rule, values, len(item.answers)), values
