@@ -141,11 +141,11 @@ def command(program: list[str], seccomp_fd: int) -> list[str]:
         "--setenv", "OMP_NUM_THREADS", "1",
         "--ro-bind", "/usr", "/usr",
         *_system_paths(),
+        *python,
         "--proc", "/proc",
         "--dev", "/dev",
         *tmpfs_size,
         "--tmpfs", "/tmp",
-        *python,  # after /tmp's tmpfs: a Python installed under /tmp stays seen
         "--chdir", "/tmp",
         "--seccomp", str(seccomp_fd),
         "--",
