@@ -17,8 +17,6 @@ default judge's settings, every item fitted to the same 4096-token context:
   a-e run the same model without its head (and without a relevance join).
 - g: the whole result page of mode f: the verdict, the criterion scores as the judge's
   settings read them and (where a row has a reference) the reference metrics.
-- h: as g with the criterion scores read on from the verdict's reads
-  (`criteria_read: with_verdict`).
 - i: as g with every criterion read apart (`criteria_read: apart`).
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
@@ -42,7 +40,6 @@ REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
 WITH_REFERENCES = REPO.parent / "shared" / "data" / "prometheus" / "vicuna_eval.json"
 N_CTX = 4096
-READS = {"h": "with_verdict", "i": "apart"}  # how modes h and i read the criterion scores
 
 
 def main(argv: list[str]) -> int:
@@ -61,7 +58,7 @@ def main(argv: list[str]) -> int:
     # through torch, app/deciding/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
-    if mode in ("f", "g", "h", "i") and entry.judging.state_head is None:
+    if mode in ("f", "g", "i") and entry.judging.state_head is None:
         raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
     rows = bench_rows(source, pairs)
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
@@ -73,17 +70,17 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = judge_config(
         entry,
-        None if mode in ("f", "g", "h", "i") else judge_alone,
+        None if mode in ("f", "g", "i") else judge_alone,
         context_tokens=N_CTX,
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d", "e", "f", "g", "h", "i") else "generate",
+        mode="score" if mode in ("c", "d", "e", "f", "g", "i") else "generate",
         sampling=run_sampling(),
     )
-    if mode in ("f", "g", "h", "i"):  # the head alone (f), or the whole page (g, h, i)
+    if mode in ("f", "g", "i"):  # the head alone (f), or the whole page (g, i)
         page = mode != "f"
         config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
-        if mode in READS:
-            config = with_changes(config, {"criteria_read": READS[mode]})
+        if mode == "i":
+            config = with_changes(config, {"criteria_read": "apart"})
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}

@@ -29,7 +29,6 @@ RUNS = REPO / "bench" / "runs" / "heads"
 RESULTS = REPO / "bench" / "heads.md"
 WHOLE_PAGE = "whole page"
 WITH_REFERENCE = "(pairs with a reference)"
-WITH_VERDICT = "criteria with the verdict"
 APART = "criteria read apart"
 WITH_RUBRIC = "(pairs with a reference and their rubric)"
 
@@ -54,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         alone = f"{default} {WITH_REFERENCE}"
         cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")
         bases[alone] = alone
-        for mode, how in (("g", ""), ("h", f", {WITH_VERDICT}"), ("i", f", {APART}")):
+        for mode, how in (("g", ""), ("i", f", {APART}")):
             page = f"{default} {WHOLE_PAGE}{how}"
             cells[page] = run(default, args.pairs, args.fresh, mode)
             bases[page] = default
@@ -102,7 +101,7 @@ def render(cells: dict, bases: dict, reference: str, pairs: int, registry) -> st
         f"A row named '{WHOLE_PAGE}' is the same judge's whole result page: its verdict, its "
         "criterion scores (as the judge reads them: its criterion head where it has one, "
         "app/deciding/criterion_head.py; "
-        f"'{WITH_VERDICT}': read on from the verdict's reads; '{APART}': each criterion of "
+        f"'{APART}': each criterion of "
         "each answer a read of its own, app/deciding/criterion_reads.py) "
         f"and, where a pair has a reference, the reference metrics. Rows '{WITH_REFERENCE}' "
         f"judge {pairs} pairs of answers to one request with its reference answer (Prometheus "

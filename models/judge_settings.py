@@ -53,11 +53,10 @@ class JudgeSettings(BaseModel):
     # are not read from it (they would be untrained guesses)
     criterion_scores: bool = True
     # Where a head reads each answer as the model's reply: "apart" (each criterion its own
-    # read), "with_verdict" (read on from the verdict's read of each answer: about a third of
-    # the time, weaker; app/deciding/criterion_reads.py) or "head" (no read: the judge's
-    # criterion head maps the verdict's read to the levels the reads apart give; items with a
-    # reference, and criteria with level texts, are still read apart)
-    criteria_read: Literal["apart", "with_verdict", "head"] = "apart"
+    # read, app/deciding/criterion_reads.py) or "head" (no read: the judge's criterion head
+    # maps the verdict's read to the levels the reads apart give; items with a reference,
+    # and criteria with level texts, are still read apart)
+    criteria_read: Literal["apart", "head"] = "apart"
     # Pairwise verdicts joined with MiniLM request relevance (weights fitted on training-split
     # pairs by training.heads.relevance_join); None: the judge's own verdict.
     relevance_join: RelevanceJoin | None = None

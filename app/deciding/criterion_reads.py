@@ -11,15 +11,10 @@ it. Their weighted mean gives a decision of its own (`criteria_verdict`, or
 `criteria_ranking`), kept beside the head's so a disagreement is shown, never hidden.
 A rubric grade is the same read with the rubric's one criterion and its level texts.
 
-Where the backend can (`reply_criteria`) and the head reads each answer as the model's
-reply, the criteria can be read on from that read instead (`criteria_read:
-with_verdict`; `turn_criteria`, template `pocketjudge-criteria-turn`,
-models/backends/reply_criteria.py): the answer is read once for the verdict and every
-criterion, each criterion a reply of its own that starts at its value. It costs about a
-third of the separate reads and measured weaker (training/EXPERIMENTS.md, session 20), so
-the separate reads stay the default. A reference is read on from the head's reads either
-way: how likely it is after each answer (a turn quoting it alone where the criteria are
-read apart) is what the verdict's reference part reads.
+A reference is read on from the head's reads of each answer (`reference_turn`): the judge's
+turn quoting it after the answer, read as the model's reply, gives how likely it is there,
+and with a check the judge's true or false (models/backends/reply_criteria.py); that is what
+the verdict's reference part reads.
 """
 
 from __future__ import annotations
@@ -37,7 +32,6 @@ from models.readings import ReplyCriteria
 TEMPLATE = "pocketjudge-criterion"
 LAYOUT = ReplyLayout(decision_first=True, criteria=False, feedback=False)
 VALUE_PATH = ("overall",)
-TURN_TEMPLATE = "pocketjudge-criteria-turn"
 REFERENCE_TEMPLATE = "pocketjudge-reference-turn"  # the turn's start: the reference alone
 CHECK_TEMPLATE = "pocketjudge-reference-check"  # the reference, then: does the answer agree?
 CHECK_KEY = "correct"  # the check's reply starts {"correct": and is read over true and false
@@ -76,55 +70,17 @@ def expected_level(probs: dict[int, float]) -> float:
     return sum(level * p for level, p in probs.items()) / total
 
 
-def turn_criteria(
-    rule: ScoringRule, reference: str | None, criteria: bool = True, check: bool = False
-) -> ReplyCriteria:
-    """What the backend reads on from each answer's read: the judge's turn naming the
-    criteria of `rule` (and the reference, cut to TURN_REFERENCE_CHARS), each criterion's
-    key and its levels; without `criteria`, the turn quoting the reference alone (its
-    likelihood after the answer is what is read), and with `check` asking whether the
-    answer gives the reference's result (the judge's true or false is read too)."""
+def reference_turn(reference: str, check: bool = False) -> ReplyCriteria:
+    """What the backend reads on from each answer's read: the judge's turn quoting the
+    reference (cut to TURN_REFERENCE_CHARS; its likelihood after the answer is read), and
+    with `check` asking whether the answer gives the reference's result (the judge's true
+    or false is read too)."""
     # as the rendered turn quotes it (tidied), so the backend finds its tokens there
-    cut = squeeze_blank_lines(reference[:TURN_REFERENCE_CHARS]).strip() if reference else None
-    prompt = PromptInput(Protocol.SINGLE, "", (), rule, reference=cut or None)
-    if not criteria:
-        assert cut, "a turn without criteria quotes a reference"
-        template = CHECK_TEMPLATE if check else REFERENCE_TEMPLATE
-        message = get_template(template).render(prompt)[-1].content
-        return ReplyCriteria(message, (), (), reference=cut, check=CHECK_KEY if check else None)
-    message = get_template(TURN_TEMPLATE).render(prompt)[-1].content
-    levels = tuple(
-        tuple(str(level) for level in range(spec.scale_min, spec.scale_max + 1))
-        for spec in rule.specs
-    )
-    return ReplyCriteria(message, rule.keys, levels, reference=cut or None)
-
-
-def with_turn_criteria(
-    judgment: Judgment, found: Sequence[Sequence[dict[str, float]] | None], rule: ScoringRule
-) -> Judgment:
-    """`judgment` with each answer's criterion scores from the level probabilities read on
-    from its read (`found[answer][criterion]`, in the rule's order)."""
-    expected: dict[int, dict[str, float]] = {}
-    lines: list[str] = []
-    for answer, probabilities in enumerate(found):
-        if probabilities is None or len(probabilities) != len(rule.specs):
-            why = "the backend read no criteria after the answer"
-            note = f"the criterion scores could not be read ({why})"
-            return judgment.model_copy(update={"criteria": (), "criteria_note": note})
-        for spec, probs in zip(rule.specs, probabilities):
-            levels = {int(level): p for level, p in probs.items()}
-            if not sum(levels.values()):
-                note = "the criterion scores could not be read (no probability on any level)"
-                return judgment.model_copy(update={"criteria": (), "criteria_note": note})
-            expected.setdefault(answer, {})[spec.key] = expected_level(levels)
-            likeliest = max(levels, key=lambda level: levels[level])
-            lines.append(
-                f"answer {answer + 1} {spec.key}: most likely {likeliest} "
-                f"(p {levels[likeliest] / sum(levels.values()):.2f}), "
-                f"expected {expected[answer][spec.key]:.2f}"
-            )
-    return with_levels(judgment, expected, rule, "\n".join(lines))
+    cut = squeeze_blank_lines(reference[:TURN_REFERENCE_CHARS]).strip()
+    prompt = PromptInput(Protocol.SINGLE, "", (), ScoringRule(()), reference=cut)
+    template = CHECK_TEMPLATE if check else REFERENCE_TEMPLATE
+    message = get_template(template).render(prompt)[-1].content
+    return ReplyCriteria(message, (), (), reference=cut, check=CHECK_KEY if check else None)
 
 
 def with_criteria(

@@ -24,12 +24,11 @@ from models.readings import FEATURES
 @dataclass(frozen=True)
 class AnswerReads:
     """What the engine read of each answer: its pooled states, its likelihood features, the
-    level probabilities of each criterion read on from it, the log-probabilities of the
-    reference's tokens after it, the log-odds of its check, and its request relevance."""
+    log-probabilities of the reference's tokens after it, the log-odds of its check, and its
+    request relevance."""
 
     features: list[Any]  # numpy arrays, or None where not read
     likelihoods: list[dict[str, float] | None]
-    criteria: list[Any]
     references: list[Any]
     odds: list[float | None]
     similarities: Any | None = None

@@ -21,7 +21,7 @@ import numpy as np
 from app.catalog.scoring import ScoringRule
 from app.code_run.behaviour import BehaviourReading, Unread, with_code_run
 from app.deciding.criterion_head import CriterionHead, head_levels, level_caps, reference_shift
-from app.deciding.criterion_reads import with_levels, with_turn_criteria
+from app.deciding.criterion_reads import with_levels
 from app.deciding.decision import (
     Decision,
     DecisionRecord,
@@ -59,11 +59,11 @@ class ReferenceAsk:
 
 @dataclass(frozen=True)
 class Asks:
-    """What a head's reads also give beside its verdict: criterion scores read on from them
-    (`criteria`, a head that reads replies) or given by a criterion head (`levels`), and
-    the reference's part (`reference`, a reference in use)."""
+    """What a head's reads also give beside its verdict: the reference read on from them
+    (`turn`, a head that reads replies), criterion scores given by a criterion head
+    (`levels`), and the reference's part (`reference`, a reference in use)."""
 
-    criteria: TurnAsk | None = None
+    turn: ReplyCriteria | None = None
     levels: LevelAsk | None = None
     reference: ReferenceAsk | None = None
 
@@ -78,16 +78,16 @@ def head_judgment(
 ) -> Judgment:
     """The judgment of `item` by the head: a verdict, a ranking or grades. `source` is the
     backend: its `state_features` (a head that reads text) or `read_answers` (one that
-    reads each answer as the model's reply). With `asks.criteria` (a head that reads
-    replies), the criterion scores are read on from the same reads
-    (criterion_reads.turn_criteria); with `asks.levels`, a criterion head gives them from
+    reads each answer as the model's reply). With `asks.turn` (a head that reads replies),
+    the reference is read on from the same reads (criterion_reads.reference_turn); with
+    `asks.levels`, a criterion head gives criterion scores from
     the same reads (no read of their own); with `asks.reference`, the reference's signals
     join a pair's (decided once, by the record, with everything read), a single answer's
     rubric grade is combined from its reads, and what running the answers' code found is
     kept."""
-    criteria, levels, reference = asks.criteria, asks.levels, asks.reference
+    turn, levels, reference = asks.turn, asks.levels, asks.reference
     likely = "likelihood" in record.reads()
-    reads = read_features(item, head, source, criteria.ask if criteria else None, likely)
+    reads = read_features(item, head, source, turn, likely)
     relevance = "relevance" in record.reads() and base.protocol is not Protocol.SINGLE
     if relevance or (levels is not None and levels.head.relevance):
         from app.deciding.relevance import request_similarities
@@ -100,8 +100,6 @@ def head_judgment(
         judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
     if levels is not None:
         judgment = _with_head_levels(judgment, item, levels, reads)
-    if criteria is not None and criteria.ask.keys:
-        judgment = with_turn_criteria(judgment, reads.criteria, criteria.rule)
     means = _reference_means(reads.references)
     if base.protocol is Protocol.PAIRWISE:
         answers = _answer_values(item, head, reads, relevance)
@@ -111,7 +109,7 @@ def head_judgment(
             # lead would count those twice
             pair = reference_reads(pair, judgment, reference, not judgment.criteria_by_head)
         judgment = _verdict(judgment, record, pair)
-    elif base.protocol is Protocol.SINGLE and criteria is not None:
+    elif base.protocol is Protocol.SINGLE and turn is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
     if reference is None:
         return judgment
@@ -158,15 +156,6 @@ def check_log_odds(p_true: float) -> float:
     """The log-odds of the judge's "true" to a check (clipped: finite)."""
     p = min(max(p_true, CHECK_FLOOR), 1 - CHECK_FLOOR)
     return float(np.log(p / (1 - p)))
-
-
-@dataclass(frozen=True)
-class TurnAsk:
-    """Criterion scores to read on from a head's reads: what the backend reads, and the
-    rule that makes scores of it."""
-
-    ask: ReplyCriteria
-    rule: ScoringRule
 
 
 @dataclass(frozen=True)
@@ -249,24 +238,22 @@ def read_features(
     item: JudgeItem,
     head: StateHead,
     source: Any,
-    criteria: ReplyCriteria | None = None,
+    turn: ReplyCriteria | None = None,
     likelihoods: bool = True,
 ) -> AnswerReads:
     """Each answer's pooled states, (for a head that reads replies, where `likelihoods`)
-    likelihood features, and (with `criteria`) the level probabilities of each criterion
-    read on from it, the log-probabilities of the reference's tokens after it and its
-    check's log-odds."""
+    likelihood features, and (with the reference's `turn`) the log-probabilities of the
+    reference's tokens after it and its check's log-odds."""
     if head.reads == "reply":
         answers = [a[: head.answer_chars] for a in item.answers]
         question = item.question[: head.question_chars]
-        if criteria is None:
+        if turn is None:
             readings = source.read_answers(question, answers, likelihoods)
         else:
-            readings = source.read_answers(question, answers, likelihoods, criteria)
+            readings = source.read_answers(question, answers, likelihoods, turn)
         return AnswerReads(
             [r.states for r in readings],
             [r.features() if likelihoods else None for r in readings],
-            [r.criteria for r in readings],
             [r.reference for r in readings],
             [None if r.check is None else check_log_odds(r.check) for r in readings],
         )
@@ -275,7 +262,7 @@ def read_features(
         for a in item.answers
     ]
     nothing = [None] * len(item.answers)
-    return AnswerReads(features, list(nothing), list(nothing), list(nothing), list(nothing))
+    return AnswerReads(features, list(nothing), list(nothing), list(nothing))
 
 
 def answer_values(

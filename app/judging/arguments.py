@@ -112,14 +112,6 @@ def _add_criteria_arguments(parser: argparse.ArgumentParser) -> None:
         "(fastest)",
     )
     parser.add_argument(
-        "--criteria-with-verdict",
-        dest="criteria_read",
-        action="store_const",
-        const="with_verdict",
-        help="a head judge that reads replies: read the criterion scores on from the "
-        "verdict's read of each answer (about a third of their time, weaker) instead of apart",
-    )
-    parser.add_argument(
         "--criteria-apart",
         dest="criteria_read",
         action="store_const",

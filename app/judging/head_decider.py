@@ -21,7 +21,6 @@ from app.deciding.state_judging import (
     Asks,
     LevelAsk,
     ReferenceAsk,
-    TurnAsk,
     head_judgment,
     with_reference_part,
 )
@@ -32,6 +31,7 @@ from app.judging.prompt_fitting import PromptAsk, PromptFit, fitted_messages
 from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 from models.foundation.errors import BackendError
+from models.readings import ReplyCriteria
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class HeadSettings:
     use_reference: bool
     run_code: bool  # a reference function: run each answer's beside it in the jail
     with_criteria: bool  # criterion scores beside the head's verdict
-    criteria_apart: bool  # a call per answer and criterion; else read on with the verdict
-    # criteria_read "head": the criterion head gives them from the verdict's reads, where it can
+    # criteria_read "head": the criterion head gives them from the verdict's reads, where it
+    # can; else a call per answer and criterion
     level_head: CriterionHead | None
     decision: DecisionRecord  # the head's whole pairwise rule (app/deciding/decision.py)
     criterion_template: PromptTemplate  # the criterion reads' prompt (criterion_reads.py)
@@ -66,7 +66,6 @@ class HeadSettings:
             use_reference=config.use_reference,
             run_code=config.run_code,
             with_criteria=config.judge.criterion_scores,
-            criteria_apart=config.judge.criteria_read != "with_verdict",
             level_head=(
                 config.parts.criterion_levels if config.judge.criteria_read == "head" else None
             ),
@@ -121,24 +120,23 @@ class HeadDecider:
     def plan(
         self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria, base: Judgment
     ) -> Plan:
-        """A plan the state head decides. With criteria asked for, it also holds one call per
-        answer and criterion (app/deciding/criterion_reads.py), read apart from the head's
-        verdict, or (`criteria_read: with_verdict`) a turn read on from the head's reads; a
-        reference is read on from them either way (`turn`). What running the answers'
-        functions beside a reference function finds (no model call) is in it too."""
+        """A plan the state head decides. With criteria asked for, the criterion head gives
+        them, or it holds one call per answer and criterion (app/deciding/criterion_reads.py),
+        read apart from the head's verdict; a reference is read on from the head's reads
+        (`turn`). What running the answers' functions beside a reference function finds (no
+        model call) is in it too."""
         settings = self.settings
         head = settings.head
         truncated = cut_by_head(item, head)
         reference = item.reference if settings.use_reference else None
-        # the reference's likelihood (and check) is read where the record weighs it (or
-        # criteria come with it)
+        # the reference's likelihood (and check) is read where the record weighs it
         wanted = reference if settings.weighs("reference_likelihood", "reference_check") else None
         # nothing more is read for a judgment that will be an error (a backend the head
         # cannot read through): it would be thrown away
         readable = self.reads_for(head)
         found = self.behaviour(item) if readable else None
         asked = self.reference_ask(item, resolved, found)
-        levels, calls, with_turn = None, [], False
+        levels, calls = None, []
         if not (settings.with_criteria and resolved.rule.specs and readable):
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
         else:
@@ -147,8 +145,6 @@ class HeadDecider:
             if levels is not None:  # no reads: the criterion head's levels (a reference read on)
                 if levels.reference and "reference_likelihood" in settings.moved_by:
                     wanted = levels.reference
-            elif not settings.criteria_apart and self.reads_on():
-                wanted, with_turn = reference, True
             else:
                 calls, cut = self.criterion_calls(item, protocol, resolved)
                 base = base.model_copy(update={"truncated": truncated or cut})
@@ -161,21 +157,16 @@ class HeadDecider:
             by_head=True,
             levels=levels,
             reference=asked,
-            turn=self.turn(resolved, wanted, with_turn),
+            turn=self.turn(wanted),
         )
 
-    def turn(
-        self, resolved: ResolvedCriteria, reference: str | None, criteria: bool = False
-    ) -> TurnAsk | None:
+    def turn(self, reference: str | None) -> ReplyCriteria | None:
         """What is read on from the head's reads of each answer, where the head reads replies
-        and the backend reads on: the criteria (`criteria`, with the reference in use), or
-        the reference alone (its likelihood after each answer, and the judge's check of the
-        answer against it where the record weighs that)."""
-        if not self.reads_on() or not (criteria or reference):
+        and the backend reads on: the reference (its likelihood after each answer, and the
+        judge's check of the answer against it where the record weighs that)."""
+        if not (reference and self.reads_on()):
             return None
-        check = not criteria and self.settings.weighs("reference_check")
-        asked = criterion_reads.turn_criteria(resolved.rule, reference, criteria, check)
-        return TurnAsk(asked, resolved.rule)
+        return criterion_reads.reference_turn(reference, self.settings.weighs("reference_check"))
 
     def criterion_calls(
         self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria
@@ -267,7 +258,7 @@ class HeadDecider:
 
     def verdict(self, plan: Plan) -> Judgment:
         """The state head's decision before its plan's calls are read: from its own reads
-        (the criterion scores read on from them or given by the criterion head), with the
+        (the criterion scores given by the criterion head), with the
         reference's part and what running the answers' code found."""
         head = self.settings.head
         if not self.reads_for(head):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.catalog.criteria_resolution import ResolvedCriteria
-from app.deciding.state_judging import LevelAsk, ReferenceAsk, TurnAsk
+from app.deciding.state_judging import LevelAsk, ReferenceAsk
 from app.formats.output_format import ReplyLayout
 from app.records import JudgeItem, Judgment, Protocol
 from models.backends.base import Generation, Message, OutputSpec
+from models.readings import ReplyCriteria
 
 
 @dataclass
@@ -33,7 +34,7 @@ class Plan:
     calls: list[Call]
     generations: list[Generation] = field(default_factory=list)
     by_head: bool = False  # decided by the state head: no model call
-    turn: TurnAsk | None = None  # criterion scores read on from the head's reads
+    turn: ReplyCriteria | None = None  # the reference read on from the head's reads
     levels: LevelAsk | None = None  # criterion scores the criterion head gives from them
     # a state head's reference in use: its part of the verdict (code run, rubric grade)
     reference: ReferenceAsk | None = None

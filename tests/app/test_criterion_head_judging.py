@@ -142,7 +142,7 @@ def test_the_head_gives_every_criterion_from_the_verdicts_read(tiny, heads):
     _, criteria = heads
     rule = resolve(CriteriaChoice(scenario=judged.scenario), PLANET_PAIR, service.catalog).rule
     readings = backend.read_answers(PLANET_PAIR.question, list(PLANET_PAIR.answers), True)
-    read = AnswerReads([r.states for r in readings], [r.features() for r in readings], [], [], [])
+    read = AnswerReads([r.states for r in readings], [r.features() for r in readings], [], [])
     expected = head_levels(criteria, rule.specs, read, PLANET_PAIR.answers)
     for number, answer in enumerate(judged.answers):
         for key in keys:
@@ -627,7 +627,7 @@ def test_a_head_that_reads_request_relevance_gets_it_from_the_engine(tiny, heads
     likelihood = readings[0].features()
     with pytest.raises(ValueError, match="relevance"):
         near.features(readings[0].states, likelihood, len(PLANET_PAIR.answers[0]))
-    read = AnswerReads([readings[0].states], [likelihood], [], [], [])
+    read = AnswerReads([readings[0].states], [likelihood], [], [])
     assert head_levels(near, [], read, ["x"]) is None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.catalog.criteria_resolution import CriteriaChoice, resolve
+from app.catalog.criteria_resolution import CriteriaChoice
 from app.catalog.rubrics import load_rubric
 from app.deciding import criterion_reads
 from app.deciding.decision import DecisionRecord
@@ -71,34 +71,6 @@ def _config(
         parts=JudgeParts(head=head, decision=record, context_tokens=CONTEXT),
     )
     return with_changes(base, more)
-
-
-def test_criteria_read_with_the_verdict_come_from_its_reads(tiny, head):
-    """With `criteria_read: with_verdict`, a head that reads each answer as the model's
-    reply reads the criteria on from that read (one read of each answer): each score is the
-    expected level of the criterion's reply after the answer (its equality to a
-    whole-sequence read: tests/models/backends/test_reply_criteria.py)."""
-    service, backend = tiny
-    alone = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criterion_scores=False))
-    both = service.judge(PAIR, _config(head, Protocol.PAIRWISE, criteria_read="with_verdict"))
-    assert alone.answers == () and alone.raw_output is None and alone.criteria == ()
-    assert both.status is Status.OK
-    # the head's verdict is the same with or without the criteria
-    assert both.verdict_probs == alone.verdict_probs and both.winner == alone.winner
-    keys = both.criteria
-    assert keys and all(set(a.criteria) == set(keys) for a in both.answers)
-    overall = [a.expected_overall for a in both.answers]
-    assert both.criteria_verdict == ("A" if overall[0] > overall[1] else "B")
-    rule = resolve(CriteriaChoice(scenario=both.scenario), PAIR, service.catalog).rule
-    assert rule.keys == keys
-    asked = criterion_reads.turn_criteria(rule, None)
-    for number, answer in enumerate(PAIR.answers):
-        read = backend.read_answers(PAIR.question, [answer], True, asked)[0].criteria
-        for key, levels in zip(keys, read, strict=True):
-            expected = sum(int(level) * p for level, p in levels.items())
-            assert both.answers[number].expected_criteria[key] == pytest.approx(expected, abs=1e-4)
-            assert both.answers[number].criteria[key] == round(expected, 1)
-    assert both.raw_output.count("expected") == 2 * len(keys)
 
 
 @pytest.mark.parametrize("kind", ["reply", "text"])
@@ -292,25 +264,6 @@ def _without_time(judgment: Judgment) -> dict:
     return judgment.model_dump(exclude={"latency_s"})
 
 
-@pytest.mark.parametrize("protocol", [Protocol.PAIRWISE, Protocol.SINGLE])
-def test_criteria_read_on_from_the_reads_come_with_the_verdict(tiny, head, protocol) -> None:
-    """Where the criteria are read on from the head's reads, the verdict costs the reads
-    and the criteria a turn after each: one step, the judgment `judge` gives."""
-    service, _ = tiny
-    weighted = head_rule(reference_criteria=4.0)
-    item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
-    if protocol is Protocol.SINGLE:
-        item = item.model_copy(update={"answers": item.answers[:1]})
-    config = _config(
-        head, protocol, record=weighted, reference_metrics=True, criteria_read="with_verdict"
-    )
-    steps = list(service.judge_in_steps(item, config))
-    assert [_without_time(s) for s in steps] == [_without_time(service.judge(item, config))]
-    assert steps[0].criteria and steps[0].reference_metrics
-    if protocol is Protocol.PAIRWISE:
-        assert "reference" in steps[0].verdict_parts
-
-
 def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     tiny, text_head
 ) -> None:
@@ -344,16 +297,15 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
 def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head):
     """With a reference, the verdict adds the weight times A's lead in the mean
     log-probability of the reference's tokens after each answer (read on from the head's
-    reads, with the criteria read apart or with the verdict, or none: the reference comes
-    first in the turn, so the same); the lead is kept in the verdict's parts, and without a
+    reads, with the criteria read apart or none: the reference comes first in the turn, so
+    the same); the lead is kept in the verdict's parts, and without a
     weight nothing moves."""
     service, backend = tiny
     item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
     weighted = head_rule(reference_likelihood=2.0)
     plain = service.judge(item, _config(head, Protocol.PAIRWISE))
     given = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted))
-    rule = resolve(CriteriaChoice(scenario=given.scenario), item, service.catalog).rule
-    asked = criterion_reads.turn_criteria(rule, item.reference)
+    asked = criterion_reads.reference_turn(item.reference)
     means = [
         float(np.mean(r.reference))
         for r in backend.read_answers(item.question, list(item.answers), True, asked)
@@ -371,12 +323,11 @@ def test_the_reference_likelihood_after_each_answer_moves_the_verdict(tiny, head
     assert "how likely the reference is after each answer" in reference_note(
         _config(head, Protocol.PAIRWISE, record=weighted)
     )
-    for more in ({"criteria_read": "with_verdict"}, {"criterion_scores": False}):
-        other = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted, **more))
-        assert other.verdict_parts["reference_likelihood_difference"] == pytest.approx(
-            lead, abs=1e-3
-        )
-        assert other.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
+    other = service.judge(
+        item, _config(head, Protocol.PAIRWISE, record=weighted, criterion_scores=False)
+    )
+    assert other.verdict_parts["reference_likelihood_difference"] == pytest.approx(lead, abs=1e-3)
+    assert other.verdict_parts["reference"] == pytest.approx(2.0 * lead, abs=1e-3)
     off = service.judge(
         item, _config(head, Protocol.PAIRWISE, record=weighted, use_reference=False)
     )

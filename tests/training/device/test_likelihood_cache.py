@@ -120,14 +120,15 @@ def test_an_evaluation_from_the_cache_judges_as_one_without_it(tmp_path, tiny_gg
         cached.close()
         backend.read_answers = CachedReads(counted, ReadingCache(tmp_path), "eval")  # type: ignore[method-assign]
         second = service.judge(item, config)
-        # criterion scores read with the verdict go on from a live read: those reads are
+        # a reference read on from the answers goes on from a live read: those reads are
         # made afresh
-        with_verdict = JudgeSettings(criteria_read="with_verdict")
-        scored = service.judge(item, replace(config, judge=with_verdict))
+        weighed = replace(config.parts, decision=record_of(pmi_mean=1.0, reference_likelihood=1.0))
+        referenced = item.model_copy(update={"reference": "Red."})
+        scored = service.judge(referenced, replace(config, parts=weighed))
     finally:
         backend.close()
     assert calls == [2, 2]  # read once, then served from disk by a new cache; then afresh
-    assert scored.criteria and scored.answers[0].criteria
+    assert "reference_likelihood_difference" in scored.verdict_parts
     for judged in (first, second):
         assert judged.verdict_parts["score"] == pytest.approx(
             plain.verdict_parts["score"], abs=1e-3
