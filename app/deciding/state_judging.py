@@ -98,17 +98,16 @@ def head_judgment(
         judgment = _grades(base, head, record, reads)
     elif base.protocol is Protocol.MULTI:
         judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
-    if levels is not None:
-        judgment = _with_head_levels(judgment, item, levels, reads)
     means = _reference_means(reads.references)
+    pair = PairReads(item, reference_means=means, check_odds=reads.odds)
+    if reference is not None:  # no criterion scores yet but the criterion head's, which move
+        # with the reference's own signals: their lead would count those twice
+        pair = reference_reads(pair, judgment, reference, criteria=False)
+    if levels is not None:
+        judgment = _with_head_levels(judgment, levels, reads, record, pair)
     if base.protocol is Protocol.PAIRWISE:
         answers = _answer_values(item, head, reads, relevance)
-        pair = PairReads(item, answers, reference_means=means, check_odds=reads.odds)
-        if reference is not None:
-            # criteria from the criterion head move with the reference's own signals: their
-            # lead would count those twice
-            pair = reference_reads(pair, judgment, reference, not judgment.criteria_by_head)
-        judgment = _verdict(judgment, record, pair)
+        judgment = _verdict(judgment, record, replace(pair, answers=answers))
     elif base.protocol is Protocol.SINGLE and turn is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
     if reference is None:
@@ -160,37 +159,25 @@ def check_log_odds(p_true: float) -> float:
 
 @dataclass(frozen=True)
 class LevelAsk:
-    """Criterion scores a criterion head gives from the verdict's reads."""
+    """Criterion scores a criterion head gives from the verdict's reads (moved, with a
+    reference in use, by the judge's record's criterion_shift)."""
 
     head: CriterionHead
     rule: ScoringRule
-    reference: str | None = None  # in use: the levels move with it (the record's shift)
-    # each answer's function run beside the reference function, where code was run
-    behaviour: BehaviourReading | None = None
-    # the judge's record: how a reference moves the levels (criterion_shift) and holds them
-    record: DecisionRecord | None = None
 
 
 def _reference_shift(
-    item: JudgeItem, ask: LevelAsk, reads: AnswerReads
+    record: DecisionRecord, pair: PairReads
 ) -> tuple[np.ndarray | None, dict[str, Sequence[float | None]]]:
     """Each answer's shift in level points for what the reference in use shows of it (the
     record's criterion_shift), and each answer's value of the signals and rules it names
     (none without a shift)."""
-    rule = ask.record.criterion_shift if ask.record is not None else None
-    if not (ask.reference and rule):
+    rule = record.criterion_shift
+    if not (pair.reference and rule):
         return None, {}
-    means = _reference_means(reads.references)
-    pair = PairReads(
-        item,
-        reference=ask.reference,
-        reference_means=means,
-        check_odds=reads.odds,
-        behaviour=ask.behaviour,
-    )
     names = (*(signal.name for signal in rule.signals), *rule.caps)
     values = {name: each_answer(name, pair) or () for name in names}
-    return reference_shift(rule, values, len(item.answers)), values
+    return reference_shift(rule, values, len(pair.item.answers)), values
 
 
 def _reference_means(references: list[Any]) -> list[float | None]:
@@ -205,17 +192,16 @@ HELD_WHY = {  # why a rule held a level, of the answer's share by it
 
 
 def _with_head_levels(
-    judgment: Judgment, item: JudgeItem, ask: LevelAsk, reads: AnswerReads
+    judgment: Judgment, ask: LevelAsk, reads: AnswerReads, record: DecisionRecord, pair: PairReads
 ) -> Judgment:
-    shift, shares = _reference_shift(item, ask, reads)
-    found = head_levels(ask.head, ask.rule.specs, reads, item.answers, shift)
+    shift, shares = _reference_shift(record, pair)
+    found = head_levels(ask.head, ask.rule.specs, reads, pair.item.answers, shift)
     if found is None:
         why = "the verdict's read holds no states or likelihoods for the criterion head"
         note = f"the criterion scores could not be given ({why})"
         return judgment.model_copy(update={"criteria": (), "criteria_note": note})
     moved = [f" (the reference moved it {s:+.2f})" for s in shift] if shift is not None else None
-    record = ask.record
-    caps = level_caps(record, ask.rule.specs, shares) if record and shift is not None else []
+    caps = level_caps(record, ask.rule.specs, shares) if shift is not None else []
     lines = []
     for n, values in found.items():
         for c, (key, value) in enumerate(values.items()):

@@ -54,11 +54,6 @@ class HeadSettings:
     # reference in use: the record's criterion_shift; empty: a reference moves none
     moved_by: frozenset[str] = frozenset()
 
-    def weighs(self, *signals: str) -> bool:
-        """Whether the decision record weighs, or rules by, any of `signals` (only then is
-        it read)."""
-        return self.decision.uses(*signals)
-
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
         return cls(
@@ -130,7 +125,9 @@ class HeadDecider:
         truncated = cut_by_head(item, head)
         reference = item.reference if settings.use_reference else None
         # the reference's likelihood (and check) is read where the record weighs it
-        wanted = reference if settings.weighs("reference_likelihood", "reference_check") else None
+        wanted = (
+            reference if settings.decision.uses("reference_likelihood", "reference_check") else None
+        )
         # nothing more is read for a judgment that will be an error (a backend the head
         # cannot read through): it would be thrown away
         readable = self.reads_for(head)
@@ -141,10 +138,10 @@ class HeadDecider:
             base = base.model_copy(update={"truncated": truncated, "criteria": ()})
         else:
             base = base.model_copy(update={"truncated": truncated})
-            levels = self.level_ask(item, resolved, found)
+            levels = self.level_ask(item, resolved)
             if levels is not None:  # no reads: the criterion head's levels (a reference read on)
-                if levels.reference and "reference_likelihood" in settings.moved_by:
-                    wanted = levels.reference
+                if asked and "reference_likelihood" in settings.moved_by:
+                    wanted = reference
             else:
                 calls, cut = self.criterion_calls(item, protocol, resolved)
                 base = base.model_copy(update={"truncated": truncated or cut})
@@ -166,7 +163,9 @@ class HeadDecider:
         judge's check of the answer against it where the record weighs that)."""
         if not (reference and self.reads_on()):
             return None
-        return criterion_reads.reference_turn(reference, self.settings.weighs("reference_check"))
+        return criterion_reads.reference_turn(
+            reference, self.settings.decision.uses("reference_check")
+        )
 
     def criterion_calls(
         self, item: JudgeItem, protocol: Protocol, resolved: ResolvedCriteria
@@ -188,25 +187,19 @@ class HeadDecider:
                 calls.append(call)
         return calls, truncated
 
-    def level_ask(
-        self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
-    ) -> LevelAsk | None:
+    def level_ask(self, item: JudgeItem, resolved: ResolvedCriteria) -> LevelAsk | None:
         """What the criterion head gives (criteria_read: head), where it can: a head that
         reads replies, criteria on the scale it was fitted on, without level texts. With a
-        reference in use, only where the head moves its levels with one and the item has
-        answers to compare (a single answer's criteria are read apart with it); with each
-        answer's share of the reference function's results where code ran (`found`)."""
+        reference in use, only where the record moves its levels with one and the item has
+        answers to compare (a single answer's criteria are read apart with it)."""
         settings = self.settings
         level_head = settings.level_head
         if level_head is None or not settings.with_criteria or settings.head.reads != "reply":
             return None
-        if not reads_by_head(resolved.rule.specs):
+        referenced = item.reference and settings.use_reference
+        if referenced and not (settings.moved_by and len(item.answers) > 1):
             return None
-        reference = item.reference if settings.use_reference else None
-        if reference and not (settings.moved_by and len(item.answers) > 1):
-            return None
-        ran = found if isinstance(found, BehaviourReading) else None
-        return LevelAsk(level_head, resolved.rule, reference or None, ran, settings.decision)
+        return LevelAsk(level_head, resolved.rule) if reads_by_head(resolved.rule.specs) else None
 
     def reference_ask(
         self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
@@ -245,7 +238,7 @@ class HeadDecider:
         reference is a function but no reading came (code running off, no jail, ...)."""
         settings = self.settings
         moved = settings.level_head is not None and "reference_behaviour" in settings.moved_by
-        weighed = settings.weighs("reference_behaviour") or moved
+        weighed = settings.decision.uses("reference_behaviour") or moved
         if not (settings.use_reference and item.reference and weighed):
             return None
         if len(item.answers) < 2:
