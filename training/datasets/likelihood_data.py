@@ -33,9 +33,14 @@ def fitting_pairs(alpacaeval: int, per_request: int = PER_REQUEST) -> list[Judge
 
 
 def grade_rows() -> list[JudgeItem]:
-    from training.heads.state_head import grade_rows as rows
+    """Every rated single answer of the fitting split: the seeded sample the grade head was
+    first fitted on (training.heads.state_head.grade_rows), then the rest."""
+    from training.datasets.state_head_data import single_rows
+    from training.heads.state_head import grade_rows as sample
 
-    return rows()
+    first = sample()
+    chosen = {item.id for item in first}
+    return first + [item for item in single_rows()[0] if item.id not in chosen]
 
 
 def work_order(alpacaeval: int, per_request: int = PER_REQUEST) -> list[tuple[str, str]]:

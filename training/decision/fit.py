@@ -14,6 +14,9 @@ chosen are data (`--config`). The fit:
    from it. The pairwise part is then fitted around these weights (the config's `held`);
    the cache's `states` values are the engine's under the head before, which the head fitted
    again follows closely (its report says how closely).
+0. **The grade** (`grade`: one answer's 1-10 grade): the head's grade vector and the record's
+   grade rule, a ridge over the states and likelihood features of every rated single answer
+   of the fitting split, from the same committed reads (training/decision/head_fit.py).
 1. **Rules** first, in the config's order: a rule decides the pairs where its value is at
    least its threshold either way; its confidence is the share of those training pairs it
    got right, smoothed ((right + 1) / (decided + 2)), so never certainty. The pairs it
@@ -39,12 +42,12 @@ chosen are data (`--config`). The fit:
    reference-decided training pairs (training/decision/levels.py), the pairs a rule decides
    left to the rule, which holds their levels (training/decision/shift_fit.py).
 
-`--sections` names the parts refitted (default: all four, `head`, `pairwise`, `rubric_grade`
-and `criterion_shift`; a part not named is kept as the judge's record has it). `--write` writes
-the record beside the judge's head (`decision.yaml`), the head (`state_head.json`, where `head`
-is refitted) and the model card's table of the rule (training/decision/record_file.py); `--out
-FILE` writes the record (and the head beside it) as a trial; without either the fit is printed
-alone.
+`--sections` names the parts refitted (default: `head`, `pairwise`, `rubric_grade` and
+`criterion_shift`; `grade` when named; a part not named is kept as the judge's record has it).
+`--write` writes the record beside the judge's head (`decision.yaml`), the head
+(`state_head.json`, where `head` or `grade` is refitted) and the model card's table of the rule
+(training/decision/record_file.py); `--out FILE` writes the record (and the head beside it) as
+a trial; without either the fit is printed alone.
 """
 
 from __future__ import annotations
@@ -310,7 +313,10 @@ def write_record(data: dict[str, Any], out: Path | None = None) -> str:
     return f"wrote {path} and its tables of the rule"
 
 
-SECTIONS = ("head", "pairwise", "rubric_grade", "criterion_shift")
+SECTIONS = ("head", "grade", "pairwise", "rubric_grade", "criterion_shift")
+# the grade stage is fitted when named: measured on the held-out rated answers and not adopted
+# (training/EXPERIMENTS.md, session 51), the shipped grade is the head's own fit's
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "grade")
 
 
 def declared(record: DecisionRecord) -> dict[str, Any]:
@@ -395,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="write the judge's decision.yaml")
     parser.add_argument("--out", type=Path, help="write the record here instead (a trial)")
     parser.add_argument(
-        "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to refit"
+        "--sections",
+        nargs="+",
+        choices=SECTIONS,
+        default=list(DEFAULT_SECTIONS),
+        help="what to refit",
     )
     parser.add_argument("--graded", type=Path, default=DEFAULT_FILE, help="the graded rows' file")
     args = parser.parse_args(argv)
@@ -405,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
     if "head" in args.sections:
         kept, head = refitted_head(kept)
     data = declared(kept)
+    if "grade" in args.sections:
+        from training.decision.head_fit import fitted_grade
+        from training.decision.in_sample import judge_head
+
+        data["grade"], head = fitted_grade(config.judge, head or judge_head(config.judge)[1])
     if "pairwise" in args.sections:
         data |= fitted_pairwise(config, args.reads, kept)
     if "rubric_grade" in args.sections:

@@ -10,6 +10,11 @@ values, which no fit touches), so `python -m training.decision.fit` fits the hea
 as it fits every other weight of the record: from the cache, in seconds, not from a GPU's
 reads. Choosing the variant and strength again (6 x 10 x 5 fits, about 25 minutes) stays
 `python -m training.heads.likelihood_head fit`.
+
+The grade stage (`fitted_grade`) fits the head's grade vector and the record's grade rule the
+same way, from the committed reads of every rated single answer of the fitting split (a ridge
+over the states and likelihood features, its option and strength chosen by cross-validation:
+`training.heads.likelihood_fit.fit_grades`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +34,7 @@ from training.datasets.likelihood_data import CACHE_DIR
 
 OUT_OF_FOLD = CACHE_DIR / "head_fitting_out_of_fold.jsonl.gz"  # training.decision.out_of_fold
 BY = "python -m training.decision.fit --sections head"
+GRADE_BY = "python -m training.decision.fit --sections grade"
 # notes older fits left in a head's `fitted_on` of what the decision record now says itself
 RECORD_OWNS = ("tie_band", "reference_weight", "reference_signals")
 
@@ -129,3 +136,30 @@ def fitted_head(judge: str) -> HeadFit:
             "fitting pairs are not read (python -m training.heads.likelihood_head read)"
         )
     return fit_head(head, pairs, readings_of(cache, pairs), committed_relevance(pairs))
+
+
+def fitted_grade(judge: str, head: StateHead) -> tuple[dict[str, Any], StateHead]:
+    """`judge`'s grade rule fitted again from the committed reads of every rated single answer
+    of the fitting split, and `head` with the grade vector of that fit."""
+    from models.registry import load_registry
+    from training.datasets.likelihood_data import cache_for, cut
+    from training.datasets.state_head_data import single_rows
+    from training.heads.likelihood_fit import _grade_rule, fit_grades
+
+    gguf = load_registry().get(judge).path()
+    if gguf is None:
+        raise SystemExit(f"{judge}: no model file to find its reads by")
+    cache = cache_for(gguf)
+    rows = single_rows()[0]
+    if unread := sum(not cache.has(*cut(r.question, r.answers[0])) for r in rows):
+        raise SystemExit(
+            f"{CACHE_DIR / gguf.stem}: {unread} of the {len(rows)} rated single answers are "
+            "not read (python -m training.heads.likelihood_head read)"
+        )
+    grade = fit_grades(cache)
+    print("grade:", json.dumps(grade["report"]))
+    rule = _grade_rule(grade, len(head.weights), GRADE_BY)
+    if rule is None:
+        raise SystemExit(f"{judge}: the grade fit chose no grade ({grade['report']['chosen']})")
+    on = head.fitted_on | {"single_rows": grade["report"]["rows"]}
+    return rule, head.model_copy(update={"grade_weights": grade["weights"], "fitted_on": on})

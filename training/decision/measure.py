@@ -11,8 +11,10 @@ a refit is measured without reading a file again (reads vary a little from run t
 file read again may differ by a row). With `--head` (a state head fitted again), each pair's
 `states` and likelihood values come from the evaluation files' reads
 (`likelihood_head read --evaluation`, committed) under that head, the rest as saved: a head
-is measured without judging the files again. Agreement counts a tie as each file does: right only
-where the label is a tie. A file is reported whole or said to be partial.
+is measured without judging the files again, and its grades (with the record's grade rule) on
+the held-out rated single answers' reads beside the judge's shipped ones. Agreement counts a
+tie as each file does: right only where the label is a tie. A file is reported whole or said to
+be partial.
 """
 
 from __future__ import annotations
@@ -67,11 +69,14 @@ def saved_rows(paths: Sequence[Path]) -> list[dict]:
 
 
 def evaluation_order() -> list[tuple[str, str]]:
-    """Every (question, answer) of the evaluation files' pairs, cut as a state head reads them
-    (what `likelihood_head read --evaluation` reads, what `under_head` measures a head on)."""
+    """Every (question, answer) of the evaluation files' pairs, then of the held-out rated
+    single answers, cut as a state head reads them (what `likelihood_head read --evaluation`
+    reads, what `under_head` and `held_out_grades` measure a head on)."""
     from training.datasets.likelihood_data import cut_texts
+    from training.datasets.state_head_data import single_rows
 
-    return cut_texts(item for name in [*FILES, HELD_OUT] for item in labelled_items(name).values())
+    pairs = [item for name in [*FILES, HELD_OUT] for item in labelled_items(name).values()]
+    return cut_texts([*pairs, *single_rows()[1]])
 
 
 def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
@@ -100,6 +105,40 @@ def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
         parts = row["parts"] | {f"{name}_difference": value for name, value in values.items()}
         found.append(row | {"parts": parts})
     return found
+
+
+def held_out_grades(records: dict[str, DecisionRecord], heads: dict[str, Path], gguf: Path) -> str:
+    """Each record's grade rule, with its head's grade vector (`heads`, by the same label), on
+    the held-out rated single answers' reads of `gguf`: the Spearman of the grades a judgment
+    shows (rounded, as `make eval` correlates them) with the ratings, beside the answers'
+    lengths; or why it cannot be measured."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from app.deciding.decision import grade_of
+    from app.deciding.state_head import load_state_head
+    from training.datasets.likelihood_data import EVALUATION_CACHE_DIR, cache_for, cut
+    from training.datasets.state_head_data import single_rows
+
+    cache = cache_for(gguf, EVALUATION_CACHE_DIR / gguf.stem)
+    rows = single_rows()[1]
+    texts = [cut(row.question, row.answers[0]) for row in rows]
+    if unread := sum(not cache.has(*text) for text in texts):
+        return f"held-out grades: {unread} of {len(rows)} answers not read (--evaluation)"
+    readings = [cache.get(*text) for text in texts]
+    ratings = [float(row.label.score) for row in rows]  # type: ignore[union-attr]
+    cells = []
+    for label, record in records.items():
+        vector = np.asarray(load_state_head(heads[label]).grade_weights or (), dtype=np.float64)
+        if record.grade is None or not vector.size:
+            continue
+        grades = [
+            round(grade_of(record.grade, r.features() | {"grade_states": float(vector @ r.states)}))
+            for r in readings
+        ]
+        cells.append(f"{label} {spearmanr(grades, ratings).statistic:.3f}")
+    lengths = spearmanr([len(row.answers[0]) for row in rows], ratings).statistic
+    return f"held-out grades ({len(rows)} rows), Spearman: {', '.join(cells)}; length {lengths:.3f}"
 
 
 def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]:
@@ -150,11 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = saved_rows(args.saved)
     if args.head is not None:
         from models.registry import load_registry
+        from training.decision.in_sample import judge_head
 
         gguf = load_registry().get(records["record"].judge).path()
         if gguf is None:
             raise SystemExit(f"{records['record'].judge}: no model file to find its reads by")
         rows = under_head(rows, args.head, gguf)
+        judge = records["record"].judge  # the grades beside the judge's own rule and head
+        graders = {"shipped": load_decision(record_path(judge)), "record": records["record"]}
+        heads = {"shipped": judge_head(judge)[0], "record": args.head}
+        print(held_out_grades(graders, heads, gguf))
     print(markdown(measured(records, rows), list(records)))
     return 0
 

@@ -184,14 +184,20 @@ def _fitted(on: dict) -> dict[str, str]:  # type: ignore[type-arg]
     return {"by": "python -m training.heads.likelihood_head fit", "rows": rows, "cv": cv}
 
 
-def _grade_rule(grade: dict, width: int) -> dict | None:  # type: ignore[type-arg]
-    """fit_grades' grade as a record's grade rule (None: it grades not)."""
+def _grade_rule(
+    grade: dict,  # type: ignore[type-arg]
+    width: int,
+    by: str = "python -m training.heads.likelihood_head fit",
+) -> dict | None:  # type: ignore[type-arg]
+    """fit_grades' grade as a record's grade rule, fitted `by` (None: it grades not)."""
     if grade["weights"] is None:
         return None
     rows = f"{grade['report']['rows']} rated single answers: {grade['report']['chosen']}"
-    fitted = {"by": "python -m training.heads.likelihood_head fit", "rows": rows}
+    spearman = grade["report"]["cross-validated Spearman"][grade["report"]["chosen"]]
+    cv = f"ridge (alpha {grade['report']['alpha']:g}), cross-validated Spearman {spearman}"
+    fitted = {"by": by, "rows": rows, "cv": cv}
     weights = ({"grade_states": 1.0} if grade["weights"] else {}) | grade["likelihood"]
-    return grade_rule(weights, grade["intercept"], fitted, width)
+    return grade_rule(weights, grade["intercept"], fitted, width) | {"fitted": fitted}
 
 
 def likelihood_only_head(args, table, winners, groups, report):  # type: ignore[no-untyped-def]

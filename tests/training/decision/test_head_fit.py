@@ -35,6 +35,26 @@ def test_the_committed_reads_fit_the_default_head_and_its_weights_again(shipped)
         assert next(s for s in record.signals if s.name == name).fitted == found.fitted
 
 
+def test_the_grade_stage_fits_the_default_grade_again_from_the_committed_reads(shipped):
+    """The grade stage: every rated single answer of the fitting split, from the committed
+    llama.cpp reads, gives the shipped grade (fitted on a GPU's torch reads of the same
+    answers) again, closely: the same signals, the grade vector in the same direction, the
+    intercept within 0.05. Not adopted (training/EXPERIMENTS.md, session 51)."""
+    from app.deciding.decision import GradeRule
+    from training.decision.head_fit import GRADE_BY, fitted_grade
+
+    record, head = shipped
+    data, refitted = fitted_grade(record.judge, head)
+    rule = GradeRule.model_validate(data)
+    old, new = np.asarray(head.grade_weights), np.asarray(refitted.grade_weights)
+    assert np.corrcoef(old, new)[0, 1] > 0.9999
+    assert np.linalg.norm(new) / np.linalg.norm(old) == pytest.approx(1.0, abs=0.05)
+    assert refitted.weights == head.weights and refitted.fitted_on == head.fitted_on
+    assert rule.intercept == pytest.approx(record.grade.intercept, abs=0.05)
+    assert rule.weights().keys() == record.grade.weights().keys()
+    assert rule.fitted.by == GRADE_BY and rule.fitted.rows.startswith("799 rated single answers")
+
+
 def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(shipped):
     """The pairwise part, fitted around the head's weights from the cache of reads: the
     signals, weights, rules and tie threshold the default's record holds, its strength

@@ -5,6 +5,7 @@ fitted again is measured there without judging the files again."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -55,3 +56,22 @@ def test_another_head_is_what_the_states_are_read_under(shipped, tmp_path):
         s["states"] == pytest.approx(-o["states"], abs=1e-9) and s["pmi_mean"] == o["pmi_mean"]
         for s, o in zip(shipped_values, other_values)
     )
+
+
+def test_the_held_out_grades_are_a_records_grade_rule_on_their_committed_reads(shipped, tmp_path):
+    """The held-out rated single answers are read whole; the shipped grade rule and vector
+    on those reads correlate with the ratings as the engine's `make eval` measured them (its
+    model card: 0.379; read again, so close, not equal), and the grade vector is what they
+    are read under."""
+    from training.decision.measure import held_out_grades
+
+    record, head_file, gguf = shipped
+    said = held_out_grades({"shipped": record}, {"shipped": head_file}, gguf)
+    assert said.startswith("held-out grades (160 rows)"), said
+    assert float(re.search(r"shipped (-?[\d.]+)", said)[1]) == pytest.approx(0.379, abs=0.02)
+    data = json.loads(head_file.read_text(encoding="utf-8"))
+    data["grade_weights"] = [-w for w in data["grade_weights"]]
+    turned_round = tmp_path / "state_head.json"
+    turned_round.write_text(json.dumps(data), encoding="utf-8")
+    said = held_out_grades({"turned": record}, {"turned": turned_round}, gguf)
+    assert float(re.search(r"turned (-?[\d.]+)", said)[1]) < 0

@@ -194,12 +194,15 @@ def test_the_committed_reads_are_half_precision_numbers_under_hashed_keys(folder
 def test_the_evaluation_reads_are_each_answer_of_the_measured_files_once_cut_as_the_head_reads():
     from app.deciding.state_head import ANSWER_CHARS, QUESTION_CHARS
     from training.datasets.likelihood_data import cut
+    from training.datasets.state_head_data import single_rows
     from training.decision.measure import FILES, HELD_OUT, evaluation_order, labelled_items
 
     order = evaluation_order()
     assert len(order) == len(set(order))
     items = [item for name in [*FILES, HELD_OUT] for item in labelled_items(name).values()]
     assert len(items) == 290 + 100 + 134 + 84
+    items += single_rows()[1]  # the held-out rated single answers
+    assert len(items) == 290 + 100 + 134 + 84 + 160
     assert set(order) == {cut(item.question, answer) for item in items for answer in item.answers}
     assert all(len(q) <= QUESTION_CHARS and len(a) <= ANSWER_CHARS for q, a in order)
     assert max(len(a) for _, a in order) == ANSWER_CHARS  # long answers are cut
