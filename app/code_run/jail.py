@@ -32,6 +32,11 @@ BWRAP = "bwrap"
 TMPFS_BYTES = 64 * 1024 * 1024  # the jail's only writable place
 NOBODY = "65534"
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")  # merged-/usr or not
+JAIL_TMP = Path("/tmp")  # the jail's own tmpfs: it hides whatever of the machine's is there
+# where a Python installation kept under /tmp is seen in the jail (a checkout under /tmp):
+# bound at its own path, under the jail's tmpfs, it would be hidden, or show its folders in
+# the jail's empty home
+MOVED_PYTHON = Path("/opt/pocketjudge-python")
 # (system call, errno) refused by the seccomp filter; clone is refused below unless it
 # makes a thread, and clone3 says ENOSYS, so that glibc makes threads with clone instead
 REFUSED = (
@@ -91,6 +96,25 @@ def python_roots() -> list[Path]:
     return found
 
 
+def python_binds() -> list[tuple[Path, Path]]:
+    """Each Python root (python_roots) and where the jail sees it: at its own path, or at
+    MOVED_PYTHON/<n> where it lies under the jail's own /tmp."""
+    roots = python_roots()
+    moved = [root for root in roots if root.is_relative_to(JAIL_TMP)]
+    return [(r, MOVED_PYTHON / str(moved.index(r)) if r in moved else r) for r in roots]
+
+
+def jailed_path(path: str) -> str:
+    """`path` (a program of the Python installation, as it is named here) as the jail sees
+    it."""
+    binds = python_binds()
+    for named in (Path(path), Path(path).resolve()):  # as named first: a venv's own python
+        for root, seen in binds:
+            if named.is_relative_to(root):
+                return str(seen / named.relative_to(root))
+    return path
+
+
 def _system_paths() -> Iterator[str]:
     for name in SYSTEM_LINKS:
         path = Path(name)
@@ -119,7 +143,7 @@ def command(program: list[str], seccomp_fd: int) -> list[str]:
     if bwrap is None:
         raise JailUnavailable(f"`{BWRAP}` is not installed")
     version = _version(bwrap)
-    python = [arg for root in python_roots() for arg in ("--ro-bind", str(root), str(root))]
+    python = [arg for root, seen in python_binds() for arg in ("--ro-bind", str(root), str(seen))]
     no_userns = ["--disable-userns"] if version >= (0, 8) else []
     tmpfs_size = ["--size", str(TMPFS_BYTES)] if version >= (0, 7) else []
     return [
@@ -145,11 +169,12 @@ def command(program: list[str], seccomp_fd: int) -> list[str]:
         "--proc", "/proc",
         "--dev", "/dev",
         *tmpfs_size,
-        "--tmpfs", "/tmp",
-        "--chdir", "/tmp",
+        "--tmpfs", str(JAIL_TMP),
+        "--chdir", str(JAIL_TMP),
         "--seccomp", str(seccomp_fd),
         "--",
-        *program,
+        jailed_path(program[0]),
+        *program[1:],
     ]  # fmt: skip
 
 

@@ -25,6 +25,7 @@ import pytest
 from app.code_run import runner
 from app.code_run.answers import CodeFunction
 from app.code_run.behaviour import BehaviourReading, behaviour_reading
+from app.code_run.jail import jailed_path
 from app.code_run.runner import ProgramRun, run_program
 from tests.support.needs import REPO_ROOT, need_jail
 
@@ -174,9 +175,11 @@ def test_reading_the_machines_files_finds_nothing(home_secret: Path):
 
 
 def test_writing_into_the_python_installation_is_refused():
-    path = Path(sys.prefix) / f"pocketjudge-jail-{os.getpid()}"
-    run = jailed(f"def attempt(x):\n    open({str(path)!r}, 'w').write('x')\n    return 1")
-    assert run.outcomes == ((False, "OSError"),) and not path.exists()  # read-only
+    name = f"pocketjudge-jail-{os.getpid()}"
+    seen = Path(jailed_path(sys.prefix)) / name  # where the jail sees it (moved from /tmp)
+    run = jailed(f"def attempt(x):\n    open({str(seen)!r}, 'w').write('x')\n    return 1")
+    assert run.outcomes == ((False, "OSError"),)  # read-only
+    assert not (Path(sys.prefix) / name).exists()
 
 
 def test_a_socket_to_this_machine_reaches_nothing():

@@ -64,3 +64,46 @@ def test_a_thread_and_the_tmpfs_work_inside():
     assert inside(threaded) == [1]
     written = "open('/tmp/note', 'w').write('kept')\nreturn open('/tmp/note').read()"
     assert inside(written) == "kept"
+
+
+_UNDER_TMP = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from app.code_run.answers import CodeFunction
+from app.code_run.jail import jail_status
+from app.code_run.runner import run_program
+
+status = jail_status()
+assert status.works, status
+home = "import os\\ndef attempt(x):\\n    return sorted(os.listdir(os.path.expanduser('~')))"
+run = run_program(CodeFunction(home, "attempt", 1), [[0]], keep=1, stop_at_timeout=True)
+print(repr((sys.prefix, run.outcomes)))
+"""
+
+
+def test_a_python_installation_under_tmp_is_seen_outside_the_jails_own_tmp():
+    """A checkout kept under /tmp (its virtual environment there): the jail's own tmpfs on
+    /tmp would hide the installation, so it is bound at MOVED_PYTHON instead; the jail runs,
+    and its home (its /tmp) stays empty."""
+    import ast
+    import subprocess
+    import sysconfig
+    import tempfile
+
+    need_jail()
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        venv = Path(folder) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        packages = sysconfig.get_paths()["purelib"]  # this environment's, by a .pth file
+        (next(venv.glob("lib/python*/site-packages")) / "here.pth").write_text(packages + "\n")
+        said = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", _UNDER_TMP, str(REPO_ROOT)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    prefix, outcomes = ast.literal_eval(said.stdout.strip())
+    assert Path(prefix).is_relative_to("/tmp") and outcomes == ((True, []),)
+    binds = dict(jail.python_binds())
+    assert all(not seen.is_relative_to(jail.JAIL_TMP) for seen in binds.values())
