@@ -420,14 +420,21 @@ def _grades(
     rule = record.grade
     if rule is None:
         raise ValueError("the judge's decision record has no grade rule: it grades no answer")
-    weights = np.asarray(head.grade_weights or (), dtype=np.float64)
     answers = []
     for f, likelihood in zip(reads.features, reads.likelihoods):
-        values = dict(likelihood or {})
-        if weights.size and f is not None:
-            values["grade_states"] = float(weights @ f)
-        value = grade_of(rule, values)
+        value = answer_grade(rule, head, f, likelihood)
         answers.append(AnswerScores(criteria={}, overall=round(value), expected_overall=value))
     # the head's grade is on its rule's scale whatever the criteria's (a rubric's may be 1-5)
     update = {"status": Status.OK, "answers": tuple(answers), "overall_scale": rule.scale}
     return base.model_copy(update=update)
+
+
+def answer_grade(
+    rule: GradeRule, head: StateHead, states: np.ndarray | None, likelihood: dict[str, float] | None
+) -> float:
+    """One answer's grade by `rule` from its states (the grade head's w . f, where read) and
+    its likelihood features."""
+    values = dict(likelihood or {})
+    if head.grade_weights and states is not None:
+        values["grade_states"] = float(np.asarray(head.grade_weights, dtype=np.float64) @ states)
+    return grade_of(rule, values)

@@ -118,15 +118,12 @@ def fit_head(
 
 def fitted_head(judge: str) -> HeadFit:
     """`judge`'s head fitted again from the committed reads of its fitting set."""
-    from models.registry import load_registry
     from training.datasets.likelihood_data import cache_for, cut
-    from training.decision.in_sample import head_fitting_pairs, judge_head
+    from training.decision.in_sample import head_fitting_pairs, judge_gguf, judge_head
     from training.heads.likelihood_fit import readings_of
 
     head = judge_head(judge)[1]
-    gguf = load_registry().get(judge).path()
-    if gguf is None:
-        raise SystemExit(f"{judge}: no model file to find its reads by")
+    gguf = judge_gguf(judge)
     cache = cache_for(gguf)
     every = head_fitting_pairs(judge)
     pairs = [p for p in every if all(cache.has(*cut(p.question, a)) for a in p.answers)]
@@ -141,14 +138,12 @@ def fitted_head(judge: str) -> HeadFit:
 def fitted_grade(judge: str, head: StateHead) -> tuple[dict[str, Any], StateHead]:
     """`judge`'s grade rule fitted again from the committed reads of every rated single answer
     of the fitting split, and `head` with the grade vector of that fit."""
-    from models.registry import load_registry
     from training.datasets.likelihood_data import cache_for, cut
     from training.datasets.state_head_data import single_rows
+    from training.decision.in_sample import judge_gguf
     from training.heads.likelihood_fit import _grade_rule, fit_grades
 
-    gguf = load_registry().get(judge).path()
-    if gguf is None:
-        raise SystemExit(f"{judge}: no model file to find its reads by")
+    gguf = judge_gguf(judge)
     cache = cache_for(gguf)
     rows = single_rows()[0]
     if unread := sum(not cache.has(*cut(r.question, r.answers[0])) for r in rows):

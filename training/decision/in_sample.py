@@ -30,6 +30,16 @@ def judge_head(judge: str) -> tuple[Path, StateHead]:
     return path, load_state_head(path)
 
 
+def judge_gguf(judge: str) -> Path:
+    """`judge`'s model file: the reads of its fitting and evaluation sets are kept by it."""
+    from models.registry import load_registry
+
+    gguf = load_registry().get(judge).path()
+    if gguf is None:
+        raise SystemExit(f"{judge}: no model file to find its reads by")
+    return gguf
+
+
 @cache
 def head_fitting_pairs(judge: str) -> tuple[JudgeItem, ...]:
     """The pairs `judge`'s state head was fitted on: its fitting set

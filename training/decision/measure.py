@@ -112,11 +112,10 @@ def held_out_grades(records: dict[str, DecisionRecord], heads: dict[str, Path], 
     the held-out rated single answers' reads of `gguf`: the Spearman of the grades a judgment
     shows (rounded, as `make eval` correlates them) with the ratings, beside the answers'
     lengths; or why it cannot be measured."""
-    import numpy as np
     from scipy.stats import spearmanr
 
-    from app.deciding.decision import grade_of
     from app.deciding.state_head import load_state_head
+    from app.deciding.state_judging import answer_grade
     from training.datasets.likelihood_data import EVALUATION_CACHE_DIR, cache_for, cut
     from training.datasets.state_head_data import single_rows
 
@@ -129,13 +128,10 @@ def held_out_grades(records: dict[str, DecisionRecord], heads: dict[str, Path], 
     ratings = [float(row.label.score) for row in rows]  # type: ignore[union-attr]
     cells = []
     for label, record in records.items():
-        vector = np.asarray(load_state_head(heads[label]).grade_weights or (), dtype=np.float64)
-        if record.grade is None or not vector.size:
+        head = load_state_head(heads[label])
+        if record.grade is None or not head.grade_weights:
             continue
-        grades = [
-            round(grade_of(record.grade, r.features() | {"grade_states": float(vector @ r.states)}))
-            for r in readings
-        ]
+        grades = [round(answer_grade(record.grade, head, r.states, r.features())) for r in readings]
         cells.append(f"{label} {spearmanr(grades, ratings).statistic:.3f}")
     lengths = spearmanr([len(row.answers[0]) for row in rows], ratings).statistic
     return f"held-out grades ({len(rows)} rows), Spearman: {', '.join(cells)}; length {lengths:.3f}"
@@ -188,14 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows = saved_rows(args.saved)
     if args.head is not None:
-        from models.registry import load_registry
-        from training.decision.in_sample import judge_head
+        from training.decision.in_sample import judge_gguf, judge_head
 
-        gguf = load_registry().get(records["record"].judge).path()
-        if gguf is None:
-            raise SystemExit(f"{records['record'].judge}: no model file to find its reads by")
+        judge = records["record"].judge
+        gguf = judge_gguf(judge)
         rows = under_head(rows, args.head, gguf)
-        judge = records["record"].judge  # the grades beside the judge's own rule and head
+        # the grades beside the judge's own rule and head
         graders = {"shipped": load_decision(record_path(judge)), "record": records["record"]}
         heads = {"shipped": judge_head(judge)[0], "record": args.head}
         print(held_out_grades(graders, heads, gguf))
