@@ -96,20 +96,21 @@ def python_roots() -> list[Path]:
     return found
 
 
-def python_binds() -> list[tuple[Path, Path]]:
+@functools.cache
+def python_binds() -> tuple[tuple[Path, Path], ...]:
     """Each Python root (python_roots) and where the jail sees it: at its own path, or at
-    MOVED_PYTHON/<n> where it lies under the jail's own /tmp."""
+    MOVED_PYTHON/<n> where it lies under the jail's own /tmp (the same for the whole
+    process: `command` and `jailed_path` read it for every run)."""
     roots = python_roots()
     moved = [root for root in roots if root.is_relative_to(JAIL_TMP)]
-    return [(r, MOVED_PYTHON / str(moved.index(r)) if r in moved else r) for r in roots]
+    return tuple((r, MOVED_PYTHON / str(moved.index(r)) if r in moved else r) for r in roots)
 
 
 def jailed_path(path: str) -> str:
     """`path` (a program of the Python installation, as it is named here) as the jail sees
     it."""
-    binds = python_binds()
     for named in (Path(path), Path(path).resolve()):  # as named first: a venv's own python
-        for root, seen in binds:
+        for root, seen in python_binds():
             if named.is_relative_to(root):
                 return str(seen / named.relative_to(root))
     return path
