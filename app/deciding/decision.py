@@ -311,15 +311,10 @@ def decide(record: DecisionRecord, values: Mapping[str, float]) -> Decision:
 
 def tie_threshold_for(band: float) -> float:
     """The tie threshold t under which a tie is the likeliest verdict exactly where
-    |sigmoid(score) - 1/2| <= band (a user's tie band, as the reply judges read it)."""
-    from scipy.optimize import brentq
-
-    edge = math.log((0.5 + band) / (0.5 - band))  # the score at the band's edge
-
-    def tie_over_a(t: float) -> float:  # at the edge, P(tie) - P(A): zero at the threshold
-        return 1 - 2 * sigmoid(edge - t) - sigmoid(-edge - t)
-
-    return float(brentq(tie_over_a, 0.0, 50.0, xtol=1e-12))
+    |sigmoid(score) - 1/2| <= band (a user's tie band, as the reply judges read it): at the
+    band's edge e, P(tie) = P(A), which with a = exp(e) and s = exp(t) is s^2 - a s - 2 = 0."""
+    a = (0.5 + band) / (0.5 - band)  # exp of the score at the band's edge
+    return math.log((a + math.sqrt(a * a + 8)) / 2)
 
 
 @cache

@@ -5,7 +5,7 @@ A reference that settles a request states its answer in words the request does n
 calls and names. The share of those words an answer also states is a check a person makes
 first, and it costs nothing beside the verdict: no model reads it. The signal
 `reference_words` (app/deciding/signals.py) is A's lead in that share; a judge's decision
-record weighs it (app.deciding.state_judging.with_reference_reading), its weight fitted with
+record weighs it (app.deciding.state_judging.pair_verdict), its weight fitted with
 the rest of the record on pairs whose reference decides them (training/decision/fit.py).
 
 Words are runs of letters and digits, lowercased; common function words are left out, so

@@ -39,15 +39,14 @@ class PairReads:
     """What the engine read of a pair so far: each answer's values read of it (the states'
     w . f, its likelihood features, its request relevance, its log length), and with a
     reference in use the reference's mean log-probability after each answer, the log-odds of
-    the judge's check of each, each answer's overall criterion score on 0-1 of its range and
-    (code run in the jail) each function's behaviour beside the reference function's."""
+    the judge's check of each and (code run in the jail) each function's behaviour beside the
+    reference function's."""
 
     item: JudgeItem
     answers: Sequence[dict[str, float]] = ()
     reference: str | None = None  # the reference in use
     reference_means: Sequence[float | None] = ()
     check_odds: Sequence[float | None] = ()
-    criteria_overall: Sequence[float | None] = ()
     behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
 
 
@@ -98,16 +97,14 @@ for _name in ANSWER_SIGNALS:
 REFERENCE_SIGNALS = (
     "reference_likelihood",
     "reference_check",
-    "reference_criteria",
     "reference_words",
     "reference_order",
     "reference_behaviour",
 )
-# reference signals whose reads are made for something else (the criterion scores, the code
-# run) or on from the head's reads (its likelihood, the judge's check), so they are recorded
-# wherever they were read, whether or not a record weighs them
+# reference signals whose reads are made for something else (the code run) or on from the
+# head's reads (its likelihood, the judge's check), so they are recorded wherever they were
+# read, whether or not a record weighs them
 REFERENCE_READS = (
-    "reference_criteria",
     "reference_behaviour",
     "reference_likelihood",
     "reference_check",
@@ -122,11 +119,6 @@ def reference_likelihood(reads: PairReads) -> Sequence[float | None] | None:
 @signal("reference_check")
 def reference_check(reads: PairReads) -> Sequence[float | None] | None:
     return reads.check_odds if reads.reference else None
-
-
-@signal("reference_criteria")
-def reference_criteria(reads: PairReads) -> Sequence[float | None] | None:
-    return reads.criteria_overall if reads.reference else None
 
 
 @signal("reference_words")

@@ -127,7 +127,6 @@ PART_WORDS = {
     "relevance": "request relevance",
     "length": "answer length",
     "reference": "agrees with the reference answer",
-    "reference_criteria": "the criterion scores read with the reference",
     "reference_likelihood": "how likely the reference is after each answer",
     "reference_words": "how much of what the reference states each answer states",
     "reference_order": "whether each answer states the request's items in the reference's order",
@@ -138,18 +137,12 @@ PART_WORDS = {
 
 
 def reference_signals(parts: dict[str, float]) -> list[str]:
-    """The reference's signals through which it moved a pair's verdict; for a judgment
-    recorded before its share was split by signal, the likelihood where it was read, else
-    the criterion scores."""
+    """The reference's signals through which it moved a pair's verdict."""
     from app.deciding.signals import REFERENCE_SIGNALS
 
     if not parts.get("reference"):
         return []
-    found = [name for name in REFERENCE_SIGNALS if parts.get(name)]
-    if found:
-        return found
-    legacy = "reference_likelihood_difference" in parts
-    return ["reference_likelihood" if legacy else "reference_criteria"]
+    return [name for name in REFERENCE_SIGNALS if parts.get(name)]
 
 
 def reference_decided(parts: dict[str, float]) -> str | None:

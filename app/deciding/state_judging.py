@@ -12,7 +12,7 @@ both answer orders by construction.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,12 +47,10 @@ from models.readings import ReplyCriteria
 
 @dataclass(frozen=True)
 class ReferenceAsk:
-    """A reference in use beside a head's reads: the range of the criteria's overall (the
-    lead of the scores read with it is a signal), what running each answer's function
-    beside the reference function found (code run in the jail) and a single answer's rubric
-    grade rule, where one fits the item's rubric."""
+    """A reference in use beside a head's reads: what running each answer's function beside
+    the reference function found (code run in the jail) and a single answer's rubric grade
+    rule, where one fits the item's rubric."""
 
-    overall_range: tuple[int, int]
     behaviour: BehaviourReading | Unread | None = None
     rubric_grade: GradeRule | None = None
 
@@ -100,14 +98,13 @@ def head_judgment(
         judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
     means = _reference_means(reads.references)
     pair = PairReads(item, reference_means=means, check_odds=reads.odds)
-    if reference is not None:  # no criterion scores yet but the criterion head's, which move
-        # with the reference's own signals: their lead would count those twice
-        pair = reference_reads(pair, judgment, reference, criteria=False)
+    if reference is not None:
+        pair = reference_reads(pair, reference)
     if levels is not None:
         judgment = _with_head_levels(judgment, levels, reads, record, pair)
     if base.protocol is Protocol.PAIRWISE:
         answers = _answer_values(item, head, reads, relevance)
-        judgment = _verdict(judgment, record, replace(pair, answers=answers))
+        judgment = pair_verdict(judgment, record, replace(pair, answers=answers))
     elif base.protocol is Protocol.SINGLE and turn is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
     if reference is None:
@@ -117,16 +114,9 @@ def head_judgment(
     return with_code_run(judgment, reference.behaviour)
 
 
-def with_reference_part(
-    judgment: Judgment, item: JudgeItem, record: DecisionRecord, ask: ReferenceAsk
-) -> Judgment:
-    """A head's judgment with the reference's part, once criterion scores were read apart
-    from its reads: a pair's verdict decided again by `record` with the lead of the scores
-    read with the reference beside the signals it had, or a single answer's rubric grade
-    combined from its reads (app/deciding/rubric_grade.py)."""
-    if judgment.protocol is Protocol.PAIRWISE:
-        reads = reference_reads(PairReads(item), judgment, ask)
-        return with_reference_reading(judgment, record, reads)
+def with_rubric_part(judgment: Judgment, item: JudgeItem, ask: ReferenceAsk) -> Judgment:
+    """A single answer's judgment with its rubric grade combined from its reads
+    (app/deciding/rubric_grade.py), once its rubric was read apart with the reference."""
     if judgment.protocol is not Protocol.SINGLE or ask.rubric_grade is None:
         return judgment
     return with_rubric_grade(judgment, item, ask.rubric_grade)
@@ -299,23 +289,14 @@ BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave no
 RULE_PREFIX = "rule_"  # a verdict part naming the record's rule that decided the pair
 
 
-def _verdict(
-    judgment: Judgment,
-    record: DecisionRecord,
-    reads: PairReads,
-    recorded: dict[str, float] | None = None,
-) -> Judgment:
-    """A pair's verdict by `record`, decided once from everything read of it (beside the
-    values a verdict already `recorded`, and then only where more were read): each answer's
+def pair_verdict(judgment: Judgment, record: DecisionRecord, reads: PairReads) -> Judgment:
+    """A pair's verdict by `record`, decided once from everything read of it: each answer's
     values and, with a reference in use, the reference's signals (app/deciding/signals.py),
     those the record uses and those whose reads were made; their weighted sum is the
     verdict's part "reference". Every value read is recorded, `<signal>_difference`, whether
     the record weighs it or not: the fit chooses."""
     reference = {*record.used(), *REFERENCE_READS}.intersection(REFERENCE_SIGNALS)
-    found = pair_values((*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference)), reads)
-    if recorded is not None and not found:  # nothing new: the verdict stands
-        return judgment
-    values = (recorded or {}) | found
+    values = pair_values((*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference)), reads)
     decision = decide(record, values)
     parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision, record)
     parts |= {f"{name}_difference": value for name, value in values.items()}
@@ -360,41 +341,11 @@ def _verdict_fields(parts: dict[str, float], decision: Decision) -> dict[str, An
     }
 
 
-def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:
-    """The signal values a pairwise judgment recorded in its `verdict_parts`, each as
-    `<signal>_difference` (A's value minus B's); a judgment saved before the states' value
-    was recorded keeps it as its `states` share (its weight is 1)."""
-    found = {
-        key.removesuffix("_difference"): value
-        for key, value in parts.items()
-        if key.endswith("_difference")
-    }
-    if "states" not in found and "states" in parts:
-        found["states"] = parts["states"]
-    return found
-
-
-def with_reference_reading(
-    judgment: Judgment, record: DecisionRecord, reads: PairReads
-) -> Judgment:
-    """A head's pairwise verdict decided again by `record` with the reference's `reads`
-    beside the values it recorded; unchanged where they give no value."""
-    parts = judgment.verdict_parts
-    return judgment if parts is None else _verdict(judgment, record, reads, recorded_values(parts))
-
-
-def reference_reads(
-    pair: PairReads, judgment: Judgment, ask: ReferenceAsk, criteria: bool = True
-) -> PairReads:
-    """`pair` with what its reference reading has beside the head's reads: the reference,
-    each answer's overall criterion score read with it on 0-1 of the criteria's range (where
-    read, and only with `criteria`) and its function's behaviour (code run in the jail)."""
-    low, high = ask.overall_range
-    overall = [a.expected_overall for a in judgment.answers] if criteria else []
-    scaled = [None if o is None else (o - low) / max(high - low, 1) for o in overall]
+def reference_reads(pair: PairReads, ask: ReferenceAsk) -> PairReads:
+    """`pair` with its reference in use and what running each answer's function beside the
+    reference function found (code run in the jail)."""
     behaviour = ask.behaviour if isinstance(ask.behaviour, BehaviourReading) else None
-    reference = pair.item.reference
-    return replace(pair, reference=reference, criteria_overall=scaled, behaviour=behaviour)
+    return replace(pair, reference=pair.item.reference, behaviour=behaviour)
 
 
 def _ranking(base: Judgment, record: DecisionRecord, answers: list[dict[str, float]]) -> Judgment:

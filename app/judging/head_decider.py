@@ -22,7 +22,7 @@ from app.deciding.state_judging import (
     LevelAsk,
     ReferenceAsk,
     head_judgment,
-    with_reference_part,
+    with_rubric_part,
 )
 from app.formats.prompts import PromptTemplate, get_template
 from app.judging.config import JudgeConfig
@@ -204,15 +204,15 @@ class HeadDecider:
     def reference_ask(
         self, item: JudgeItem, resolved: ResolvedCriteria, found: BehaviourReading | Unread | None
     ) -> ReferenceAsk | None:
-        """The reference's part of the judgment, where the item has a reference in use: its
-        criteria's overall range, what running the answers' functions found and the rubric
-        grade's rule where the judge has one fitted on such a rubric."""
+        """The reference's part of the judgment, where the item has a reference in use: what
+        running the answers' functions found and the rubric grade's rule where the judge has
+        one fitted on such a rubric."""
         if not (item.reference and self.settings.use_reference):
             return None
         grade = self.settings.rubric_combination
         if grade is not None and not fits(grade, resolved.rule.specs):
             grade = None
-        return ReferenceAsk(resolved.rule.overall_range, found, grade)
+        return ReferenceAsk(found, grade)
 
     def reads_on(self) -> bool:
         """Whether the backend reads on from the head's reads of each answer (a head that
@@ -272,8 +272,8 @@ class HeadDecider:
         return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
 
     def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
-        """The head's judgment with the criterion scores its plan's calls read (and the
-        reference's part decided again with them)."""
+        """The head's judgment with the criterion scores its plan's calls read (and a single
+        answer's rubric grade combined with them)."""
         reads = [
             criterion_reads.CriterionRead(call.order[0], call.criterion or "", generation)
             for call, generation in zip(plan.calls, plan.generations)
@@ -285,7 +285,7 @@ class HeadDecider:
         judgment = criterion_reads.with_criteria(judgment, reads, plan.resolved.rule)
         if plan.reference is None:
             return judgment
-        return with_reference_part(judgment, plan.item, self.settings.decision, plan.reference)
+        return with_rubric_part(judgment, plan.item, plan.reference)
 
 
 def cut_by_head(item: JudgeItem, head: StateHead) -> bool:
@@ -330,16 +330,10 @@ def reference_note(config: JudgeConfig) -> str | None:
         words[part.name]
         + (f" ({code_run_note(config.run_code)})" if part.name == "reference_behaviour" else "")
         for part in weighed
-        if pairs
-        and part.reference
-        and part.name != "reference_criteria"
-        and set(part.reads) <= readable
+        if pairs and part.reference and set(part.reads) <= readable
     ]
     levels = config.parts.criterion_levels if config.judge.criteria_read == "head" else None
     by_head = levels is not None and bool(moved_by(record))
-    if config.judge.criterion_scores and record.uses("reference_criteria") and pairs:
-        where = " where they are read apart (a rubric's levels)" if by_head else ""
-        reads.append(f"the lead of the criterion scores read with it{where}")
     moved = ""
     if config.judge.criterion_scores and by_head and pairs:
         moved = (

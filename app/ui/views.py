@@ -234,13 +234,8 @@ def criteria_agreement_note(judgment: Judgment) -> str | None:
             f"reading of the reference the verdict adds; not its style and format criteria: "
             f"a reference says what is right, not how to write it)"
         )
-    if "reference_criteria" in signals:
-        read = (
-            "The criterion scores below are read from the same model's probabilities with "
-            "the criteria and the reference, and the verdict adds their lead to the head's"
-        )
     words = PART_WORDS | share_words(judgment.model)
-    adds = [words[name] for name in signals if name != "reference_criteria"]
+    adds = [words[name] for name in signals]
     if adds:
         listed = ", ".join(adds[:-1]) + f" and {adds[-1]}" if len(adds) > 1 else adds[0]
         read = f"{read}; the verdict adds {listed}"
@@ -278,11 +273,13 @@ def head_note(parts: dict[str, float], shares: Mapping[str, str] | None = None) 
     reads = "likelihoods and hidden states" if "fit" in parts else "hidden states"
     words = PART_WORDS | dict(shares or {})
     through = [words[name] for name in reference_signals(parts)]
-    sees = (
-        f"a reference reaches it through {listed(through)}"
-        if through
-        else "it reads neither the criteria nor a reference"
-    )
+    sees = "it reads neither the criteria nor a reference"
+    if parts.get("reference"):  # a judgment saved before the share was split by signal: none
+        sees = (
+            f"a reference reaches it through {listed(through)}"
+            if through
+            else "a reference reaches it"
+        )
     note = (
         f"Decided by a head on the model's {reads} of the request and each answer (not a "
         f"written reply; {sees}): " + "; ".join(part_phrases(parts, shares)) + caveat + "."

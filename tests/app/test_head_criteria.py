@@ -113,70 +113,6 @@ def test_a_reference_reaches_the_criteria_and_not_the_verdict(tiny, head):
     ]
 
 
-def test_a_head_with_a_reference_weight_adds_the_criteria_lead_read_with_the_reference(tiny, head):
-    service, _ = tiny
-    weighted = head_rule(reference_criteria=6.0)
-    item = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})
-    plain = service.judge(item, _config(head, Protocol.PAIRWISE))
-    given = service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted))
-    first, second = (a.expected_overall for a in given.answers)
-    low, high = 1, 10  # the scenario's criteria, each 1-10
-    share = 6.0 * (first - second) / (high - low)
-    assert given.verdict_parts["reference"] == pytest.approx(share, abs=1e-3)
-    assert given.verdict_parts["score"] == pytest.approx(
-        plain.verdict_parts["score"] + share, abs=1e-3
-    )
-    assert (given.verdict_probs["A"] > plain.verdict_probs["A"]) is (share > 0)
-    # no reference, or the reference turned off: the head's verdict alone
-    for off in (
-        service.judge(PAIR, _config(head, Protocol.PAIRWISE, record=weighted)),
-        service.judge(item, _config(head, Protocol.PAIRWISE, record=weighted, use_reference=False)),
-    ):
-        assert "reference" not in off.verdict_parts
-
-
-def test_the_reference_share_is_the_weight_times_the_lead_on_the_scale():
-    """The arithmetic of `with_reference_reading` on a judgment built by hand."""
-    from app.deciding.signals import PairReads
-    from app.deciding.state_judging import ReferenceAsk, reference_reads, with_reference_reading
-    from app.records import AnswerScores
-    from tests.support.head_configs import reference_record
-
-    judged = Judgment(
-        id="p",
-        protocol=Protocol.PAIRWISE,
-        status=Status.OK,
-        winner="B",
-        leaning="B",
-        verdict_parts={"states": -0.4, "score": -0.4},
-        answers=(
-            AnswerScores(criteria={"a": 4.5}, overall=4.5, expected_overall=4.5),
-            AnswerScores(criteria={"a": 2.5}, overall=2.5, expected_overall=2.5),
-        ),
-    )
-    item = JudgeItem(id="p", question="q", answers=("a", "b"), reference="r")
-    reads = reference_reads(PairReads(item), judged, ReferenceAsk((1, 5)))
-    moved = with_reference_reading(judged, reference_record(reference_criteria=2.0), reads)
-    assert moved.verdict_parts == {
-        "states": -0.4,
-        "relevance": 0.0,
-        "length": 0.0,
-        "states_difference": -0.4,
-        "reference_criteria_difference": 0.5,
-        "reference_criteria": 1.0,
-        "reference": 1.0,
-        "score": 0.6,
-    }
-    assert moved.winner == "A" and moved.verdict_probs["A"] == pytest.approx(0.6457, abs=1e-4)
-    unweighed = with_reference_reading(judged, reference_record(), reads)
-    assert unweighed.winner == "B" and "reference" not in unweighed.verdict_parts
-    one_read = judged.model_copy(update={"answers": judged.answers[:1]})
-    one = reference_reads(PairReads(item), one_read, ReferenceAsk((1, 5)))
-    assert (
-        with_reference_reading(one_read, reference_record(reference_criteria=2.0), one) is one_read
-    )
-
-
 def test_a_grade_keeps_the_heads_value_beside_the_criteria(tiny, head):
     service, _ = tiny
     single = JudgeItem(id="s", question=PAIR.question, answers=(PAIR.answers[0],))
@@ -238,17 +174,13 @@ def test_a_head_judge_says_where_a_reference_goes(head):
     from app.judging.head_decider import reference_note
 
     assert "only the criterion scores" in reference_note(_config(head, Protocol.PAIRWISE))
-    weighted = head_rule(reference_criteria=6.0)
+    weighted = head_rule(reference_words=2.0)
     said = reference_note(_config(head, Protocol.PAIRWISE, record=weighted))
-    assert "the lead of the criterion scores read with it" in said
+    assert "what the reference states" in said
     by_count = reference_note(
         _config(head, None, record=weighted)
     )  # protocol auto: a pair reads it too
-    assert "the lead of the criterion scores read with it" in by_count
-    worded = head_rule(reference_words=2.0)
-    assert "what the reference states" in reference_note(
-        _config(head, Protocol.PAIRWISE, record=worded)
-    )
+    assert "what the reference states" in by_count
     assert "only the criterion scores" in reference_note(
         _config(head, Protocol.SINGLE, record=weighted)
     )
@@ -268,12 +200,12 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
     tiny, text_head
 ) -> None:
     """Where the criteria are read apart (a head on a text's states), a page shows the
-    head's verdict at a verdict's cost, then the criterion scores and, with a reference, the
-    reference's part of the verdict: the last step is the judgment `judge` gives at once,
-    from one read of the head."""
+    head's verdict, with the reference's part, at a verdict's cost, then the criterion scores,
+    which do not move it: the last step is the judgment `judge` gives at once, from one read
+    of the head."""
     service, _ = tiny
     protocol = Protocol.PAIRWISE
-    weighted = record_of(states=1.0, reference_criteria=4.0)
+    weighted = record_of(states=1.0, reference_words=4.0)
     item = PAIR.model_copy(update={"reference": "Mercury is closest to the sun."})
     config = _config(text_head, protocol, record=weighted, reference_metrics=True)
     steps = list(service.judge_in_steps(item, config))
@@ -285,9 +217,10 @@ def test_the_verdict_comes_first_and_the_whole_judgment_equals_judging_at_once(
 
     assert _without_time(last) == _without_time(at_once)
     assert last.criteria and last.reference_metrics
-    # the reference's part joins the verdict with the criteria
-    assert "reference" not in first.verdict_parts and "reference" in last.verdict_parts
-    assert first.verdict_parts["states"] == last.verdict_parts["states"]  # one head read
+    # the reference's part is the verdict's from the first step; the criteria leave it
+    assert "reference_words_difference" in first.verdict_parts
+    assert first.verdict_parts == last.verdict_parts  # one head read
+    assert first.verdict_probs == last.verdict_probs
     alone = _config(text_head, protocol, record=weighted, criterion_scores=False)
     assert [j.winner for j in service.judge_in_steps(item, alone)] == [
         service.judge(item, alone).winner

@@ -22,7 +22,7 @@ def record_of(
     grade: Mapping[str, float] | None = None, intercept: float = 0.0, **weights: float
 ) -> DecisionRecord:
     """A decision record weighing the signals `weights` names (states, pmi_mean, relevance,
-    reference_criteria...), grading one answer by `grade` (grade_states, likelihood
+    reference_words...), grading one answer by `grade` (grade_states, likelihood
     features) plus `intercept`, where given."""
     from training.decision.fit_config import load_config
     from training.decision.head_records import grade_rule, head_record
@@ -62,7 +62,7 @@ def moving(
 
 def reference_record(**weights: float) -> DecisionRecord:
     """A decision record of the states alone (their value is a judgment's `states` part)
-    and the reference's signals `weights` names, e.g. reference_criteria=2.0."""
+    and the reference's signals `weights` names, e.g. reference_words=2.0."""
     return record_of(states=1.0, **weights)
 
 

@@ -11,16 +11,12 @@ judged by the engine pairwise on the row's rubric, once with the reference and o
 without, and the report gives, on the same pairs:
 
 - the verdict with the reference (the head plus its reference reading,
-  app.deciding.state_judging.with_reference_reading) and without it (the head alone);
+  app.deciding.state_judging.pair_verdict) and without it (the head alone);
 - the decision of the criterion scores alone, read with and without the reference;
 - the longer answer.
 
-It also fits the reference weight: the head's logit plus w times A's lead in the
-criterion scores read with the reference (0-1 of the rubric's range), w by maximum
-likelihood with the head's logit as a fixed offset, in 5 folds grouped by request. The
-fold accuracies are the honest figure; the weight fitted on all pairs is what a head
-ships (`reference_weight`). This file is the only one the weight has seen: the
-vicuna figures of a head that ships it are in-sample, which the report says.
+The criterion scores are a reading beside the verdict: their lead no longer moves it (the
+signal `reference_criteria`, fitted here on this evaluation file, was retired).
 """
 
 from __future__ import annotations
@@ -40,7 +36,6 @@ from app.records import Judgment, Label
 from training.evaluation.reference_runs import parser, run
 
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs" / "reference-pairs"
-FOLDS = 5
 
 
 def pairs_of(rows: list[InputRow]) -> list[InputRow]:
@@ -79,84 +74,10 @@ def head_score(judgment: Judgment) -> float:
     return parts.get("score", 0.0) - parts.get("reference", 0.0)
 
 
-def criteria_lead(judgment: Judgment, span: float) -> float:
-    """A's lead in the criterion scores, on 0-1 of the scale (`span` = its max - min)."""
-    first, second = (a.expected_overall or 0.0 for a in judgment.answers)
-    return (first - second) / span
-
-
-def fit_weights(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> np.ndarray:
-    """The weights >= 0 that maximise the likelihood of sigmoid(offset + leads . w), one
-    weight per column of `leads` (one column: a vector of leads)."""
-    leads = np.asarray(leads, dtype=float).reshape(len(offsets), -1)
-    signs = 2.0 * a_wins - 1.0
-
-    def loss(w: np.ndarray) -> float:
-        return float(np.logaddexp(0.0, -signs * (offsets + leads @ w)).sum())
-
-    if leads.shape[1] == 1:
-        from scipy.optimize import minimize_scalar
-
-        found = minimize_scalar(
-            lambda w: loss(np.array([w])), bounds=(0.0, 100.0), method="bounded"
-        )
-        return np.array([float(found.x)])
-    from scipy.optimize import minimize
-
-    start = np.zeros(leads.shape[1])
-    bounds = [(0.0, 100.0)] * leads.shape[1]
-    return minimize(loss, start, bounds=bounds, method="L-BFGS-B").x
-
-
-def fit_weight(offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray) -> float:
-    """The w >= 0 that maximises the likelihood of sigmoid(offset + w * lead)."""
-    return float(fit_weights(offsets, leads, a_wins)[0])
-
-
-def cross_validated_weights(
-    offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
-) -> dict[str, Any]:
-    """Request-grouped folds: each fold's weights judged on the requests it did not see
-    (fewer folds where there are fewer requests; none under two). `leads`: one column a
-    signal, as `fit_weights` takes them."""
-    from sklearn.model_selection import GroupKFold
-
-    leads = np.asarray(leads, dtype=float).reshape(len(offsets), -1)
-    folds = min(FOLDS, len(set(groups)))
-    if folds < 2:
-        return {"accuracy": None, "fold_weights": [], "weights_on_all_pairs": None}
-    right = np.zeros(len(a_wins), dtype=bool)
-    weights = []
-    for train, test in GroupKFold(folds).split(offsets, a_wins, groups):
-        w = fit_weights(offsets[train], leads[train], a_wins[train])
-        weights.append([round(float(v), 3) for v in w])
-        right[test] = ((offsets[test] + leads[test] @ w) > 0) == (a_wins[test] == 1)
-    on_all = fit_weights(offsets, leads, a_wins)
-    return {
-        "accuracy": float(right.mean()),
-        "fold_weights": weights,
-        "weights_on_all_pairs": [round(float(v), 3) for v in on_all],
-    }
-
-
-def cross_validated_weight(
-    offsets: np.ndarray, leads: np.ndarray, a_wins: np.ndarray, groups: list[str]
-) -> dict[str, Any]:
-    """`cross_validated_weights` of one signal, its weights as numbers."""
-    found = cross_validated_weights(offsets, leads, a_wins, groups)
-    on_all = found.pop("weights_on_all_pairs")
-    return {
-        **found,
-        "fold_weights": [w[0] for w in found["fold_weights"]],
-        "weight_on_all_pairs": on_all[0] if on_all else None,
-    }
-
-
 def report(
     pairs: Sequence[InputRow], judged: dict[str, list[Judgment]], model: str
 ) -> dict[str, Any]:
     a_wins = np.array([p.item.label.winner == "A" for p in pairs], dtype=float)  # type: ignore[union-attr]
-    span = 4.0  # the Prometheus rubric: 1-5
     given, without = judged["with the reference"], judged["without it"]
 
     def accuracy(picks: list[str | None]) -> dict[str, float]:
@@ -172,7 +93,6 @@ def report(
         return ["A" if v > 0 else "B" if v < 0 else None for v in values]
 
     offsets = np.array([head_score(j) for j in given])
-    leads = np.array([criteria_lead(j, span) for j in given])
     lengths = np.array([len(p.item.answers[0]) - len(p.item.answers[1]) for p in pairs])  # type: ignore[union-attr]
     table = {
         "verdict with the reference (head + reference reading)": accuracy(
@@ -184,17 +104,11 @@ def report(
         "criterion scores alone, without it": accuracy([j.criteria_verdict for j in without]),
         "the longer answer": accuracy(sign(lengths.astype(float))),
     }
-    groups = [p.item.question for p in pairs]  # type: ignore[union-attr]
-    lead_without = np.array([criteria_lead(j, span) for j in without])
     return {
         "model": model,
         "pairs": len(pairs),
         "label": "the answer with the higher mean of GPT-4's three grades",
         "verdicts": table,
-        "reference_weight_cv": cross_validated_weight(offsets, leads, a_wins, groups),
-        "same_weight_fit_without_the_reference": cross_validated_weight(
-            offsets, lead_without, a_wins, groups
-        ),
     }
 
 
@@ -208,19 +122,6 @@ def render(result: dict[str, Any]) -> str:
     for name, v in result["verdicts"].items():
         lines.append(
             f"| {name} | {v['accuracy']:.3f} | {v['decided']:.2f} | {v['accuracy_decided']:.3f} |"
-        )
-    for key, what in (
-        ("reference_weight_cv", "criterion scores read with the reference"),
-        ("same_weight_fit_without_the_reference", "criterion scores read without it"),
-    ):
-        cv = result[key]
-        if cv["accuracy"] is None:
-            lines.append(f"\nhead + w x ({what}): too few requests to fit w across folds")
-            continue
-        lines.append(
-            f"\nhead + w x ({what}): request-grouped {len(cv['fold_weights'])}-fold accuracy "
-            f"{cv['accuracy']:.3f}; fold weights {cv['fold_weights']}; "
-            f"on all pairs {cv['weight_on_all_pairs']}"
         )
     return "\n".join(lines) + "\n"
 

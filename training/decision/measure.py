@@ -28,9 +28,9 @@ from functools import cache
 from pathlib import Path
 
 from app.deciding.decision import DecisionRecord, decide, load_decision
-from app.deciding.state_judging import recorded_values
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
+from training.decision.reads import recorded_values
 from training.decision.record_file import record_path
 from training.evaluation.meta_metrics import longer_answer
 

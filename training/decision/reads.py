@@ -34,13 +34,12 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from app.deciding.decision import DecisionRecord, Declared, Fitted, Signal
-from app.deciding.state_judging import recorded_values
 from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment, Label, Status
 from training.decision.in_sample import FITS, seen_by
@@ -183,6 +182,20 @@ class ReadOptions:
 
     model: str | None = None
     skip_seen_by: tuple[str, ...] = ()
+
+
+def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:
+    """The signal values a pairwise judgment recorded in its `verdict_parts`, each as
+    `<signal>_difference` (A's value minus B's); a judgment saved before the states' value
+    was recorded keeps it as its `states` share (its weight is 1)."""
+    found = {
+        key.removesuffix("_difference"): value
+        for key, value in parts.items()
+        if key.endswith("_difference")
+    }
+    if "states" not in found and "states" in parts:
+        found["states"] = parts["states"]
+    return found
 
 
 def cache_row(name: str, item: JudgeItem, judgment: Judgment) -> dict[str, Any]:

@@ -32,12 +32,11 @@ import numpy as np
 from app.deciding.decision import CAP_RULES, DecisionRecord, Fitted, decide
 from app.deciding.signals import PairReads
 from app.deciding.signals import pair_values as signal_values
-from app.deciding.state_judging import recorded_values
 from training.decision.fit_config import FitConfig, load_config
 from training.decision.levels import LEVELS, reference_pairs
 from training.decision.logit import Pairs, agreement, best_strength, fit_weights, folds_of
 from training.decision.measure import SAVED
-from training.decision.reads import OUT, cached_rows, pair_key
+from training.decision.reads import OUT, cached_rows, pair_key, recorded_values
 
 HELD_OUT = SAVED[0]  # the saved reads of the dev files and the held-out reference-decided pairs
 

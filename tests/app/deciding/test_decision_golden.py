@@ -17,9 +17,9 @@ from app.deciding.decision import (
     decide,
     load_decision,
 )
-from app.deciding.state_judging import recorded_values
 from models.foundation.errors import ConfigError
 from models.registry import MODELS_DIR, load_registry
+from training.decision.reads import recorded_values
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "default_judge_decisions.jsonl.gz"
 BEFORE = GOLDEN.with_name("default_judge_record_before.yaml")
@@ -108,6 +108,24 @@ def test_a_signal_without_a_value_adds_nothing_and_a_tie_threshold_gives_ties():
     tied = decide(record.model_copy(update={"tie_threshold": 1.0}), {"relevance": 0.001})
     assert tied.leaning == "tie" and tied.p_tie == pytest.approx(0.462, abs=1e-3)
     assert tied.p_a + tied.p_b + tied.p_tie == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("band", [0.0006, 0.05, 0.2, 0.45])
+def test_a_tie_band_gives_the_threshold_at_which_a_tie_wins_exactly_inside_it(band: float):
+    """A user's tie band (|P(A) - 1/2| <= band, as the reply judges read it) becomes the tie
+    threshold at whose edge P(tie) = P(A): ties inside the band, A beyond it."""
+    import math
+
+    from app.deciding.decision import tie_threshold_for
+
+    record = record_before().model_copy(update={"tie_threshold": tie_threshold_for(band)})
+    edge = math.log((0.5 + band) / (0.5 - band))
+    at_edge = decide(record, {"relevance": edge / record.weights()["relevance"]})
+    assert at_edge.p_tie == pytest.approx(at_edge.p_a, abs=1e-9)
+    for score, leaning in ((0.99 * edge, "tie"), (1.01 * edge, "A")):
+        assert (
+            decide(record, {"relevance": score / record.weights()["relevance"]}).leaning == leaning
+        )
 
 
 def test_the_default_records_grade_rule_is_the_grade_its_head_gave():

@@ -11,7 +11,7 @@ from app.deciding.reference_order import (
     request_items,
 )
 from app.deciding.signals import PairReads, pair_values
-from app.deciding.state_judging import with_reference_reading
+from app.deciding.state_judging import pair_verdict
 from app.records import JudgeItem, Judgment, Protocol, Status
 from tests.support.head_configs import reference_record
 
@@ -63,27 +63,22 @@ def test_no_lead_where_it_is_undefined():
 
 
 def test_the_order_share_joins_the_verdict_and_is_kept_by_signal():
-    judged = Judgment(
-        id="p",
-        protocol=Protocol.PAIRWISE,
-        status=Status.OK,
-        winner="A",
-        leaning="A",
-        verdict_parts={"states": 0.9, "score": 0.9},
-    )
     lead = lead_of("reference_order", [POLISHED_WRONG, RIGHT], REFERENCE, QUESTION)
     item = JudgeItem(
         id="p", question=QUESTION, answers=(POLISHED_WRONG, RIGHT), reference=REFERENCE
     )
-    reads = PairReads(item, reference=REFERENCE)
+    base = Judgment(id="p", protocol=Protocol.PAIRWISE, status=Status.ERROR)
+    answers = ({"states": 0.9}, {"states": 0.0})  # the head leans to A
+    reads = PairReads(item, answers, REFERENCE)
     words = lead_of("reference_words", item.answers, REFERENCE, QUESTION)
     weighing = reference_record(reference_order=12.0, reference_words=1.0)
-    moved = with_reference_reading(judged, weighing, reads)
+    moved = pair_verdict(base, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_order"] == pytest.approx(-2.0)
     assert parts["reference"] == pytest.approx(-2.0 + words)
     assert parts["reference_order_difference"] == pytest.approx(lead)
     assert moved.winner == "B"  # the order turned it to the right answer
     assert lead == pytest.approx(-1 / 6)
-    unweighted = with_reference_reading(judged, reference_record(), reads)
-    assert unweighted is judged  # a record that does not weigh the order reads none of it
+    unweighted = pair_verdict(base, reference_record(), reads)
+    assert unweighted.winner == "A"  # a record that does not weigh the order reads none of it
+    assert "reference_order_difference" not in unweighted.verdict_parts

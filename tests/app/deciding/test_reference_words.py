@@ -11,7 +11,7 @@ from app.deciding.reference_words import (
     words,
 )
 from app.deciding.signals import PairReads, pair_values
-from app.deciding.state_judging import with_reference_reading
+from app.deciding.state_judging import pair_verdict
 from app.records import JudgeItem, Judgment, Label, Protocol, Status
 from tests.support.head_configs import reference_record
 
@@ -72,26 +72,22 @@ def test_the_issues_coding_pair_leans_to_the_right_function():
 
 
 def test_the_words_share_joins_the_verdict_and_is_kept_by_signal():
-    judged = Judgment(
-        id="p",
-        protocol=Protocol.PAIRWISE,
-        status=Status.OK,
-        winner="B",
-        leaning="B",
-        verdict_parts={"states": -0.4, "reference_likelihood_difference": 0.1, "score": -0.4},
-    )
     # the reference states "12" and "apples" beyond the request: A states both, B one
     item = JudgeItem(
         id="p", question=QUESTION, answers=("12 apples", "12"), reference="15% of 80 is 12 apples."
     )
-    reads = PairReads(item, reference=item.reference)
+    base = Judgment(id="p", protocol=Protocol.PAIRWISE, status=Status.ERROR)
+    answers = ({"states": -0.4}, {"states": 0.0})  # the head leans to B
+    reads = PairReads(item, answers, item.reference, reference_means=(0.1, 0.0))
     weighing = reference_record(reference_likelihood=2.0, reference_words=3.0)
-    moved = with_reference_reading(judged, weighing, reads)
+    moved = pair_verdict(base, weighing, reads)
     parts = moved.verdict_parts
     assert parts["reference_words"] == pytest.approx(1.5)
     assert parts["reference_likelihood"] == pytest.approx(0.2)
     assert parts["reference"] == pytest.approx(1.7) and parts["score"] == pytest.approx(1.3)
     assert parts["reference_words_difference"] == 0.5
-    assert moved.winner == "A"  # the reference turned it
-    unweighted = with_reference_reading(judged, reference_record(), reads)
-    assert unweighted is judged  # a record that does not weigh the words reads none of them
+    assert moved.winner == "A" and moved.status is Status.OK  # the reference turned it
+    unweighted = pair_verdict(base, reference_record(), reads)
+    assert unweighted.winner == "B" and "reference" not in unweighted.verdict_parts
+    # a record that does not weigh the words reads none of them
+    assert "reference_words_difference" not in unweighted.verdict_parts

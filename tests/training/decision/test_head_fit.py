@@ -29,7 +29,7 @@ def test_the_committed_reads_fit_the_default_head_and_its_weights_again(shipped)
     assert np.allclose(found.head.weights, head.weights, rtol=1e-4, atol=1e-9)
     assert found.head.fitted_on == head.fitted_on
     weights = record.weights()
-    assert set(found.weights) == {"states", *load_config().held} - {"reference_criteria"}
+    assert set(found.weights) == {"states", *load_config().held}
     for name, weight in found.weights.items():
         assert weight == pytest.approx(weights[name], rel=1e-4), name
         assert next(s for s in record.signals if s.name == name).fitted == found.fitted

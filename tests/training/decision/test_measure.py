@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from app.deciding.decision import decide, load_decision
-from app.deciding.state_judging import recorded_values
 from models.registry import load_registry
 from training.decision.in_sample import judge_head
 from training.decision.measure import SAVED, saved_rows, under_head
+from training.decision.reads import recorded_values
 from training.decision.record_file import record_path
 
 

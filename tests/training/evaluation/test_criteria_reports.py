@@ -142,23 +142,3 @@ def test_graded_answers_to_one_request_make_labelled_pairs_and_equal_grades_none
         (("b", "c"), "B"),
     ]
     assert all(p.item.reference == "r" for p in pairs)
-
-
-def test_the_reference_weight_fit_recovers_a_known_weight_across_request_folds():
-    import numpy as np
-
-    from training.datasets.reference_pairs import cross_validated_weight, fit_weight
-
-    rng = np.random.default_rng(0)
-    offsets = rng.normal(0.0, 1.0, 4000)
-    leads = rng.uniform(-0.5, 0.5, 4000)
-    a_wins = (rng.random(4000) < 1 / (1 + np.exp(-(offsets + 4.0 * leads)))).astype(float)
-    assert fit_weight(offsets, leads, a_wins) == pytest.approx(4.0, abs=0.5)
-    groups = [f"q{n // 4}" for n in range(4000)]
-    cv = cross_validated_weight(offsets, leads, a_wins, groups)
-    assert len(cv["fold_weights"]) == 5 and cv["accuracy"] > 0.6
-    one_request = cross_validated_weight(offsets, leads, a_wins, ["q"] * 4000)
-    assert one_request["accuracy"] is None  # no fold left to judge a weight on
-    # a lead that says nothing gets no weight
-    noise = rng.uniform(-0.5, 0.5, 4000)
-    assert fit_weight(offsets, noise, a_wins) < 1.0
