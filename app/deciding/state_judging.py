@@ -86,32 +86,30 @@ def head_judgment(
     turn, levels, reference = asks.turn, asks.levels, asks.reference
     likely = "likelihood" in record.reads()
     reads = read_features(item, head, source, turn, likely)
-    relevance = "relevance" in record.reads() and base.protocol is not Protocol.SINGLE
+    single = base.protocol is Protocol.SINGLE
+    relevance = "relevance" in record.reads() and not single
     if relevance or (levels is not None and levels.head.relevance):
         from app.deciding.relevance import request_similarities
 
         reads = replace(reads, similarities=request_similarities(item.question, item.answers))
-    judgment = base
-    if base.protocol is Protocol.SINGLE:
-        judgment = _grades(base, head, record, reads)
-    elif base.protocol is Protocol.MULTI:
-        judgment = _ranking(base, record, _answer_values(item, head, reads, relevance))
-    means = _reference_means(reads.references)
-    pair = PairReads(item, reference_means=means, check_odds=reads.odds)
-    if reference is not None:
-        pair = reference_reads(pair, reference)
+    means = [float(np.mean(r)) if r is not None and len(r) else None for r in reads.references]
+    answers = () if single else answer_values(item, head, reads, relevance)
+    ran = reference.behaviour if reference is not None else None
+    behaviour = ran if isinstance(ran, BehaviourReading) else None
+    given = item.reference if reference is not None else None
+    pair = PairReads(item, answers, given, means, reads.odds, behaviour)
+    judgment = _grades(base, head, record, reads) if single else base
+    if base.protocol is Protocol.MULTI:
+        judgment = _ranking(base, record, list(pair.answers))
     if levels is not None:
         judgment = _with_head_levels(judgment, levels, reads, record, pair)
     if base.protocol is Protocol.PAIRWISE:
-        answers = _answer_values(item, head, reads, relevance)
-        judgment = pair_verdict(judgment, record, replace(pair, answers=answers))
-    elif base.protocol is Protocol.SINGLE and turn is not None:
+        judgment = pair_verdict(judgment, record, pair)
+    elif single and turn is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
     if reference is None:
         return judgment
-    if base.protocol is Protocol.SINGLE and reference.rubric_grade is not None:
-        judgment = with_rubric_grade(judgment, item, reference.rubric_grade)
-    return with_code_run(judgment, reference.behaviour)
+    return with_code_run(with_rubric_part(judgment, item, reference), reference.behaviour)
 
 
 def with_rubric_part(judgment: Judgment, item: JudgeItem, ask: ReferenceAsk) -> Judgment:
@@ -168,11 +166,6 @@ def _reference_shift(
     names = (*(signal.name for signal in rule.signals), *rule.caps)
     values = {name: each_answer(name, pair) or () for name in names}
     return reference_shift(rule, values, len(pair.item.answers)), values
-
-
-def _reference_means(references: list[Any]) -> list[float | None]:
-    """The reference's mean token log-probability after each answer, where it was read."""
-    return [float(np.mean(r)) if r is not None and len(r) else None for r in references]
 
 
 HELD_WHY = {  # why a rule held a level, of the answer's share by it
@@ -242,47 +235,28 @@ def read_features(
 
 
 def answer_values(
-    head: StateHead,
-    features: np.ndarray | None,
-    similarity: float | None,
-    characters: int,
-    likelihood: dict[str, float] | None = None,
-) -> dict[str, float]:
-    """One answer's value of each signal read of it (app/deciding/decision.py weighs them):
-    its states (the state head's w . f), each likelihood feature (where read), its request
-    relevance (cos(request, answer), where read) and its log length in characters."""
-    values: dict[str, float] = {}
-    if head.weights:
-        if features is None or features.shape != (len(head.weights),):
-            width = "none" if features is None else features.shape[0]
-            raise ValueError(
-                f"the head reads {len(head.weights)} features, the model gave {width}: "
-                f"it was fitted on {head.base_file}"
-            )
-        values["states"] = float(np.dot(np.asarray(head.weights, dtype=np.float64), features))
-    values.update(likelihood or {})
-    if similarity is not None:
-        values["relevance"] = similarity
-    values["length"] = math.log(max(characters, 1))
-    return values
-
-
-def _answer_values(
     item: JudgeItem, head: StateHead, reads: AnswerReads, relevance: bool
 ) -> list[dict[str, float]]:
-    """Each answer's value of each signal read of it (its request relevance where
-    `relevance`)."""
-    similarities = reads.similarities if relevance else None
-    return [
-        answer_values(
-            head,
-            f,
-            None if similarities is None else float(similarities[n]),
-            len(answer),
-            reads.likelihoods[n],
-        )
-        for n, (answer, f) in enumerate(zip(item.answers, reads.features))
-    ]
+    """Each answer's value of each signal read of it (app/deciding/decision.py weighs them):
+    its states (the state head's w . f), each likelihood feature (where read), its request
+    relevance (cos(request, answer), where `relevance`) and its log length in characters."""
+    weights = np.asarray(head.weights, dtype=np.float64)
+    found = []
+    for n, (answer, features) in enumerate(zip(item.answers, reads.features)):
+        values = dict(reads.likelihoods[n] or {})
+        if head.weights:
+            if features is None or features.shape != weights.shape:
+                width = "none" if features is None else features.shape[0]
+                raise ValueError(
+                    f"the head reads {len(weights)} features, the model gave {width}: "
+                    f"it was fitted on {head.base_file}"
+                )
+            values["states"] = float(weights @ features)
+        if relevance:
+            values["relevance"] = float(reads.similarities[n])
+        values["length"] = math.log(max(len(answer), 1))
+        found.append(values)
+    return found
 
 
 BASE_SHARES = ("states", "relevance", "length")  # shown even where they gave nothing
@@ -339,13 +313,6 @@ def _verdict_fields(parts: dict[str, float], decision: Decision) -> dict[str, An
         "order_winners": (leaning, leaning),
         "verdict_parts": parts,
     }
-
-
-def reference_reads(pair: PairReads, ask: ReferenceAsk) -> PairReads:
-    """`pair` with its reference in use and what running each answer's function beside the
-    reference function found (code run in the jail)."""
-    behaviour = ask.behaviour if isinstance(ask.behaviour, BehaviourReading) else None
-    return replace(pair, reference=pair.item.reference, behaviour=behaviour)
 
 
 def _ranking(base: Judgment, record: DecisionRecord, answers: list[dict[str, float]]) -> Judgment:

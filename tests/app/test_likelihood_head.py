@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from app.deciding.decision import decide, load_decision, sigmoid
+from app.deciding.signals import AnswerReads
 from app.deciding.state_head import (
     LIKELIHOOD_DECISION_FILE,
     LIKELIHOOD_HEAD,
@@ -74,10 +75,11 @@ def test_a_pair_is_judged_from_its_likelihoods_and_states_in_either_order(tiny, 
     assert judged.status is Status.OK and judged.raw_output is None
     assert judged.verdict_probs["A"] == pytest.approx(mirrored.verdict_probs["B"], abs=1e-3)
     readings = backend.read_answers(PAIR.question, list(PAIR.answers))
-    first, second = (
-        answer_values(head, r.states, None, len(a), r.features())
-        for r, a in zip(readings, PAIR.answers)
+    nothing = [None, None]
+    reads = AnswerReads(
+        [r.states for r in readings], [r.features() for r in readings], *[nothing] * 2
     )
+    first, second = answer_values(PAIR, head, reads, relevance=False)
     expected = decide(RECORD, {name: first[name] - second[name] for name in first})
     parts = judged.verdict_parts
     for name in ("states", "fit", "fluency", "length"):

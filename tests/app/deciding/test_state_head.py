@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from app.deciding.decision import Decision, DecisionRecord, decide
+from app.deciding.signals import AnswerReads
 from app.deciding.state_head import StateHead, load_state_head, state_text
 from app.deciding.state_judging import answer_values
 from app.judging.config import JudgeConfig
@@ -71,8 +72,11 @@ def pair_decision(record: DecisionRecord, first: dict, second: dict) -> Decision
 
 def test_the_score_is_the_sum_of_its_parts():
     head = StateHead(base_file="m.gguf", weights=(1.0, -2.0))
-    first = answer_values(head, np.array([1.0, 1.0]), 0.1, len("aaaa"))
-    second = answer_values(head, np.array([0.0, 2.0]), 0.0, len("aa"))
+    item = JudgeItem(id="p", question="q", answers=("aaaa", "aa"))
+    reads = AnswerReads(
+        [np.array([1.0, 1.0]), np.array([0.0, 2.0])], [None] * 2, [], [], [0.1, 0.0]
+    )
+    first, second = answer_values(item, head, reads, relevance=True)
     decision = pair_decision(record_of(states=1.0, relevance=3.0, length=0.5), first, second)
     shares = decision.shares
     assert shares["states"] == pytest.approx(1.0 * 1 + -2.0 * -1)
@@ -87,7 +91,7 @@ def test_the_score_is_the_sum_of_its_parts():
 def test_features_of_another_size_name_the_model_the_head_was_fitted_on():
     head = StateHead(base_file="fitted-on.gguf", weights=(1.0, 1.0))
     with pytest.raises(ValueError, match=r"fitted-on\.gguf"):
-        answer_values(head, np.ones(4), None, 1)
+        answer_values(PAIR, head, AnswerReads([np.ones(4)] * 2, [None] * 2, [], []), False)
 
 
 def test_the_text_read_is_the_request_and_the_answer_cut():
@@ -140,9 +144,8 @@ def test_the_verdict_is_the_same_in_both_orders(tiny_service, head):
     assert judged.prompt_tokens is None and judged.raw_output is None  # no reply generated
     # the parts come from the model's states of each answer, read through llama.cpp
     features = [backend.state_features(state_text(PAIR.question, a)) for a in PAIR.answers]
-    expected = pair_decision(
-        RECORD, *(answer_values(head, f, None, len(a)) for f, a in zip(features, PAIR.answers))
-    )
+    reads = AnswerReads(features, [None] * 2, [], [])
+    expected = pair_decision(RECORD, *answer_values(PAIR, head, reads, relevance=False))
     parts = judged.verdict_parts
     for name in ("states", "length"):
         assert parts[name] == pytest.approx(expected.shares[name], abs=1e-3)
