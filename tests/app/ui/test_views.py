@@ -108,12 +108,13 @@ def test_the_criteria_note_says_whether_they_agree_with_the_verdict() -> None:
     anchored = base.model_copy(
         update={"criteria_verdict": "A", "verdict_parts": {"reference": 0.4, "score": 0.9}}
     )
-    assert "the verdict adds their lead" in criteria_agreement_note(anchored)
+    # saved before the reference's share was split by signal: no signal is named
+    assert "the verdict adds" not in criteria_agreement_note(anchored)
 
     def with_parts(**parts: float) -> Judgment:
         return anchored.model_copy(update={"verdict_parts": parts})
 
-    likelier = with_parts(reference_likelihood_difference=0.2, reference=0.4, score=0.9)
+    likelier = with_parts(reference_likelihood=0.2, reference=0.4, score=0.9)
     assert "adds how likely the reference is after each answer" in criteria_agreement_note(likelier)
     checked = with_parts(
         reference_likelihood=0.2, reference_words=0.1, reference_check=0.3, reference=0.6, score=0.9
