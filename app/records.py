@@ -152,6 +152,10 @@ class Judgment(_Frozen):
     # in the jail ({"function", "inputs", "shares", "notes": per answer, how its run went}),
     # or why they were not ({"unread": why, "fix": what to do})
     code_run: dict[str, Any] | None = None
+    # a pair judged without a reference: the judge's own answer to the request, read in the
+    # reference's place (app/deciding/own_answer.py), {"text", "mean_logprob", "tokens",
+    # "finished"}; None: it wrote none
+    own_answer: dict[str, Any] | None = None
     # a state head's judgment with criterion scores: the decision those scores give on their
     # own (pairwise verdict, or multi ranking), and why there are none when they failed
     criteria_verdict: Verdict | None = None

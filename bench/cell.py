@@ -18,6 +18,8 @@ default judge's settings, every item fitted to the same 4096-token context:
 - g: the whole result page of mode f: the verdict, the criterion scores as the judge's
   settings read them and (where a row has a reference) the reference metrics.
 - i: as g with every criterion read apart (`criteria_read: apart`).
+- s: as f with the judge's own answer written first and read (`self_reference: on`,
+  app/deciding/own_answer.py): its cost beside the verdict alone.
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
 default), `reference`: pairs of two answers to one request with its reference answer
@@ -40,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
 WITH_REFERENCES = REPO.parent / "shared" / "data" / "prometheus" / "vicuna_eval.json"
 N_CTX = 4096
+HEAD_MODES = ("f", "g", "i", "s")  # decided by the judge's state head
 
 
 def main(argv: list[str]) -> int:
@@ -58,7 +61,7 @@ def main(argv: list[str]) -> int:
     # through torch, app/deciding/relevance.py) would add the same cost to every one, and a state
     # head would replace them all, so both are left out; mode f is the state head's path.
     judge_alone = SettingsLayer(relevance_join=False, state_head=False)
-    if mode in ("f", "g", "i") and entry.judging.state_head is None:
+    if mode in HEAD_MODES and entry.judging.state_head is None:
         raise SystemExit(f"mode {mode} needs a judge with a state head; {entry.name} has none")
     rows = bench_rows(source, pairs)
     options = BackendOptions(n_ctx=N_CTX, n_threads=threads, prefix_cache=mode != "c")
@@ -70,17 +73,19 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - started
     config = judge_config(
         entry,
-        None if mode in ("f", "g", "i") else judge_alone,
+        None if mode in HEAD_MODES else judge_alone,
         context_tokens=N_CTX,
         protocol=Protocol.PAIRWISE,
-        mode="score" if mode in ("c", "d", "e", "f", "g", "i") else "generate",
+        mode="score" if mode in ("c", "d", "e", *HEAD_MODES) else "generate",
         sampling=run_sampling(),
     )
-    if mode in ("f", "g", "i"):  # the head alone (f), or the whole page (g, i)
-        page = mode != "f"
+    if mode in HEAD_MODES:  # the head alone (f, s), or the whole page (g, i)
+        page = mode in ("g", "i")
         config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
         if mode == "i":
             config = with_changes(config, {"criteria_read": "apart"})
+    if mode == "s":
+        config = with_changes(config, {"self_reference": "on"})
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}

@@ -5,10 +5,11 @@
 
 Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
-reference first; then the default judge's whole result page (mode g: the verdict, the
-criterion scores and, where a pair has a reference, the reference metrics) on the same
-pairs, and the default's verdict alone and whole page on PAIRS pairs with a reference answer
-(Prometheus vicuna_eval), on their scenario's criteria and on their own rubric. The table
+reference first; then the default judge's verdict with its own answer written first (mode s)
+and its whole result page (mode g: the verdict, the criterion scores and, where a pair has a
+reference, the reference metrics) on the same pairs, and the default's verdict alone and
+whole page on PAIRS pairs with a reference answer (Prometheus vicuna_eval), on their
+scenario's criteria and on their own rubric. The table
 gives seconds per pair and peak RSS, each as a ratio to the verdict alone of the same judge
 on the same rows measured in the same run (by default the registry's default judge), and
 the model file's size with its LoRA adapter, if any (a head judge's memory goal is the file
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
     bases = dict.fromkeys(cells, reference)
     default = registry.default
+    own = f"{default} with its own answer"  # written first, each answer read against it
+    cells[own] = run(default, args.pairs, args.fresh, "s")
+    bases[own] = default
     if registry.get(default).judging.criterion_scores:  # the whole page, beside the verdict
         alone = f"{default} {WITH_REFERENCE}"
         cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")

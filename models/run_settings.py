@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Widget = Literal["radio", "toggle", "slider", "number", "none"]
 ProtocolChoice = Literal["auto", "single", "pairwise", "multi", "anchored"]
 ModeChoice = Literal["score", "generate"]
+SelfReference = Literal["auto", "on", "off"]
 
 
 def _setting(
@@ -85,6 +86,17 @@ class RunSettings(BaseModel):
         "and 10 s of CPU time a program. Where no jail works here (bubblewrap missing, or "
         "user namespaces forbidden: `python -m app doctor` says), no answer's code runs and "
         "the verdict reads the text. Off: no code runs.",
+    )
+    self_reference: SelfReference = _setting(
+        "auto",
+        flag="--self-reference",
+        widget="radio",
+        label="The judge's own answer (pairs without a reference)",
+        help="A pair without a reference in use: the judge first writes its own short answer "
+        "to the request and reads each answer against it as against a reference, under weights "
+        "of its own (its answer can be wrong). Auto: where the judge's decision record weighs "
+        "it; on: always (read and shown, moving the verdict only as the record weighs it); "
+        "off: never. Costs one short generation per request.",
     )
     swap: bool = _setting(
         True,

@@ -87,15 +87,16 @@ def run_batch(
 def announce(judge: Judge, config: JudgeConfig, mode: str) -> None:
     """What the user should know of this judge before its rows come: untrained, what it
     does with a reference, a native template that score mode cannot read."""
-    from app.judging.head_decider import reference_note
+    from app.judging.head_decider import own_answer_note, reference_note
 
     entry = judge.entry
     if entry is not None and not entry.trained_for_judging:
         from models.cards import untrained_note
 
         print(f"note: '{judge.name}' is {untrained_note(entry)}", file=sys.stderr)
-    if (note := reference_note(config)) is not None:
-        print(f"note: '{judge.name}' {note}", file=sys.stderr)
+    for note in (reference_note(config), own_answer_note(config)):
+        if note is not None:
+            print(f"note: '{judge.name}' {note}", file=sys.stderr)
     if mode == "score" and get_template(config.judge.template).native:
         print(
             f"note: template '{config.judge.template}' writes free text (the native format of "

@@ -97,6 +97,7 @@ def run_fields(args: argparse.Namespace, choice: CriteriaChoice) -> dict[str, An
         "choice": choice,
         "use_reference": args.use_reference,
         "run_code": args.run_code,
+        "self_reference": args.self_reference,
         "swap": args.swap,
         "reference_metrics": args.reference_metrics,
         "mode": args.mode,

@@ -76,7 +76,7 @@ def the_judge(judge: argparse.ArgumentParser) -> None:
 
 def the_answer(judge: argparse.ArgumentParser) -> None:
     """What is asked of the judge and how it reads and writes."""
-    add_run_arguments(judge, "use_reference", "run_code", "swap", "feedback")
+    add_run_arguments(judge, "use_reference", "run_code", "self_reference", "swap", "feedback")
     judge.add_argument(
         "--parallel",
         type=int,

@@ -59,6 +59,8 @@ class Declared(BaseModel):
     cost: str
     seconds: float = Field(default=0.0, ge=0.0)  # per pair on one core, beyond shared reads
     reference: bool = False  # read only where the pair has a reference in use
+    # read only where the judge's own answer stands for a reference (none in use)
+    own_answer: bool = False
     # the value is held inside this range (the one it took on the rows it was fitted on)
     bounds: tuple[float, float] | None = None
 
@@ -271,6 +273,9 @@ class Decision:
         return max(self.p_a, self.p_b, self.p_tie)
 
 
+SHARED_KINDS = ("reference", "own_answer")  # the parts a decision also sums by what they read
+
+
 def sigmoid(score: float) -> float:
     return 1 / (1 + math.exp(-max(min(score, 50.0), -50.0)))
 
@@ -295,12 +300,10 @@ def decide(record: DecisionRecord, values: Mapping[str, float]) -> Decision:
     else:
         p_a, p_b = sigmoid(score - record.tie_threshold), sigmoid(-score - record.tie_threshold)
         p_tie = max(1.0 - p_a - p_b, 0.0)
-    reference = sum(
-        shares.get(part.share, 0.0)
-        for part in {p.share: p for p in (*record.signals, *record.rules) if p.reference}.values()
-    )
-    if reference:
-        shares["reference"] = reference
+    for kind in SHARED_KINDS:  # what a reference, or the judge's own answer, moved in all
+        kept = {p.share for p in (*record.signals, *record.rules) if getattr(p, kind)}
+        if total := sum(shares.get(share, 0.0) for share in kept):
+            shares[kind] = total
     p_b = 1.0 - p_a - p_tie
     leaning = max((p_a, "A"), (p_b, "B"), (p_tie, "tie"))[1] if p_a != p_b else "tie"
     confidence = max(p_a, p_b, p_tie)

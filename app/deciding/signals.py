@@ -48,6 +48,9 @@ class PairReads:
     reference_means: Sequence[float | None] = ()
     check_odds: Sequence[float | None] = ()
     behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
+    # no reference in use: the judge's own answer, read where a reference would be (the
+    # reference's means and check odds are then of it: app/deciding/own_answer.py)
+    own_answer: str | None = None
 
 
 Values = Callable[[PairReads], Sequence[float | None] | None]
@@ -139,6 +142,36 @@ def reference_order(reads: PairReads) -> Sequence[float | None] | None:
     if not reads.reference:
         return None
     return order_shares(reads.item.answers, reads.reference, reads.item.question)
+
+
+# the judge's own answer read as a reference is: under names of their own, as its weight is
+# its own (it can be wrong); recorded wherever it was read, whether or not a record weighs it
+OWN_ANSWER_SIGNALS = (
+    "self_reference_likelihood",
+    "self_reference_check",
+    "self_reference_words",
+)
+
+
+@signal("self_reference_likelihood")
+def self_reference_likelihood(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.reference_means if reads.own_answer else None
+
+
+@signal("self_reference_check")
+def self_reference_check(reads: PairReads) -> Sequence[float | None] | None:
+    return reads.check_odds if reads.own_answer else None
+
+
+@signal("self_reference_words")
+def self_reference_words(reads: PairReads) -> Sequence[float | None] | None:
+    from app.deciding.reference_words import reference_words as stated_words
+    from app.deciding.reference_words import stated_share
+
+    if not reads.own_answer:
+        return None
+    stated = stated_words(reads.own_answer, reads.item.question)
+    return [stated_share(answer, stated) for answer in reads.item.answers]
 
 
 @signal("reference_behaviour")

@@ -127,6 +127,7 @@ PART_WORDS = {
     "relevance": "request relevance",
     "length": "answer length",
     "reference": "agrees with the reference answer",
+    "own_answer": "agrees with the judge's own answer (no reference given)",
     "reference_likelihood": "how likely the reference is after each answer",
     "reference_words": "how much of what the reference states each answer states",
     "reference_order": "whether each answer states the request's items in the reference's order",
@@ -145,10 +146,11 @@ def reference_signals(parts: dict[str, float]) -> list[str]:
     return [name for name in REFERENCE_SIGNALS if parts.get(name)]
 
 
-def reference_decided(parts: dict[str, float]) -> str | None:
-    """The answer the head leaned to without the reference, where the reference's part
-    turned a pair's verdict to the other answer; None where it did not."""
-    share = parts.get("reference")
+def reference_decided(parts: dict[str, float], kind: str = "reference") -> str | None:
+    """The answer the head leaned to without the reference (`kind`: or the judge's own
+    answer, "own_answer"), where its part turned a pair's verdict to the other answer; None
+    where it did not."""
+    share = parts.get(kind)
     if not share or "score" not in parts:
         return None
     with_it, without = parts["score"], parts["score"] - share
@@ -163,7 +165,8 @@ def part_phrases(parts: dict[str, float], shares: Mapping[str, str] | None = Non
     or PART_WORDS; shares that pushed nowhere are left out, except the states of a head that
     reads states alone."""
     words = PART_WORDS | dict(shares or {})
-    own = [name for name in words if not name.startswith("reference_")]  # said as "reference"
+    # each reference's or own answer's signal is said in its sum ("reference", "own_answer")
+    own = [name for name in words if not name.startswith(("reference_", "self_reference_"))]
     used = [(name, parts[name]) for name in own if parts.get(name)]
     if not used:
         return [f"{words['states']}: nothing toward either answer"]

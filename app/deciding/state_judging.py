@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from app.code_run.behaviour import BehaviourReading, Unread, with_code_run
 from app.deciding.criterion_head import CriterionHead, head_levels, level_caps, reference_shift
 from app.deciding.criterion_reads import with_levels
 from app.deciding.decision import (
+    SHARED_KINDS,
     Decision,
     DecisionRecord,
     GradeRule,
@@ -30,9 +31,11 @@ from app.deciding.decision import (
     grade_of,
     sigmoid,
 )
+from app.deciding.own_answer import OwnAnswer
 from app.deciding.rubric_grade import with_rubric_grade
 from app.deciding.signals import (
     ANSWER_SIGNALS,
+    OWN_ANSWER_SIGNALS,
     REFERENCE_READS,
     REFERENCE_SIGNALS,
     AnswerReads,
@@ -59,11 +62,13 @@ class ReferenceAsk:
 class Asks:
     """What a head's reads also give beside its verdict: the reference read on from them
     (`turn`, a head that reads replies), criterion scores given by a criterion head
-    (`levels`), and the reference's part (`reference`, a reference in use)."""
+    (`levels`), and the reference's part (`reference`, a reference in use), or the judge's
+    own answer read in its place (`own`: the turn reads it)."""
 
     turn: ReplyCriteria | None = None
     levels: LevelAsk | None = None
     reference: ReferenceAsk | None = None
+    own: OwnAnswer | None = None
 
 
 def head_judgment(
@@ -97,7 +102,8 @@ def head_judgment(
     ran = reference.behaviour if reference is not None else None
     behaviour = ran if isinstance(ran, BehaviourReading) else None
     given = item.reference if reference is not None else None
-    pair = PairReads(item, answers, given, means, reads.odds, behaviour)
+    own = asks.own.text if asks.own is not None and reference is None else None
+    pair = PairReads(item, answers, given, means, reads.odds, behaviour, own)
     judgment = _grades(base, head, record, reads) if single else base
     if base.protocol is Protocol.MULTI:
         judgment = _ranking(base, record, list(pair.answers))
@@ -105,6 +111,8 @@ def head_judgment(
         judgment = _with_head_levels(judgment, levels, reads, record, pair)
     if base.protocol is Protocol.PAIRWISE:
         judgment = pair_verdict(judgment, record, pair)
+        if own is not None:
+            judgment = judgment.model_copy(update={"own_answer": asdict(asks.own)})
     elif single and turn is not None:
         judgment = _with_grade_reads(judgment, means[0] if means else None, reads.odds)
     if reference is None:
@@ -270,7 +278,8 @@ def pair_verdict(judgment: Judgment, record: DecisionRecord, reads: PairReads) -
     verdict's part "reference". Every value read is recorded, `<signal>_difference`, whether
     the record weighs it or not: the fit chooses."""
     reference = {*record.used(), *REFERENCE_READS}.intersection(REFERENCE_SIGNALS)
-    values = pair_values((*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference)), reads)
+    names = (*ANSWER_SIGNALS, *record.own_signals(), *sorted(reference), *OWN_ANSWER_SIGNALS)
+    values = pair_values(names, reads)
     decision = decide(record, values)
     parts = {name: 0.0 for name in BASE_SHARES} | _shares(decision, record)
     parts |= {f"{name}_difference": value for name, value in values.items()}
@@ -287,10 +296,11 @@ def _shares(decision: Decision, record: DecisionRecord) -> dict[str, float]:
     """A decision's shares of the score, rounded as a judgment shows them, and the score;
     the reference's parts only where the reference moved it."""
     shares = {name: round(value, 4) for name, value in decision.shares.items()}
-    if not shares.get("reference"):
-        for part in (*record.signals, *record.rules):
-            if part.reference and not shares.get(part.share):
-                shares.pop(part.share, None)
+    for kind in SHARED_KINDS:  # their parts only where they moved it
+        if not shares.get(kind):
+            for part in (*record.signals, *record.rules):
+                if getattr(part, kind) and not shares.get(part.share):
+                    shares.pop(part.share, None)
     if decision.rule is not None:  # the rule that decided, with its fitted confidence
         shares[f"{RULE_PREFIX}{decision.rule}"] = round(decision.confidence, 4)
     return shares | {"score": round(decision.score, 4)}

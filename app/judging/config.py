@@ -22,7 +22,7 @@ from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
 from models.backends.base import SamplingParams, run_sampling
 from models.judge_settings import JudgeSettings
-from models.run_settings import RUN_DEFAULTS
+from models.run_settings import RUN_DEFAULTS, SelfReference
 
 DEFAULT_CONTEXT_TOKENS = RUN_DEFAULTS.n_ctx
 
@@ -75,6 +75,8 @@ class JudgeConfig:
     use_reference: bool = RUN_DEFAULTS.use_reference
     # a reference function: each answer's function run beside it in the jail (app/code_run/)
     run_code: bool = RUN_DEFAULTS.run_code
+    # no reference in use: the judge's own answer read in its place (app/deciding/own_answer.py)
+    self_reference: SelfReference = RUN_DEFAULTS.self_reference
     swap: bool = RUN_DEFAULTS.swap  # pairwise: judge both orders
     sampling: SamplingParams = field(default_factory=run_sampling)
     reference_metrics: bool = RUN_DEFAULTS.reference_metrics  # ROUGE / BLEU / BERTScore

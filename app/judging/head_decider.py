@@ -15,7 +15,9 @@ from app.code_run.jail import jail_status
 from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
+from app.deciding.own_answer import OwnAnswer, write_own_answer
 from app.deciding.rubric_grade import fits
+from app.deciding.signals import OWN_ANSWER_SIGNALS
 from app.deciding.state_head import PART_WORDS, StateHead
 from app.deciding.state_judging import (
     Asks,
@@ -32,6 +34,7 @@ from app.records import BACKEND_FAILED, JudgeItem, Judgment, Protocol, Status
 from models.backends.base import Backend
 from models.foundation.errors import BackendError
 from models.readings import ReplyCriteria
+from models.run_settings import SelfReference
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class HeadSettings:
     # what moves (a weighed signal) or holds (a cap) the criterion head's levels with a
     # reference in use: the record's criterion_shift; empty: a reference moves none
     moved_by: frozenset[str] = frozenset()
+    self_reference: SelfReference = "off"  # the judge's own answer where no reference is in use
 
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
@@ -71,6 +75,7 @@ class HeadSettings:
             fit=replace(PromptFit.of(config), generate_tokens=None),
             rubric_combination=config.parts.rubric_combination,
             moved_by=moved_by(config.parts.decision),
+            self_reference=config.self_reference,
         )
 
 
@@ -262,14 +267,41 @@ class HeadDecider:
             )
             return plan.base.model_copy(update={"error": error})
         started = time.perf_counter()
-        asks = Asks(plan.turn, plan.levels, plan.reference)
         try:
+            asks = self.asks(plan)
             judgment = head_judgment(
                 plan.base, plan.item, head, self.backend, self.settings.decision, asks
             )
         except (BackendError, ValueError) as exc:
             return plan.base.model_copy(update={"error": f"{BACKEND_FAILED}{exc}"})
         return judgment.model_copy(update={"latency_s": round(time.perf_counter() - started, 3)})
+
+    def asks(self, plan: Plan) -> Asks:
+        """What the head's reads also give: its plan's, and where the run asks for it, the
+        judge's own answer written now and read on from them in a reference's place."""
+        own = self.own_answer(plan)
+        if own is None:
+            return Asks(plan.turn, plan.levels, plan.reference)
+        settings = self.settings
+        check = settings.self_reference == "on" or settings.decision.uses("self_reference_check")
+        turn = criterion_reads.reference_turn(own.text, check) if own.text else None
+        return Asks(turn, plan.levels, plan.reference, own if turn else None)
+
+    def own_answer(self, plan: Plan) -> OwnAnswer | None:
+        """The judge's own answer to a pair's request where no reference is in use and the
+        run asks for one (`self_reference` on, or auto where the record weighs its signals),
+        on a backend that reads on from the head's reads."""
+        settings, item = self.settings, plan.item
+        wanted = settings.self_reference == "on" or (
+            settings.self_reference == "auto" and settings.decision.uses(*OWN_ANSWER_SIGNALS)
+        )
+        referenced = bool(item.reference) and settings.use_reference
+        if not wanted or referenced or plan.protocol is not Protocol.PAIRWISE:
+            return None
+        if not self.reads_on():
+            return None
+        question = item.question[: settings.head.question_chars]
+        return write_own_answer(self.backend, question, judge=self.model_name)
 
     def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read (and a single
@@ -351,3 +383,25 @@ def reference_note(config: JudgeConfig) -> str | None:
             "the criterion scores, not the verdict or the grade"
         )
     return "reads no reference answer (its head decides; criterion scores are off)"
+
+
+def own_answer_note(config: JudgeConfig) -> str | None:
+    """What a head judge does for a pair without a reference in use, where it writes its own
+    answer first (`self_reference`), for a front end to say once; None where it writes none."""
+    record, chosen = config.parts.decision, config.self_reference
+    if config.parts.head is None or record is None or chosen == "off":
+        return None
+    weighed = record.uses(*OWN_ANSWER_SIGNALS)
+    if chosen == "auto" and not weighed:
+        return None
+    counted = (
+        "weighs it as its decision record says"
+        if weighed
+        else (
+            "shows it (its decision record does not weigh it yet, so the verdict is as without it)"
+        )
+    )
+    return (
+        "writes its own short answer to a pair's request where no reference is in use, reads "
+        f"each answer against it as against a reference and {counted}"
+    )

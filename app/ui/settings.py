@@ -82,6 +82,7 @@ class Settings:
     workers: int = _starts("workers")  # a batch's engines (0: one per usable core)
     use_reference: bool = _starts("use_reference")
     run_code: bool = _starts("run_code")
+    self_reference: Literal["auto", "on", "off"] = _starts("self_reference")
     swap: bool = _starts("swap")
     # the sidebar's layer of judging settings over the model's registry entry (criterion
     # scores: off reads the verdict or grade alone, faster; on: as the model says)
@@ -119,6 +120,7 @@ class Settings:
             choice=self.choice(),
             use_reference=self.use_reference,
             run_code=self.run_code and self.use_reference,
+            self_reference=self.self_reference,
             swap=self.swap,
             sampling=sampling_of(self),
             mode=self.mode,

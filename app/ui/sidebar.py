@@ -125,6 +125,7 @@ def _reference_toggles() -> None:
     jail = jail_status()
     if st.session_state["use_reference"] and st.session_state["run_code"] and not jail.works:
         st.caption(f"No answer's code will run: {jail.sentence()}.")
+    setting_widget("self_reference")
 
 
 def _pair_settings() -> None:

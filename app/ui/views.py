@@ -8,6 +8,7 @@ Markdown with raw HTML escaped and images reduced to their alt text.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -291,6 +292,26 @@ def head_note(parts: dict[str, float], shares: Mapping[str, str] | None = None) 
     return note
 
 
+def own_answer_note(own: Mapping[str, Any], parts: Mapping[str, float]) -> str:
+    """What the judge's own answer was and what it did to a pair's verdict (no reference)."""
+    from app.deciding.state_head import reference_decided
+
+    cut = "" if own.get("finished", True) else " (cut at its length cap)"
+    sure = own.get("mean_logprob")
+    how_sure = "" if sure is None else f"; its mean token log-probability {sure:.2f}, 0 is sure"
+    note = (
+        f"No reference was given, so the judge first wrote its own answer and read each answer "
+        f'against it: "{own.get("text", "")}"{cut}{how_sure}.'
+    )
+    moved = parts.get("own_answer")
+    if not moved:
+        return note + " Its record does not weigh it yet: shown, not counted."
+    note += f" It moved the score {abs(moved):.2f} toward {'A' if moved > 0 else 'B'}."
+    if (leaned := reference_decided(dict(parts), "own_answer")) is not None:
+        note += f" **The judge's own answer decided this verdict**: without it, {leaned}."
+    return note
+
+
 def rule_note(parts: dict[str, float]) -> str:
     """The judge's rule that decided the pair, with the confidence it earned on training
     pairs ("" where no rule decided)."""
@@ -342,6 +363,8 @@ def _headline(judgment: Judgment, top: float | None) -> None:
             st.caption(relevance_note(judgment.relevance))
         if judgment.verdict_parts:
             st.caption(head_note(judgment.verdict_parts, share_words(judgment.model)))
+        if judgment.own_answer:
+            st.caption(own_answer_note(judgment.own_answer, judgment.verdict_parts or {}))
         if details := code_run_details(judgment.code_run, ["A", "B"]):
             st.caption(details)
     elif judgment.ranking:

@@ -115,6 +115,7 @@ class Generation:
     distributions: tuple[ValueDistribution, ...] = ()
     finish_reason: str | None = None
     error: str | None = None  # score(): this request failed (the others did not)
+    mean_logprob: float | None = None  # of the tokens written, where the backend reads them
 
 
 @dataclass(frozen=True)

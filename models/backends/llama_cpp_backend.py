@@ -195,15 +195,16 @@ class LlamaCppBackend:
         with self._lock:
             self._runner.drop_workers()
             started = time.perf_counter()
-            text, completion, distributions, finish = self._decode(tokens, params, output)
+            text, written, logprobs, distributions, finish = self._decode(tokens, params, output)
             latency = time.perf_counter() - started
         return Generation(
             text=text,
             prompt_tokens=len(tokens),
-            completion_tokens=completion,
+            completion_tokens=written,
             latency_s=latency,
             distributions=tuple(distributions),
             finish_reason=finish,
+            mean_logprob=float(np.mean(logprobs)) if logprobs else None,
         )
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
@@ -364,13 +365,17 @@ class LlamaCppBackend:
     # -- decoding --------------------------------------------------------------
     def _decode(
         self, tokens: list[int], params: SamplingParams, output: OutputSpec | None
-    ) -> tuple[str, int, list[ValueDistribution], str]:
+    ) -> tuple[str, int, list[float], list[ValueDistribution], str]:
+        """The reply's text, its token count, the log-probability of each token chosen
+        (under the logits it was chosen from; a forced token has none), the values'
+        distributions and why it stopped."""
         gate = self._grammar_gate(output)
         skeleton = JsonSkeleton(output.json_schema) if gate is not None and output else None
         rng = np.random.default_rng(params.seed)
         state = RuleState(rules=output.value_rules if output else None, rng=rng, params=params)
         stream = TokenStream(self.llama, gate, unread=self._reuse_prefix(tokens))
         finish = "length"
+        logprobs: list[float] = []
         try:
             while len(stream.tokens) < params.max_tokens:
                 if skeleton is not None:
@@ -394,6 +399,9 @@ class LlamaCppBackend:
                     finish = "stop"
                     break
                 stream.write([token])
+                top = float(logits.max())  # the token's log-probability: log-softmax
+                spread = float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
+                logprobs.append(float(logits[token]) - top - spread)
                 end_chosen_value(stream.tracker, state)
                 if stream.tracker.finished and gate is not None:
                     finish = "stop"
@@ -408,7 +416,7 @@ class LlamaCppBackend:
         for stop in params.stop:
             if stop in text:
                 text = text[: text.index(stop)]
-        return text, len(stream.tokens), state.distributions, finish
+        return text, len(stream.tokens), logprobs, state.distributions, finish
 
     def _reuse_prefix(self, tokens: list[int]) -> list[int]:
         """Keep the cached prefix the prompt shares with the last call; the rest of the

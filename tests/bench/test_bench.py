@@ -122,6 +122,23 @@ def test_the_state_head_mode_runs_on_a_default_judge_with_a_head(tmp_path: Path)
     assert all(j["verdict_parts"]["states"] != 0 for j in saved)
 
 
+@pytest.mark.slow
+def test_the_own_answer_mode_writes_the_judges_answer_before_each_verdict(tmp_path: Path) -> None:
+    entry = load_registry().get()
+    if entry.judging.state_head is None:
+        pytest.skip(f"the default judge {entry.name} has no state head")
+    shared_file("autoj/pairwise_dev.jsonl")
+    need_model(entry.path(), entry.name)
+    from bench import cell as bench_cell
+
+    assert bench_cell.main(["s", "1", "2", str(tmp_path / "s.json")]) == 0
+    cell = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert cell["ok"] == 2
+    saved = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert all(j["own_answer"]["text"] for j in saved)
+    assert all("self_reference_likelihood_difference" in j["verdict_parts"] for j in saved)
+
+
 def test_head_judges_are_given_as_ratios_to_the_reference_of_the_same_run():
     from bench.heads import WHOLE_PAGE, WITH_REFERENCE, render
 

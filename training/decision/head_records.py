@@ -38,12 +38,22 @@ BESIDE = {
 }
 
 
-def _signal(name: str, weight: float, words: tuple[str, str, tuple[str, ...], str],
-            fitted: Mapping[str, str], reference: bool = False) -> dict[str, Any]:  # fmt: skip
+Words = tuple[str, str, tuple[str, ...], str]  # a signal's value, share, reads and cost
+
+
+def _signal(
+    name: str,
+    weight: float,
+    words: Words,
+    fitted: Mapping[str, str],
+    kinds: Mapping[str, bool] | None = None,
+) -> dict[str, Any]:
+    """A signal's record data; `kinds`: what it reads only where given (`reference`, a
+    reference in use; `own_answer`, the judge's own answer in its place)."""
     value, share, reads, cost = words
     found = {"name": name, "weight": weight, "value": value, "share": share}
     found |= {"reads": list(reads), "cost": cost, "fitted": dict(fitted)}
-    return found | ({"reference": True} if reference else {})
+    return found | {kind: True for kind, given in (kinds or {}).items() if given}
 
 
 def _pair_words(name: str, width: int) -> tuple[str, str, tuple[str, ...], str]:
@@ -96,7 +106,8 @@ def head_record(
         if declared and name in declared:
             found = declared[name]
             words = (found.value, found.share, found.reads, found.cost)
-            signals.append(_signal(name, weight, words, fitted, found.reference))
+            kinds = {"reference": found.reference, "own_answer": found.own_answer}
+            signals.append(_signal(name, weight, words, fitted, kinds))
         else:
             signals.append(_signal(name, weight, _pair_words(name, width), fitted))
     data = {"judge": judge, "scale": "logit", "signals": signals, "doubt_below": 0.55}

@@ -40,12 +40,20 @@ from pathlib import Path
 from typing import Any
 
 from app.deciding.decision import DecisionRecord, Declared, Fitted, Signal
+from app.deciding.own_answer import OWN_ANSWER_TOKENS, OwnAnswer, keep
 from app.judging.config import JudgeConfig
 from app.records import JudgeItem, Judgment, Label, Status
 from training.decision.in_sample import FITS, seen_by
 
 OUT = Path(__file__).resolve().parent / "cache"
-SETS = ("autoj", "reference", "autoj-counter", "alpacaeval", "alpacaeval-counter")
+SETS = (
+    "autoj",
+    "reference",
+    "autoj-counter",
+    "alpacaeval",
+    "alpacaeval-counter",
+    "reference-bare",
+)
 SEED = 0
 READ_WEIGHT = 1e-9  # a candidate's weight while it is read for a fit: read, not weighed
 ALPACAEVAL_PAIRS = 400  # the AlpacaEval pairs a CPU can read (each about 15 s on one core)
@@ -117,10 +125,12 @@ def training_pairs(name: str) -> list[JudgeItem]:
         from training.decision.in_sample import head_fitting_pairs
 
         return list(head_fitting_pairs(load_config().judge))
-    if name == "reference":
+    if name in ("reference", "reference-bare"):
         from training.datasets.reference_decided import build
 
-        return [as_item(row) for row in build()[0]]
+        items = [as_item(row) for row in build()[0]]
+        bare = name == "reference-bare"  # without their references: the judge's own answer's
+        return [item.model_copy(update={"reference": None}) for item in items] if bare else items
     if name.startswith("alpacaeval"):
         from training.datasets.state_head_data import alpacaeval_pairs
 
@@ -220,6 +230,35 @@ def pair_row(
     }
 
 
+ANSWERS = OUT / "own-answers"  # the judge's own answers (training/decision/own_answers.py)
+
+
+def cached_answers(folder: Path = ANSWERS) -> Iterator[dict[str, Any]]:
+    """Every answer kept (a line cut short by a stopped run is skipped)."""
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:
+    """The kept answers by request key."""
+    return {row["request"]: row for row in cached_answers(folder)}
+
+
+def keep_written(judge: str, question: str, kept: dict[str, dict[str, Any]]) -> bool:
+    """Give the engine `judge`'s answer to `question` written before (`kept`: own_answers),
+    so judging its pairs writes none again; False where none was written."""
+    row = kept.get(request_key(question))
+    if row is None:
+        return False
+    fields = ("text", "mean_logprob", "tokens", "finished")
+    keep(judge, question, OWN_ANSWER_TOKENS, OwnAnswer(*(row[name] for name in fields)))
+    return True
+
+
 def interleaved(sets: list[list[Any]]) -> list[Any]:
     """The sets' pairs taken in turn, each set at its own pace (by its share of all), so a run
     stopped at any point has read every set alike."""
@@ -261,7 +300,10 @@ def read(
     path = folder / f"part{part}.jsonl"
     with opened as judge, path.open("a", encoding="utf-8") as out:
         judge.config = reading_config(judge.config)
+        head, kept = judge.config.parts.head, own_answers()
         for name, item in tqdm(todo, desc=f"reads part {part}", unit="pair", file=sys.stderr):
+            if head is not None:  # the judge's own answer written before, where it was
+                keep_written(judge.name, item.question[: head.question_chars], kept)
             row = cache_row(name, item, judge.judge(item))
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()

@@ -35,7 +35,7 @@ Config = partial(config_of, mode="generate", detect_scenario=False, uncertain_be
 PER_ITEM = ("service.py", "head_decider.py", "reply_decider.py", "prompt_fitting.py")
 PER_ITEM += ("finishing.py", "plans.py")
 # where a JudgeConfig may be read: settling it (`of`), and a front end's one-line note
-SETTLING = {"of", "reference_note"}
+SETTLING = {"of", "reference_note", "own_answer_note"}  # and the notes a front end says once
 
 
 def _config_reads(path: Path) -> dict[str, int]:

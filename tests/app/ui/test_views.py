@@ -153,3 +153,22 @@ def test_the_rubric_grade_note_names_what_the_grade_combines_and_its_record() ->
     )
     assert "Here 2 of its signals lie outside the range the grade was fitted on" in held
     assert "were held at their edges: trust it less." in held
+
+
+def test_the_judges_own_answer_is_shown_with_what_it_did_to_the_verdict() -> None:
+    from app.ui.views import head_note, own_answer_note
+
+    own = {"text": "7 times 8 equals 56.", "mean_logprob": -0.06, "tokens": 9, "finished": True}
+    shown = own_answer_note(own, {"states": 0.4, "score": 0.4})
+    assert '"7 times 8 equals 56."' in shown and "-0.06" in shown
+    assert "does not weigh it yet" in shown
+    turned = {"states": 0.5, "self_reference_check": -1.5, "own_answer": -1.5, "score": -1.0}
+    said = own_answer_note(own, turned)
+    assert "moved the score 1.50 toward B" in said
+    assert "**The judge's own answer decided this verdict**: without it, A." in said
+    cut = own_answer_note(own | {"finished": False}, {"own_answer": 0.2, "score": 0.9})
+    assert "cut at its length cap" in cut and "decided" not in cut
+    # the head's note names it once, by its sum
+    note = head_note(turned)
+    assert "agrees with the judge's own answer (no reference given): 1.50 toward B" in note
+    assert "self_reference" not in note
