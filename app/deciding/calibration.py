@@ -75,7 +75,11 @@ class ConfidenceCalibration(BaseModel):
         return round(float(np.interp(value, self.at, self.right)), 4)
 
     def of(self, judgment: Judgment) -> float | None:
-        """The judgment's calibrated confidence; None when it lacks the indicator."""
+        """The judgment's calibrated confidence; None when it lacks the indicator, or where a
+        reference moved a head's verdict: a map is fitted on pairs without one, and such a
+        verdict has the confidence its decision record fitted (a rule's, or its signals')."""
+        if (judgment.verdict_parts or {}).get("reference"):
+            return None
         value = judgment.confidence if self.indicator == "confidence" else judgment.entropy
         return None if value is None else self(value)
 

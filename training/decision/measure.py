@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.deciding.decision import DecisionRecord, decide, load_decision
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
 from training.decision.reads import recorded_values
 from training.decision.record_file import record_path
-from training.evaluation.meta_metrics import longer_answer
+from training.evaluation.meta_metrics import calibration_error, longer_answer
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
 SAVED = (GOLDEN / "default_judge_decisions.jsonl.gz", GOLDEN / "autoj_dev_rest.jsonl.gz")
@@ -137,9 +138,15 @@ def held_out_grades(records: dict[str, DecisionRecord], heads: dict[str, Path], 
     return f"held-out grades ({len(rows)} rows), Spearman: {', '.join(cells)}; length {lengths:.3f}"
 
 
-def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]:
-    """Per file: its rows read, whether whole, and each record's and the longer answer's
-    agreement with the labels."""
+def measured(
+    records: dict[str, DecisionRecord],
+    rows: list[dict],
+    calibration: ConfidenceCalibration | None = None,
+) -> list[dict]:
+    """Per file: its rows read, whether whole, each record's and the longer answer's agreement
+    with the labels, and each record's calibration error (ECE, %: its confidence, and mapped by
+    the judge's `calibration` where a reference did not move the verdict, as the engine maps
+    it)."""
     table = []
     for name in [*FILES, HELD_OUT]:
         items = labelled_items(name)
@@ -149,11 +156,18 @@ def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]
         line = {"file": name, "rows": len(mine), "whole": len(mine) == len(items)}
         labels = {n: items[n].label.winner for n in mine}
         for label, record in records.items():
-            verdicts = {
-                n: decide(record, recorded_values(r["parts"])).leaning for n, r in mine.items()
-            }
-            line[label] = 100 * sum(verdicts[n] == labels[n] for n in mine) / len(mine)
-            line[f"{label} ties"] = sum(v == "tie" for v in verdicts.values())
+            decided = {n: decide(record, recorded_values(r["parts"])) for n, r in mine.items()}
+            right = [float(decided[n].leaning == labels[n]) for n in mine]
+            line[label] = 100 * sum(right) / len(mine)
+            line[f"{label} ties"] = sum(d.leaning == "tie" for d in decided.values())
+            confidence = [d.confidence for d in decided.values()]
+            line[f"{label} ece"] = calibration_error(confidence, right)
+            if calibration is not None:
+                mapped = [
+                    d.confidence if d.shares.get("reference") else calibration(d.confidence)
+                    for d in decided.values()
+                ]
+                line[f"{label} ece calibrated"] = calibration_error(mapped, right)
         lengths = {n: (len(items[n].answers[0]), len(items[n].answers[1])) for n in mine}
         line["longer"] = 100 * sum(longer_answer(lengths[n]) == labels[n] for n in mine) / len(mine)
         table.append(line)
@@ -161,13 +175,29 @@ def measured(records: dict[str, DecisionRecord], rows: list[dict]) -> list[dict]
 
 
 def markdown(table: list[dict], labels: Sequence[str]) -> str:
+    """Agreement % (ties said) and ECE of each record (then calibrated, where measured)."""
     head = "| file | rows | " + " | ".join(labels) + " | the longer answer |"
     lines = [head, "|---|---:|" + "---:|" * (len(labels) + 1)]
     for line in table:
         rows = f"{line['rows']}" + ("" if line["whole"] else " (partial)")
-        cells = " | ".join(f"{line[k]:.1f} ({line[f'{k} ties']} ties)" for k in labels)
-        lines.append(f"| {line['file']} | {rows} | {cells} | {line['longer']:.1f} |")
+        cells = []
+        for k in labels:
+            ece = f"ECE {line[f'{k} ece']:.1f}"
+            if f"{k} ece calibrated" in line:
+                ece += f", calibrated {line[f'{k} ece calibrated']:.1f}"
+            cells.append(f"{line[k]:.1f} ({line[f'{k} ties']} ties; {ece})")
+        lines.append(f"| {line['file']} | {rows} | {' | '.join(cells)} | {line['longer']:.1f} |")
     return "\n".join(lines)
+
+
+def judge_calibration(judge: str) -> ConfidenceCalibration | None:
+    """The registry judge's confidence calibration, where it has one."""
+    from models.registry import MODELS_DIR, load_registry
+
+    judging = load_registry().get(judge).judging
+    if judging is None or judging.calibration is None:
+        return None
+    return load_calibration(MODELS_DIR / judging.calibration)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         graders = {"shipped": load_decision(record_path(judge)), "record": records["record"]}
         heads = {"shipped": judge_head(judge)[0], "record": args.head}
         print(held_out_grades(graders, heads, gguf))
-    print(markdown(measured(records, rows), list(records)))
+    print(
+        markdown(measured(records, rows, judge_calibration(records["record"].judge)), list(records))
+    )
     return 0
 
 

@@ -16,6 +16,16 @@ confidence of each verdict (max(P(A), 1 - P(A))) to whether it matched the label
 makes easy). The states come from the head's feature cache (`training.heads.state_head
 embed`); nothing is read from an evaluation file.
 
+Head judges that decide by a decision record, from their head's own fitting pairs read out of
+fold (training/decision/cache/head-fitting: each pair's `states` from the fold that did not
+see its request), the record's confidence of each verdict mapped to whether it was right:
+
+    python -m training.heads.confidence_calibration record [--judge NAME] [--sets autoj]
+
+By default on the natural Auto-J training pairs alone: they come as users' pairs come, ties
+included (a tie label is never right: the head says none), where the AlpacaEval pairs were
+drawn to balance length, and the counterexamples are made easy by relevance.
+
 LLM judges (read in score mode), from their saved judgments of labelled pairs they
 never trained on (`training.datasets.calibration_pairs`, judged by `training.evaluation.evaluate`):
 
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import get_args
 
@@ -180,6 +191,54 @@ def fit_judge(args: argparse.Namespace) -> ConfidenceCalibration:
     )
 
 
+def record_right(judge: str, sets: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The confidence of `judge`'s record on its head's fitting pairs of `sets` (natural
+    pairs only), their states out of fold, and whether each verdict matched the label."""
+    import gzip
+    import json
+
+    from app.deciding.decision import decide, load_decision
+    from training.decision.head_fit import OUT_OF_FOLD
+    from training.decision.reads import pair_key, training_pairs
+    from training.decision.record_file import record_path
+
+    record = load_decision(record_path(judge))
+    labels = {pair_key(p): p for p in training_pairs("head-fitting")}
+    confidence, right = [], []
+    with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
+        for row in map(json.loads, lines):
+            pair = labels.get(row["key"])
+            natural = pair is not None and "counter" not in pair.id
+            if not natural or pair.id.split("-")[0] not in sets or pair.label is None:
+                continue
+            decision = decide(record, row["values"])
+            confidence.append(decision.confidence)
+            right.append(float(decision.leaning == pair.label.winner))
+    return np.array(confidence), np.array(right)
+
+
+def fit_record(args: argparse.Namespace) -> ConfidenceCalibration:
+    from models.registry import load_registry
+
+    judge = load_registry().get(args.judge).name
+    values, right = record_right(judge, tuple(args.sets))
+    xs, ys = fit_indicator(values, right, "confidence")
+    return ConfidenceCalibration(
+        indicator="confidence",
+        at=tuple(xs),
+        right=tuple(ys),
+        fitted_on={
+            "pairs": len(values),
+            "sets": ",".join(args.sets),
+            "by": "python -m training.heads.confidence_calibration record (states out of fold)",
+            "ece_before": calibration_error(values, right),
+            "out_of_fold_ece": out_of_fold_ece(values, right, "confidence"),
+            "in_sample_ece_after": calibration_error(np.interp(values, xs, ys), right),
+            "right": round(float(right.mean()), 4),
+        },
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.heads.confidence_calibration")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -192,8 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     judge.add_argument("--judgments", type=Path, required=True, help="its judgments.jsonl")
     judge.add_argument("--indicator", choices=get_args(Indicator), default="entropy")
     judge.add_argument("--out", type=Path, required=True)
+    record = commands.add_parser("record", help="a head judge's record, on its fitting pairs")
+    record.add_argument("--judge", help="a registry name (default: the default judge)")
+    record.add_argument("--sets", nargs="+", default=["autoj"], choices=["autoj", "alpacaeval"])
+    record.add_argument("--out", type=Path, help="default: calibration.json beside its record")
     args = parser.parse_args(argv)
-    calibration = fit_head(args) if args.command == "head" else fit_judge(args)
+    fits = {"head": fit_head, "judge": fit_judge, "record": fit_record}
+    calibration = fits[args.command](args)
+    if args.out is None:
+        from models.registry import load_registry
+        from training.decision.record_file import record_path
+
+        args.out = record_path(load_registry().get(args.judge).name).with_name("calibration.json")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(calibration.model_dump_json(indent=2) + "\n", encoding="utf-8")
     print(calibration.model_dump_json(indent=2))
