@@ -76,7 +76,7 @@ from training.decision.logit import (
     out_of_fold,
 )
 from training.decision.reads import OUT as READS
-from training.decision.reads import labelled_rows
+from training.decision.reads import OWN_READS, labelled_rows
 from training.decision.record_file import record_path, write_record_file
 from training.evaluation.reference_runs import DEFAULT_FILE
 
@@ -328,10 +328,13 @@ def declared(record: DecisionRecord) -> dict[str, Any]:
     return {n: given.get(n, getattr(record, n)) for n in names}
 
 
-def fitted_pairwise(config: FitConfig, reads: Path, kept: DecisionRecord) -> dict[str, Any]:
+def fitted_pairwise(
+    config: FitConfig, reads: Path, kept: DecisionRecord, own_reads: Path | None = None
+) -> dict[str, Any]:
     """The record's pairwise part (signals, rules, tie and doubt thresholds) fitted on the
-    cached pairs, around the weights `kept` holds of the config's `held` signals."""
-    rows = labelled_rows(reads, config.fitted_on, config.judge)
+    cached pairs (and `own_reads`: those read with the judge's own answer), around the
+    weights `kept` holds of the config's `held` signals."""
+    rows = labelled_rows(reads, config.fitted_on, config.judge, own_reads)
     if not rows:
         raise SystemExit(f"{reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
@@ -408,6 +411,13 @@ def main(argv: list[str] | None = None) -> int:
         help="what to refit",
     )
     parser.add_argument("--graded", type=Path, default=DEFAULT_FILE, help="the graded rows' file")
+    parser.add_argument(
+        "--own-reads",
+        type=Path,
+        nargs="?",
+        const=OWN_READS,
+        help="with the pairs read with the judge's own answer (default folder: own-reads/)",
+    )
     args = parser.parse_args(argv)
     config = load_config(args.config)
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
@@ -421,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
 
         data["grade"], head = fitted_grade(config.judge, head or judge_head(config.judge)[1])
     if "pairwise" in args.sections:
-        data |= fitted_pairwise(config, args.reads, kept)
+        data |= fitted_pairwise(config, args.reads, kept, args.own_reads)
     if "rubric_grade" in args.sections:
         data["rubric_grade"] = fitted_rubric_grade(args.graded, args.reads / "graded")
     if "criterion_shift" in args.sections:

@@ -26,6 +26,10 @@ The sets come from the training split only:
 
 A further set is written without the engine: `head-fitting`, the judge's head's own fitting
 pairs with their states read out of fold (training/decision/out_of_fold.py).
+
+Pairs read with the judge's own answer (issue 64's trial: `--out` OWN_READS, `--answered-only`)
+are kept apart, in `own-reads/`, until a record weighs them: `labelled_rows(own_reads=...)` adds
+them, a head-fitting pair's own-answer values joined to its row with states out of fold.
 """
 
 from __future__ import annotations
@@ -162,13 +166,41 @@ def cached_rows(folder: Path = OUT) -> Iterator[dict[str, Any]]:
                 continue
 
 
+def with_own_reads(rows: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+    """`rows` and the pairs read with the judge's own answer in `folder`: a pair of the head's
+    fitting set as its row with states out of fold (training/decision/out_of_fold.py) with
+    the own answer's values joined; any other pair as it was read."""
+    import gzip
+
+    from app.deciding.signals import OWN_ANSWER_SIGNALS
+    from training.decision.head_fit import OUT_OF_FOLD
+
+    with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
+        out_of_fold = {row["key"]: row for row in map(json.loads, lines)}
+    found = []
+    for row in cached_rows(folder):
+        base = out_of_fold.get(row["key"])
+        if base is None:
+            found.append(row)
+            continue
+        own = {n: v for n, v in row["values"].items() if n in OWN_ANSWER_SIGNALS}
+        found.append(base | {"values": base["values"] | own, "error": row["error"]})
+    return [*rows, *found]
+
+
 def labelled_rows(
-    folder: Path = OUT, fits: dict[str, str] | None = None, judge: str | None = None
+    folder: Path = OUT,
+    fits: dict[str, str] | None = None,
+    judge: str | None = None,
+    own_reads: Path | None = None,
 ) -> list[dict[str, Any]]:
     """The cached rows with their training labels joined from the data by pair key, and
     (`fits`: a signal -> the fit of its own weights) the signals of `judge` (a registry name;
-    None: the default) fitted on each pair."""
+    None: the default) fitted on each pair; `own_reads`: with the pairs read with the judge's
+    own answer there (`with_own_reads`)."""
     rows = list(cached_rows(folder))
+    if own_reads is not None:
+        rows = with_own_reads(rows, own_reads)
     items = {
         pair_key(item): item
         for name in sorted({row["set"] for row in rows})
@@ -192,6 +224,9 @@ class ReadOptions:
 
     model: str | None = None
     skip_seen_by: tuple[str, ...] = ()
+    answered_only: bool = False  # only the pairs whose request has an own answer kept
+    shuffled: bool = False  # each set's pairs in a seeded random order (a stopped run: a sample)
+    id_prefixes: tuple[str, ...] = ()  # only the pairs whose id starts so (none: every pair)
 
 
 def recorded_values(parts: Mapping[str, float]) -> dict[str, float]:
@@ -231,6 +266,7 @@ def pair_row(
 
 
 ANSWERS = OUT / "own-answers"  # the judge's own answers (training/decision/own_answers.py)
+OWN_READS = OUT / "own-reads"  # pairs read with them, apart until a record weighs them
 
 
 def cached_answers(folder: Path = ANSWERS) -> Iterator[dict[str, Any]]:
@@ -269,6 +305,23 @@ def interleaved(sets: list[list[Any]]) -> list[Any]:
     return [sets[s][n] for _, s, n in order] if total else []
 
 
+def ordered(pairs: list[JudgeItem], shuffled: bool) -> list[JudgeItem]:
+    """`pairs` as they are, or in a random order (SEED)."""
+    if not shuffled:
+        return pairs
+    import random
+
+    return random.Random(SEED).sample(pairs, len(pairs))
+
+
+def answered(item: JudgeItem, kept: dict[str, dict[str, Any]]) -> bool:
+    """Whether the judge's own answer to `item`'s request (cut as its head reads it, any
+    cut the own answers hold) is kept."""
+    from app.deciding.state_head import QUESTION_CHARS
+
+    return request_key(item.question[:QUESTION_CHARS]) in kept
+
+
 def read(
     names: list[str],
     part: int,
@@ -283,11 +336,14 @@ def read(
 
     done = {row["key"] for row in cached_rows(folder)}
     seen, judge_of = [FITS[fit] for fit in options.skip_seen_by], judge_name(options.model)
+    kept = own_answers()
     sets = [
         [
             (name, p)
-            for p in training_pairs(name)[part::parts]
+            for p in ordered(training_pairs(name), options.shuffled)[part::parts]
             if not any(s(p, judge_of) for s in seen)
+            and (not options.answered_only or answered(p, kept))
+            and (not options.id_prefixes or p.id.startswith(options.id_prefixes))
         ]
         for name in names
     ]
@@ -300,7 +356,7 @@ def read(
     path = folder / f"part{part}.jsonl"
     with opened as judge, path.open("a", encoding="utf-8") as out:
         judge.config = reading_config(judge.config)
-        head, kept = judge.config.parts.head, own_answers()
+        head = judge.config.parts.head
         for name, item in tqdm(todo, desc=f"reads part {part}", unit="pair", file=sys.stderr):
             if head is not None:  # the judge's own answer written before, where it was
                 keep_written(judge.name, item.question[: head.question_chars], kept)
@@ -324,8 +380,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(FITS),
         help="skip the pairs these fits were fitted on (a decision fit leaves them out)",
     )
+    parser.add_argument(
+        "--answered-only",
+        action="store_true",
+        help="only the pairs whose request has the judge's own answer kept (own_answers)",
+    )
+    parser.add_argument(
+        "--shuffled", action="store_true", help="each set's pairs in a seeded random order"
+    )
     args = parser.parse_args(argv)
-    options = ReadOptions(args.model, tuple(args.skip_seen_by))
+    options = ReadOptions(args.model, tuple(args.skip_seen_by), args.answered_only, args.shuffled)
     return read(args.sets, args.part, args.parts, args.out, options)
 
 

@@ -112,3 +112,44 @@ def test_the_reads_record_every_candidate_the_judges_record_leaves_out(tiny_gguf
     assert moved <= READ_WEIGHT * sum(values) + 1e-4
     assert read.winner == alone.winner
     assert read.verdict_probs["A"] == pytest.approx(alone.verdict_probs["A"], abs=1e-4)
+
+
+def test_a_pair_read_with_the_judges_own_answer_joins_its_row_with_states_out_of_fold(
+    tmp_path: Path,
+):
+    """A head-fitting pair read again with the own answer keeps its out-of-fold states (the
+    engine's read of it is in-sample) and gains only the own answer's values; a pair the head
+    never saw is taken as read."""
+    import gzip
+
+    from training.decision.head_fit import OUT_OF_FOLD
+
+    with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
+        fitting = json.loads(lines.readline())
+    reference = training_pairs("reference-bare")[0]
+    own = {"self_reference_check": 2.0, "self_reference_words": 0.5}
+    read_again = fitting | {"set": "autoj", "values": {"states": 9.0, **own}}
+    bare = cache_row(
+        "reference-bare",
+        reference,
+        Judgment(
+            id=reference.id,
+            protocol=Protocol.PAIRWISE,
+            status=Status.OK,
+            winner="A",
+            leaning="A",
+            verdict_parts={"states_difference": 0.5, "self_reference_check_difference": -1.0},
+        ),
+    )
+    folder = tmp_path / "own-reads"
+    folder.mkdir()
+    text = "\n".join(json.dumps(row) for row in (read_again, bare)) + "\n"
+    (folder / "part0.jsonl").write_text(text, encoding="utf-8")
+    rows = {row["key"]: row for row in labelled_rows(tmp_path, own_reads=folder)}
+    joined = rows[fitting["key"]]
+    assert joined["set"] == "head-fitting" and joined["out_of_fold"] == ["states"]
+    assert joined["values"] == fitting["values"] | own  # states out of fold, not 9.0
+    assert joined["label"] is not None
+    assert rows[pair_key(reference)]["values"] == {"states": 0.5, "self_reference_check": -1.0}
+    assert rows[pair_key(reference)]["label"] == reference.label.winner
+    assert labelled_rows(tmp_path) == []  # without own_reads, none of them
