@@ -13,6 +13,7 @@ from a user's reference: the judge's own answer can be wrong.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,14 @@ class OwnAnswer:
     mean_logprob: float | None
     tokens: int
     finished: bool
+
+    @property
+    def sureness(self) -> float:
+        """exp(its mean token log-probability) where it stopped by itself within its cap, 0
+        where the cap cut it or nothing was read of it."""
+        if not self.finished or self.mean_logprob is None or not self.text:
+            return 0.0
+        return math.exp(self.mean_logprob)
 
 
 def own_answer_messages(question: str) -> list[Message]:

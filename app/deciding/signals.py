@@ -49,8 +49,10 @@ class PairReads:
     check_odds: Sequence[float | None] = ()
     behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
     # no reference in use: the judge's own answer, read where a reference would be (the
-    # reference's means and check odds are then of it: app/deciding/own_answer.py)
+    # reference's means and check odds are then of it: app/deciding/own_answer.py), and how
+    # sure the judge was of it (`OwnAnswer.sureness`)
     own_answer: str | None = None
+    own_sureness: float = 0.0
 
 
 Values = Callable[[PairReads], Sequence[float | None] | None]
@@ -146,11 +148,24 @@ def reference_order(reads: PairReads) -> Sequence[float | None] | None:
 
 # the judge's own answer read as a reference is: under names of their own, as its weight is
 # its own (it can be wrong); recorded wherever it was read, whether or not a record weighs it
-OWN_ANSWER_SIGNALS = (
+OWN_ANSWERS_READ = (
     "self_reference_likelihood",
     "self_reference_check",
     "self_reference_words",
 )
+# each of them weighed by how sure the judge was of its own answer (a candidate gate: a short
+# answer it stopped by itself and wrote with likely tokens is more often right)
+OWN_ANSWER_SIGNALS = (*OWN_ANSWERS_READ, *(f"{name}_sure" for name in OWN_ANSWERS_READ))
+
+
+def _sure(name: str) -> Values:
+    def values(reads: PairReads) -> Sequence[float | None] | None:
+        found = SIGNALS[name](reads)
+        if found is None:
+            return None
+        return [None if value is None else value * reads.own_sureness for value in found]
+
+    return values
 
 
 @signal("self_reference_likelihood")
@@ -177,3 +192,7 @@ def self_reference_words(reads: PairReads) -> Sequence[float | None] | None:
 @signal("reference_behaviour")
 def reference_behaviour(reads: PairReads) -> Sequence[float | None] | None:
     return reads.behaviour.shares if reads.reference and reads.behaviour is not None else None
+
+
+for _name in OWN_ANSWERS_READ:
+    signal(f"{_name}_sure")(_sure(_name))

@@ -296,7 +296,7 @@ class HeadDecider:
             settings.self_reference == "auto" and settings.decision.uses(*OWN_ANSWER_SIGNALS)
         )
         referenced = bool(item.reference) and settings.use_reference
-        if not wanted or referenced or plan.protocol is not Protocol.PAIRWISE:
+        if not wanted or referenced or plan.protocol != Protocol.PAIRWISE:
             return None
         if not self.reads_on():
             return None

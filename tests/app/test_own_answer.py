@@ -68,8 +68,26 @@ def test_on_writes_the_judges_answer_and_reads_each_answer_against_it(tiny, head
     assert lead == pytest.approx(means[0] - means[1], abs=1e-3)
     assert _differences(own.verdict_parts) == set(OWN)
     assert "reference_likelihood_difference" not in own.verdict_parts  # no reference's name
+    # the same leads weighed by how sure the judge was of its answer (0 where the cap cut it)
+    sure = OwnAnswer(**own.own_answer).sureness
+    for name in OWN:
+        gated = own.verdict_parts[f"{name}_sure_difference"]
+        assert gated == pytest.approx(own.verdict_parts[f"{name}_difference"] * sure, abs=1e-6)
     # a record that weighs none of it: read and shown, the verdict as without it
     assert own.verdict_probs == plain.verdict_probs
+
+
+def test_a_protocol_named_as_text_writes_it_too(tiny, head):
+    """A run's protocol as a config file or the API names it ("pairwise", not the enum)."""
+    service, _ = tiny
+    own = service.judge(PAIR, head_alone(head, "pairwise", self_reference="on"))
+    assert own.own_answer is not None and _differences(own.verdict_parts) == set(OWN)
+
+
+def test_sureness_is_its_tokens_mean_probability_where_it_stopped_by_itself():
+    assert OwnAnswer("56.", -0.1, 3, True).sureness == pytest.approx(np.exp(-0.1))
+    assert OwnAnswer("To find", -0.1, 96, False).sureness == 0.0  # cut at the cap
+    assert OwnAnswer("", None, 0, True).sureness == 0.0
 
 
 def test_auto_writes_it_where_the_record_weighs_it_and_the_verdict_moves_by_its_weight(tiny, head):

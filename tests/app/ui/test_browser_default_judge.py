@@ -269,3 +269,25 @@ def test_a_single_answer_on_a_one_criterion_rubric_with_a_reference_says_how_it_
     wait_for_charts(page, 1)
     assert "Right answer" in page.locator(".js-plotly-plot").first.inner_text()
     screenshot(page, shots / "default_judge_rubric_grade.png", main_only=True)
+
+
+def test_a_pair_without_a_reference_shows_the_judges_own_answer_it_was_read_against(
+    page,  # noqa: F811
+    shots: Path,  # noqa: F811
+) -> None:
+    """Self-reference on (the sidebar's radio): the judge writes its own short answer to the
+    request first, and the page shows it and what it did to the verdict."""
+    page.reload()
+    criteria_off(page)
+    page.locator(".st-key-self_reference").get_by_text("on", exact=True).click()
+    settle(page)
+    assert page.locator(".st-key-self_reference input[type=radio]").nth(1).is_checked()
+    pairwise_form(page)
+    shown = judge_pair(
+        page, question="What is 7 times 8?", answer_1="56", answer_2="7 times 8 is 54."
+    )
+    assert shown.startswith("Verdict: "), shown
+    text = main_text(page)
+    assert "No reference was given, so the judge first wrote its own answer" in text
+    assert "56" in text.split("wrote its own answer")[1].split("mean token log-probability")[0]
+    screenshot(page, shots / "default_judge_own_answer.png", main_only=True)
