@@ -368,7 +368,7 @@ def read(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.decision.reads", description=__doc__)
-    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=(*SETS, "head-fitting"))
     parser.add_argument("--part", type=int, default=0)
     parser.add_argument("--parts", type=int, default=1)
     parser.add_argument("--model", help="a registry name (default: the default judge)")
@@ -388,8 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--shuffled", action="store_true", help="each set's pairs in a seeded random order"
     )
+    parser.add_argument("--id-prefix", nargs="+", default=[], help="only pairs whose id starts so")
     args = parser.parse_args(argv)
-    options = ReadOptions(args.model, tuple(args.skip_seen_by), args.answered_only, args.shuffled)
+    given = (args.answered_only, args.shuffled, tuple(args.id_prefix))
+    options = ReadOptions(args.model, tuple(args.skip_seen_by), *given)
     return read(args.sets, args.part, args.parts, args.out, options)
 
 
