@@ -8,7 +8,8 @@ the same chat turn its reads put the answers in (models/backends/chat_text.py's 
 prompt), so the request it answers is the one it reads. Its mean log-probability says how
 sure it was. The answer is then read like a reference, under signals of its own
 (`self_reference_*` in app/deciding/signals.py), whose weights a decision record fits apart
-from a user's reference: the judge's own answer can be wrong.
+from a user's reference: the judge's own answer can be wrong. Where code may run, a
+program the judge writes computes the answer first where it can (computed_answer.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class OwnAnswer:
     mean_logprob: float | None
     tokens: int
     finished: bool
+    computed: bool = False  # the result of a program it wrote, run in the jail
 
     @property
     def sureness(self) -> float:
@@ -54,24 +56,38 @@ def own_answer_messages(question: str) -> list[Message]:
 
 # answers written in this process, by (judge, request, cap): a batch that compares many
 # answers to one request writes it once, and a fit's reads find the answers it kept (`keep`)
-_KEPT: dict[tuple[str, str, int], OwnAnswer] = {}
+_KEPT: dict[tuple[str, str, int, bool], OwnAnswer] = {}
 KEPT_MAX = 512
 
 
-def keep(judge: str, question: str, cap: int, answer: OwnAnswer) -> None:
+def keep(judge: str, question: str, cap: int, answer: OwnAnswer, compute: bool = False) -> None:
     """Remember `answer` as `judge`'s own to `question` (the oldest forgotten past KEPT_MAX)."""
     if len(_KEPT) >= KEPT_MAX:
         del _KEPT[next(iter(_KEPT))]
-    _KEPT[(judge, question, cap)] = answer
+    _KEPT[(judge, question, cap, compute)] = answer
 
 
 def write_own_answer(
-    backend: Any, question: str, cap: int = OWN_ANSWER_TOKENS, judge: str = ""
+    backend: Any,
+    question: str,
+    cap: int = OWN_ANSWER_TOKENS,
+    judge: str = "",
+    compute: bool = False,
 ) -> OwnAnswer:
     """The judge's greedy answer to `question` (at most `cap` tokens), written once per
-    process for each `judge` (its name) and request."""
-    if (kept := _KEPT.get((judge, question, cap))) is not None:
+    process for each `judge` (its name) and request; with `compute`, the result of a program
+    it writes for it where one gives a result (app/deciding/computed_answer.py)."""
+    if (kept := _KEPT.get((judge, question, cap, compute))) is not None:
         return kept
+    if compute:
+        from app.deciding.computed_answer import computed_answer
+
+        if (found := computed_answer(backend, question)) is not None:
+            result, written = found
+            tokens = written.completion_tokens or 0
+            answer = OwnAnswer(result, written.mean_logprob, tokens, True, computed=True)
+            keep(judge, question, cap, answer, compute)
+            return answer
     params = SamplingParams(temperature=0.0, max_tokens=cap)
     generation = backend.generate(own_answer_messages(question), params)
     answer = OwnAnswer(
@@ -80,5 +96,5 @@ def write_own_answer(
         generation.completion_tokens or 0,
         generation.finish_reason == "stop",
     )
-    keep(judge, question, cap, answer)
+    keep(judge, question, cap, answer, compute)
     return answer

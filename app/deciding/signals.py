@@ -53,6 +53,7 @@ class PairReads:
     # sure the judge was of it (`OwnAnswer.sureness`)
     own_answer: str | None = None
     own_sureness: float = 0.0
+    own_computed: bool = False  # the result of a program it wrote (computed_answer.py)
 
 
 Values = Callable[[PairReads], Sequence[float | None] | None]
@@ -153,17 +154,25 @@ OWN_ANSWERS_READ = (
     "self_reference_check",
     "self_reference_words",
 )
-# each of them weighed by how sure the judge was of its own answer (a candidate gate: a short
-# answer it stopped by itself and wrote with likely tokens is more often right)
-OWN_ANSWER_SIGNALS = (*OWN_ANSWERS_READ, *(f"{name}_sure" for name in OWN_ANSWERS_READ))
+# each of them gated: weighed by how sure the judge was of its own answer (a short answer it
+# stopped by itself and wrote with likely tokens is more often right), or only where a program
+# it wrote computed it
+GATES: dict[str, Callable[[PairReads], float]] = {
+    "sure": lambda reads: reads.own_sureness,
+    "computed": lambda reads: float(reads.own_computed),
+}
+OWN_ANSWER_SIGNALS = (
+    *OWN_ANSWERS_READ,
+    *(f"{name}_{gate}" for gate in GATES for name in OWN_ANSWERS_READ),
+)
 
 
-def _sure(name: str) -> Values:
+def _gated(name: str, gate: Callable[[PairReads], float]) -> Values:
     def values(reads: PairReads) -> Sequence[float | None] | None:
         found = SIGNALS[name](reads)
         if found is None:
             return None
-        return [None if value is None else value * reads.own_sureness for value in found]
+        return [None if value is None else value * gate(reads) for value in found]
 
     return values
 
@@ -194,5 +203,6 @@ def reference_behaviour(reads: PairReads) -> Sequence[float | None] | None:
     return reads.behaviour.shares if reads.reference and reads.behaviour is not None else None
 
 
-for _name in OWN_ANSWERS_READ:
-    signal(f"{_name}_sure")(_sure(_name))
+for _gate, _weighed in GATES.items():
+    for _name in OWN_ANSWERS_READ:
+        signal(f"{_name}_{_gate}")(_gated(_name, _weighed))

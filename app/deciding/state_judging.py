@@ -112,6 +112,7 @@ def head_judgment(
         behaviour,
         own.text if own is not None else None,
         own.sureness if own is not None else 0.0,
+        own is not None and own.computed,
     )
     judgment = _grades(base, head, record, reads) if single else base
     if base.protocol is Protocol.MULTI:

@@ -301,7 +301,8 @@ class HeadDecider:
         if not self.reads_on():
             return None
         question = item.question[: settings.head.question_chars]
-        return write_own_answer(self.backend, question, judge=self.model_name)
+        compute = settings.run_code and jail_status().works  # its program runs in the jail
+        return write_own_answer(self.backend, question, judge=self.model_name, compute=compute)
 
     def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read (and a single
@@ -401,7 +402,12 @@ def own_answer_note(config: JudgeConfig) -> str | None:
             "shows it (its decision record does not weigh it yet, so the verdict is as without it)"
         )
     )
+    computes = (
+        " (where a short program it writes computes the answer, run in the jail, its result)"
+        if config.run_code
+        else ""
+    )
     return (
-        "writes its own short answer to a pair's request where no reference is in use, reads "
-        f"each answer against it as against a reference and {counted}"
+        f"writes its own short answer to a pair's request where no reference is in use{computes}, "
+        f"reads each answer against it as against a reference and {counted}"
     )

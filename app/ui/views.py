@@ -303,6 +303,12 @@ def own_answer_note(own: Mapping[str, Any], parts: Mapping[str, float]) -> str:
         f"No reference was given, so the judge first wrote its own answer and read each answer "
         f'against it: "{own.get("text", "")}"{cut}{how_sure}.'
     )
+    if own.get("computed"):
+        note = (
+            "No reference was given, so the judge first computed its own answer with a short "
+            "program it wrote, run in the jail, and read each answer against its result: "
+            f'"{own.get("text", "")}".'
+        )
     moved = parts.get("own_answer")
     if not moved:
         return note + " Its record does not weigh it yet: shown, not counted."

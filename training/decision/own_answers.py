@@ -53,7 +53,10 @@ def write(
     opened = load_judge(options.model, threads=1)
     head = opened.config.parts.head
     chars = head.question_chars if head is not None else 400
-    done = set(own_answers(folder))
+    from app.code_run.jail import jail_status
+
+    compute = jail_status().works  # its programs run (as a run with code running on)
+    done = {key for key, row in own_answers(folder).items() if "computed" in row or not compute}
     sets = [[(name, q) for q in set_requests(name, chars)[part::parts]] for name in names]
     todo = [p for p in interleaved(sets) if request_key(p[1]) not in done][: options.limit]
     folder.mkdir(parents=True, exist_ok=True)
@@ -64,8 +67,10 @@ def write(
     path = folder / f"part{part}.jsonl"
     with opened as judge, path.open("a", encoding="utf-8") as out:
         for name, question in tqdm(todo, desc=f"answers part {part}", unit="request"):
-            answer = write_own_answer(judge.backend, question, options.cap)
+            answer = write_own_answer(judge.backend, question, options.cap, compute=compute)
             row = {"request": request_key(question), "set": name, **answer.__dict__}
+            if not compute:
+                del row["computed"]  # written where no program could run
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
     return 0

@@ -280,8 +280,13 @@ def cached_answers(folder: Path = ANSWERS) -> Iterator[dict[str, Any]]:
 
 
 def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:
-    """The kept answers by request key."""
-    return {row["request"]: row for row in cached_answers(folder)}
+    """The kept answers by request key: an answer written where programs could compute it
+    (its row says `computed`, true or false) in place of one written before they could."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in cached_answers(folder):
+        if "computed" in row or "computed" not in found.get(row["request"], {}):
+            found[row["request"]] = row
+    return found
 
 
 def keep_written(judge: str, question: str, kept: dict[str, dict[str, Any]]) -> bool:
@@ -291,7 +296,8 @@ def keep_written(judge: str, question: str, kept: dict[str, dict[str, Any]]) -> 
     if row is None:
         return False
     fields = ("text", "mean_logprob", "tokens", "finished")
-    keep(judge, question, OWN_ANSWER_TOKENS, OwnAnswer(*(row[name] for name in fields)))
+    answer = OwnAnswer(*(row[name] for name in fields), computed=row.get("computed", False))
+    keep(judge, question, OWN_ANSWER_TOKENS, answer, "computed" in row)
     return True
 
 

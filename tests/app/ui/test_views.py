@@ -168,6 +168,11 @@ def test_the_judges_own_answer_is_shown_with_what_it_did_to_the_verdict() -> Non
     assert "**The judge's own answer decided this verdict**: without it, A." in said
     cut = own_answer_note(own | {"finished": False}, {"own_answer": 0.2, "score": 0.9})
     assert "cut at its length cap" in cut and "decided" not in cut
+    computed = own_answer_note(own | {"text": "56", "computed": True}, turned)
+    assert 'program it wrote, run in the jail, and read each answer against its result: "56"' in (
+        computed
+    )
+    assert "moved the score 1.50 toward B" in computed
     # the head's note names it once, by its sum
     note = head_note(turned)
     assert "agrees with the judge's own answer (no reference given): 1.50 toward B" in note

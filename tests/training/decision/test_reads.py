@@ -153,3 +153,15 @@ def test_a_pair_read_with_the_judges_own_answer_joins_its_row_with_states_out_of
     assert rows[pair_key(reference)]["values"] == {"states": 0.5, "self_reference_check": -1.0}
     assert rows[pair_key(reference)]["label"] == reference.label.winner
     assert labelled_rows(tmp_path) == []  # without own_reads, none of them
+
+
+def test_an_answer_written_where_programs_could_compute_it_replaces_one_written_before(
+    tmp_path: Path,
+):
+    from training.decision.reads import own_answers
+
+    written = {"request": "r1", "set": "reference", "text": "It is 24.", "mean_logprob": -0.1}
+    computed = written | {"text": "33", "computed": True}
+    (tmp_path / "part0.jsonl").write_text(json.dumps(computed) + "\n", encoding="utf-8")
+    (tmp_path / "part1.jsonl").write_text(json.dumps(written) + "\n", encoding="utf-8")
+    assert own_answers(tmp_path)["r1"]["text"] == "33"  # whichever file holds it first
