@@ -96,7 +96,8 @@ class RunSettings(BaseModel):
         "to the request and reads each answer against it as against a reference, under weights "
         "of its own (its answer can be wrong). Auto: where the judge's decision record weighs "
         "it; on: always (read and shown, moving the verdict only as the record weighs it); "
-        "off: never. Costs one short generation per request.",
+        "off: never. Where code may run, the judge first tries a short program that computes "
+        "the answer, run in the jail. Costs one short generation per request.",
     )
     swap: bool = _setting(
         True,
