@@ -76,7 +76,7 @@ from training.decision.logit import (
     out_of_fold,
 )
 from training.decision.reads import OUT as READS
-from training.decision.reads import OWN_READS, labelled_rows
+from training.decision.reads import OWN_READS, labelled_rows, with_labels, with_own_reads
 from training.decision.record_file import record_path, write_record_file
 from training.evaluation.reference_runs import DEFAULT_FILE
 
@@ -332,14 +332,20 @@ def fitted_pairwise(
     config: FitConfig, reads: Path, kept: DecisionRecord, own_reads: Path | None = None
 ) -> dict[str, Any]:
     """The record's pairwise part (signals, rules, tie and doubt thresholds) fitted on the
-    cached pairs (and `own_reads`: those read with the judge's own answer), around the
-    weights `kept` holds of the config's `held` signals."""
-    rows = labelled_rows(reads, config.fitted_on, config.judge, own_reads)
+    cached pairs, around the weights `kept` holds of the config's `held` signals; with
+    `own_reads`, the judge's own answer's candidates fitted apart on the pairs read with it,
+    reported and not written."""
+    rows = labelled_rows(reads, config.fitted_on, config.judge)
     if not rows:
         raise SystemExit(f"{reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
-    found = fit(rows, config, {n: w for n, w in kept.weights().items() if n in config.held})
+    held = {n: w for n, w in kept.weights().items() if n in config.held}
+    found = fit(rows, config, held)
     print(found.report())
+    if own_reads is not None:
+        own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
+        apart = fit(own, config.own_answer_part(), held)
+        print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
     return record_data(config, found, doubt, kept)
 
 
@@ -416,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         nargs="?",
         const=OWN_READS,
-        help="with the pairs read with the judge's own answer (default folder: own-reads/)",
+        help="also fit the judge's own answer's candidates apart on the pairs read with it "
+        "(default folder: own-reads/) and report them (a trial: no record weighs them yet)",
     )
     args = parser.parse_args(argv)
     config = load_config(args.config)

@@ -74,6 +74,13 @@ class FitConfig(BaseModel):
         """The candidates this fit weighs (those it does not hold)."""
         return [s.name for s in self.signals if s.name not in self.held]
 
+    def own_answer_part(self) -> FitConfig:
+        """This fit of the judge's own answer's candidates alone, around the held signals: no
+        pair has both a reference in use and the judge's own answer, so they are fitted apart
+        (one L2 strength for both shrank the reference's weights)."""
+        kept = [s for s in self.signals if s.own_answer or s.name in self.held]
+        return self.model_copy(update={"signals": kept, "rules": []})
+
 
 def load_config(path: Path = CONFIG) -> FitConfig:
     return validate(FitConfig, read_mapping(path), path)

@@ -29,7 +29,8 @@ pairs with their states read out of fold (training/decision/out_of_fold.py).
 
 Pairs read with the judge's own answer (issue 64's trial: `--out` OWN_READS, `--answered-only`)
 are kept apart, in `own-reads/`, until a record weighs them: `labelled_rows(own_reads=...)` adds
-them, a head-fitting pair's own-answer values joined to its row with states out of fold.
+them, a head-fitting pair's own-answer values joined to its row with states out of fold
+(`own-reads/written/`: the reads against answers written before programs could compute them).
 """
 
 from __future__ import annotations
@@ -201,6 +202,13 @@ def labelled_rows(
     rows = list(cached_rows(folder))
     if own_reads is not None:
         rows = with_own_reads(rows, own_reads)
+    return with_labels(rows, fits, judge)
+
+
+def with_labels(
+    rows: list[dict[str, Any]], fits: dict[str, str] | None = None, judge: str | None = None
+) -> list[dict[str, Any]]:
+    """`rows` with their training labels and the fits that saw each (`labelled_rows`)."""
     items = {
         pair_key(item): item
         for name in sorted({row["set"] for row in rows})

@@ -190,3 +190,16 @@ def test_held_weights_stay_as_the_record_has_them_and_the_rest_is_fitted_around_
         fit(rows, cfg, {})
     with pytest.raises(ValueError, match="held: 'other' is not one of the signals"):
         FitConfig.model_validate(config().model_dump(mode="json") | {"held": ["other"]})
+
+
+def test_the_own_answers_candidates_are_fitted_apart_around_the_held_signals():
+    from training.decision.fit_config import load_config
+
+    config = load_config()
+    apart = config.own_answer_part()
+    names = {s.name for s in apart.signals}
+    assert set(config.held) <= names and not apart.rules
+    assert {s.name for s in apart.signals if s.name not in config.held} == {
+        s.name for s in config.signals if s.own_answer
+    }
+    assert not any(s.reference for s in apart.signals)
