@@ -56,6 +56,10 @@ def test_a_program_is_run_in_the_jail_and_only_a_short_computed_result_counts():
     assert program_result("print(1/0)") is None  # fails
     assert program_result("x = 1") is None  # prints nothing
     assert program_result("print('a' * 500)") is None  # text, not a result
+    assert program_result("print('word ' * 13)") is None  # over RESULT_CHARS: prose
+    assert program_result("print(sorted([95, 2, 57, 21, 34, 82, 17]))") == (
+        "[2, 17, 21, 34, 57, 82, 95]"
+    )
     assert program_result("import socket; print(socket.gethostbyname('example.com'))") is None
 
 
