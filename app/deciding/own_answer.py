@@ -73,11 +73,15 @@ def write_own_answer(
     cap: int = OWN_ANSWER_TOKENS,
     judge: str = "",
     compute: bool = False,
+    written: bool = True,
 ) -> OwnAnswer:
     """The judge's greedy answer to `question` (at most `cap` tokens), written once per
     process for each `judge` (its name) and request; with `compute`, the result of a program
-    it writes for it where one gives a result (app/deciding/computed_answer.py)."""
-    if (kept := _KEPT.get((judge, question, cap, compute))) is not None:
+    it writes for it where one gives a result (app/deciding/computed_answer.py); without
+    `written`, no written answer where none is computed (an empty one: a record that weighs
+    only computed answers needs none, and writing one is most of its cost)."""
+    kept = _KEPT.get((judge, question, cap, compute))
+    if kept is not None and (kept.text or kept.computed or not written):
         return kept
     if compute:
         from app.deciding.computed_answer import computed_answer
@@ -88,6 +92,10 @@ def write_own_answer(
             answer = OwnAnswer(result, written.mean_logprob, tokens, True, computed=True)
             keep(judge, question, cap, answer, compute)
             return answer
+    if not written:
+        answer = OwnAnswer("", None, 0, True)
+        keep(judge, question, cap, answer, compute)
+        return answer
     params = SamplingParams(temperature=0.0, max_tokens=cap)
     generation = backend.generate(own_answer_messages(question), params)
     answer = OwnAnswer(

@@ -165,6 +165,8 @@ OWN_ANSWER_SIGNALS = (
     *OWN_ANSWERS_READ,
     *(f"{name}_{gate}" for gate in GATES for name in OWN_ANSWERS_READ),
 )
+# those that read a written answer too (the rest are 0 unless a program computed it)
+WRITTEN_ANSWER_SIGNALS = tuple(s for s in OWN_ANSWER_SIGNALS if not s.endswith("_computed"))
 
 
 def _gated(name: str, gate: Callable[[PairReads], float]) -> Values:

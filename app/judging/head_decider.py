@@ -17,7 +17,7 @@ from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
 from app.deciding.own_answer import OwnAnswer, write_own_answer
 from app.deciding.rubric_grade import fits
-from app.deciding.signals import OWN_ANSWER_SIGNALS
+from app.deciding.signals import OWN_ANSWER_SIGNALS, WRITTEN_ANSWER_SIGNALS
 from app.deciding.state_head import PART_WORDS, StateHead
 from app.deciding.state_judging import (
     Asks,
@@ -302,7 +302,11 @@ class HeadDecider:
             return None
         question = item.question[: settings.head.question_chars]
         compute = settings.run_code and jail_status().works  # its program runs in the jail
-        return write_own_answer(self.backend, question, judge=self.model_name, compute=compute)
+        # a written answer where no program computes one: where it is shown (on) or weighed
+        written = settings.self_reference == "on" or settings.decision.uses(*WRITTEN_ANSWER_SIGNALS)
+        return write_own_answer(
+            self.backend, question, judge=self.model_name, compute=compute, written=written
+        )
 
     def with_criteria(self, plan: Plan, judgment: Judgment) -> Judgment:
         """The head's judgment with the criterion scores its plan's calls read (and a single

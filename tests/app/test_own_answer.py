@@ -105,6 +105,17 @@ def test_auto_writes_it_where_the_record_weighs_it_and_the_verdict_moves_by_its_
     assert alone.own_answer is None and given.own_answer is not None
 
 
+def test_a_record_weighing_only_computed_answers_pays_for_no_written_one(tiny, head):
+    service, _ = tiny
+    weighing = record_of(states=1.0, pmi_mean=1.0, self_reference_check_computed=2.0)
+    pair = PAIR.model_copy(update={"question": PAIR.question + " Say it briefly."})  # unkept
+    given = service.judge(pair, head_alone(head, Protocol.PAIRWISE, weighing))
+    # the tiny model computes no answer to the planet's request: nothing written, nothing read
+    assert given.own_answer is None and not _differences(given.verdict_parts)
+    shown = service.judge(pair, head_alone(head, Protocol.PAIRWISE, weighing, self_reference="on"))
+    assert shown.own_answer is not None and shown.own_answer["text"]  # on: written and shown
+
+
 def test_no_own_answer_where_a_reference_is_in_use_or_for_one_answer(tiny, head):
     service, _ = tiny
     given = PAIR.model_copy(update={"reference": "Mercury is the closest planet to the sun."})

@@ -89,3 +89,22 @@ def test_no_computed_result_falls_back_to_the_written_answer(program: str):
     assert answer.text == "It is 24." and not answer.computed
     if program.startswith("Sure"):  # given up after its opening: no program written
         assert backend.asked[:2] == [PROBE_TOKENS, 96] and len(backend.asked) == 2
+
+
+def test_without_a_written_answer_only_a_computed_one_is_given():
+    """A record that weighs only computed answers: no written answer is paid for."""
+    need_jail()
+    backend = ScriptedBackend("Sure, here's a program: print(1)")
+    none = write_own_answer(
+        backend, "Write a poem (unwritten)", judge="t", compute=True, written=False
+    )
+    assert none.text == "" and not none.computed
+    assert backend.asked == [PROBE_TOKENS]  # the opening alone
+    # a later run that shows it writes it then
+    shown = write_own_answer(backend, "Write a poem (unwritten)", judge="t", compute=True)
+    assert shown.text == "It is 24."
+    computing = ScriptedBackend("```python\nprint(6 * 4 + 9)\n```")
+    found = write_own_answer(
+        computing, "Pencils (unwritten)", judge="t", compute=True, written=False
+    )
+    assert found.text == "33" and found.computed
