@@ -16,6 +16,8 @@ from app.records import JudgeItem
 
 RUN_DIR = Path("training/runs/likelihood-head")
 CACHE_DIR = Path("training/decision/cache/head-fitting")
+# the head-fitting pairs with their states out of fold (training.decision.out_of_fold writes it)
+OUT_OF_FOLD = CACHE_DIR / "head_fitting_out_of_fold.jsonl.gz"
 EVALUATION_CACHE_DIR = Path("training/decision/cache/evaluation")
 ALPACAEVAL_PAIRS = 800
 PER_REQUEST = 4  # AlpacaEval pairs of one instruction at most (training.datasets.state_head_data)

@@ -30,9 +30,8 @@ import numpy as np
 from app.deciding.decision import Fitted
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem
-from training.datasets.likelihood_data import CACHE_DIR
+from training.datasets.likelihood_data import CACHE_DIR, OUT_OF_FOLD
 
-OUT_OF_FOLD = CACHE_DIR / "head_fitting_out_of_fold.jsonl.gz"  # training.decision.out_of_fold
 BY = "python -m training.decision.fit --sections head"
 GRADE_BY = "python -m training.decision.fit --sections grade"
 # notes older fits left in a head's `fitted_on` of what the decision record now says itself

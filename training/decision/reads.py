@@ -174,7 +174,7 @@ def with_own_reads(rows: list[dict[str, Any]], folder: Path) -> list[dict[str, A
     import gzip
 
     from app.deciding.signals import OWN_ANSWER_SIGNALS
-    from training.decision.head_fit import OUT_OF_FOLD
+    from training.datasets.likelihood_data import OUT_OF_FOLD
 
     with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
         out_of_fold = {row["key"]: row for row in map(json.loads, lines)}

@@ -198,7 +198,7 @@ def record_right(judge: str, sets: Sequence[str]) -> tuple[np.ndarray, np.ndarra
     import json
 
     from app.deciding.decision import decide, load_decision
-    from training.decision.head_fit import OUT_OF_FOLD
+    from training.datasets.likelihood_data import OUT_OF_FOLD
     from training.decision.reads import pair_key, training_pairs
     from training.decision.record_file import record_path
 

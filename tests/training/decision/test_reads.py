@@ -122,7 +122,7 @@ def test_a_pair_read_with_the_judges_own_answer_joins_its_row_with_states_out_of
     never saw is taken as read."""
     import gzip
 
-    from training.decision.head_fit import OUT_OF_FOLD
+    from training.datasets.likelihood_data import OUT_OF_FOLD
 
     with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
         fitting = json.loads(lines.readline())
