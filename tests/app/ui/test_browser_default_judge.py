@@ -288,6 +288,10 @@ def test_a_pair_without_a_reference_shows_the_judges_own_answer_it_was_read_agai
     )
     assert shown.startswith("Verdict: "), shown
     text = main_text(page)
-    assert "No reference was given, so the judge first wrote its own answer" in text
-    assert "56" in text.split("wrote its own answer")[1].split("mean token log-probability")[0]
+    # computed by a program it wrote, run in the jail (code running is on), or else written
+    own = (
+        r'No reference was given, so the judge first (computed|wrote) its own answer[^"]*"([^"]*)"'
+    )
+    found = re.search(own, text)
+    assert found and "56" in found.group(2), text
     screenshot(page, shots / "default_judge_own_answer.png", main_only=True)
