@@ -87,9 +87,9 @@ def write_own_answer(
         from app.deciding.computed_answer import computed_answer
 
         if (found := computed_answer(backend, question)) is not None:
-            result, written = found
-            tokens = written.completion_tokens or 0
-            answer = OwnAnswer(result, written.mean_logprob, tokens, True, computed=True)
+            result, program = found
+            tokens = program.completion_tokens or 0
+            answer = OwnAnswer(result, program.mean_logprob, tokens, True, computed=True)
             keep(judge, question, cap, answer, compute)
             return answer
     if not written:

@@ -48,12 +48,9 @@ class PairReads:
     reference_means: Sequence[float | None] = ()
     check_odds: Sequence[float | None] = ()
     behaviour: Any = None  # app.code_run.behaviour.BehaviourReading
-    # no reference in use: the judge's own answer, read where a reference would be (the
-    # reference's means and check odds are then of it: app/deciding/own_answer.py), and how
-    # sure the judge was of it (`OwnAnswer.sureness`)
-    own_answer: str | None = None
-    own_sureness: float = 0.0
-    own_computed: bool = False  # the result of a program it wrote (computed_answer.py)
+    # no reference in use: the judge's own answer (app/deciding/own_answer.py's OwnAnswer),
+    # read where a reference would be (the reference's means and check odds are then of it)
+    own_answer: Any = None
 
 
 Values = Callable[[PairReads], Sequence[float | None] | None]
@@ -158,8 +155,8 @@ OWN_ANSWERS_READ = (
 # stopped by itself and wrote with likely tokens is more often right), or only where a program
 # it wrote computed it
 GATES: dict[str, Callable[[PairReads], float]] = {
-    "sure": lambda reads: reads.own_sureness,
-    "computed": lambda reads: float(reads.own_computed),
+    "sure": lambda reads: reads.own_answer.sureness,
+    "computed": lambda reads: float(reads.own_answer.computed),
 }
 OWN_ANSWER_SIGNALS = (
     *OWN_ANSWERS_READ,
@@ -167,6 +164,10 @@ OWN_ANSWER_SIGNALS = (
 )
 # those that read a written answer too (the rest are 0 unless a program computed it)
 WRITTEN_ANSWER_SIGNALS = tuple(s for s in OWN_ANSWER_SIGNALS if not s.endswith("_computed"))
+
+
+def _own_text(reads: PairReads) -> str:
+    return reads.own_answer.text if reads.own_answer is not None else ""
 
 
 def _gated(name: str, gate: Callable[[PairReads], float]) -> Values:
@@ -181,12 +182,12 @@ def _gated(name: str, gate: Callable[[PairReads], float]) -> Values:
 
 @signal("self_reference_likelihood")
 def self_reference_likelihood(reads: PairReads) -> Sequence[float | None] | None:
-    return reads.reference_means if reads.own_answer else None
+    return reads.reference_means if _own_text(reads) else None
 
 
 @signal("self_reference_check")
 def self_reference_check(reads: PairReads) -> Sequence[float | None] | None:
-    return reads.check_odds if reads.own_answer else None
+    return reads.check_odds if _own_text(reads) else None
 
 
 @signal("self_reference_words")
@@ -194,9 +195,9 @@ def self_reference_words(reads: PairReads) -> Sequence[float | None] | None:
     from app.deciding.reference_words import reference_words as stated_words
     from app.deciding.reference_words import stated_share
 
-    if not reads.own_answer:
+    if not (own := _own_text(reads)):
         return None
-    stated = stated_words(reads.own_answer, reads.item.question)
+    stated = stated_words(own, reads.item.question)
     return [stated_share(answer, stated) for answer in reads.item.answers]
 
 

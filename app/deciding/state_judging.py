@@ -102,18 +102,8 @@ def head_judgment(
     ran = reference.behaviour if reference is not None else None
     behaviour = ran if isinstance(ran, BehaviourReading) else None
     given = item.reference if reference is not None else None
-    own = asks.own if asks.own is not None and reference is None else None
-    pair = PairReads(
-        item,
-        answers,
-        given,
-        means,
-        reads.odds,
-        behaviour,
-        own.text if own is not None else None,
-        own.sureness if own is not None else 0.0,
-        own is not None and own.computed,
-    )
+    own = asks.own if reference is None else None
+    pair = PairReads(item, answers, given, means, reads.odds, behaviour, own)
     judgment = _grades(base, head, record, reads) if single else base
     if base.protocol is Protocol.MULTI:
         judgment = _ranking(base, record, list(pair.answers))
