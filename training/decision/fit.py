@@ -1,7 +1,7 @@
 """Fit a judge's whole decision record at once, from the one cache of reads.
 
     python -m training.decision.fit [--config training/configs/decision_fit.yaml]
-                                    [--reads DIR] [--write]
+                                    [--reads DIR] [--own-reads DIR] [--write]
 
 The cache (training/decision/reads.py) holds each training pair's value of every signal the
 engine read, with its label (A, B or tie) and its request. The candidates and how they are
@@ -32,7 +32,12 @@ chosen are data (`--config`). The fit:
    fitted); their sum is each pair's offset, the other weights are fitted around it.
 3. **Signals chosen**: backward from all candidates with data, a signal is dropped where the
    cross-validated log loss without it is less than `min_gain + price_per_second x seconds`
-   above the loss with it (it does not earn its cost).
+   above the loss with it (it does not earn its cost). A candidate dearer than the config's
+   `max_seconds` a pair is not tried.
+3. **The judge's own answer** (`--own-reads`): its candidates (`self_reference_*`), steps 2
+   and 3 apart, on the pairs read with it (training/decision/reads.py's `own-reads/`),
+   around the same held weights: no pair has both a reference and an own answer, and one
+   penalty for both shrank the reference's weights.
 
 4. **The rubric grade** (`rubric_grade`: one answer's grade on a rubric, with a reference): a
    ridge over its signals on the cache's graded rows (training/decision/graded.py), the
@@ -333,8 +338,8 @@ def fitted_pairwise(
 ) -> dict[str, Any]:
     """The record's pairwise part (signals, rules, tie and doubt thresholds) fitted on the
     cached pairs, around the weights `kept` holds of the config's `held` signals; with
-    `own_reads`, the judge's own answer's candidates fitted apart on the pairs read with it,
-    reported and not written."""
+    `own_reads`, the judge's own answer's candidates fitted apart on the pairs read with it
+    (no pair has both: `FitConfig.own_answer_part`), their chosen signals added."""
     rows = labelled_rows(reads, config.fitted_on, config.judge)
     if not rows:
         raise SystemExit(f"{reads}: no reads cached: run python -m training.decision.reads")
@@ -342,11 +347,27 @@ def fitted_pairwise(
     held = {n: w for n, w in kept.weights().items() if n in config.held}
     found = fit(rows, config, held)
     print(found.report())
-    if own_reads is not None:
-        own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
-        apart = fit(own, config.own_answer_part(), held)
-        print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
-    return record_data(config, found, doubt, kept)
+    data = record_data(config, found, doubt, kept)
+    if own_reads is None or not own_reads.is_dir():
+        return data
+    own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
+    apart, chosen = own_answer_signals(config, own, held, kept)
+    print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
+    return data | {"signals": [*data["signals"], *chosen]}
+
+
+def own_answer_signals(
+    config: FitConfig,
+    rows: Sequence[dict[str, Any]],
+    held: dict[str, float],
+    kept: DecisionRecord,
+) -> tuple[Fit, list[dict[str, Any]]]:
+    """The judge's own answer's candidates fitted apart on `rows` (pairs read with it) around
+    the `held` weights, and the record's entries of those it chose."""
+    part = config.own_answer_part()
+    apart = fit(rows, part, held)
+    entries = record_data(part, apart, 0.5, kept)["signals"]
+    return apart, [signal for signal in entries if signal["name"] not in config.held]
 
 
 def fitted_rubric_grade(file: Path, folder: Path) -> dict[str, Any]:
@@ -420,10 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--own-reads",
         type=Path,
-        nargs="?",
-        const=OWN_READS,
-        help="also fit the judge's own answer's candidates apart on the pairs read with it "
-        "(default folder: own-reads/) and report them (a trial: no record weighs them yet)",
+        default=OWN_READS,
+        help="the pairs read with the judge's own answer, whose candidates are fitted apart "
+        "on them (default: own-reads/; a folder that is not there: none)",
     )
     args = parser.parse_args(argv)
     config = load_config(args.config)

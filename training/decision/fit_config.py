@@ -35,6 +35,8 @@ class FitConfig(BaseModel):
     # signals whose weights are kept as the judge's record holds them (fitted by the fits it
     # names): the other weights are fitted around their sum, an offset
     held: tuple[str, ...] = ()
+    # the most a candidate may cost a pair on one core (its `seconds`): dearer ones are not tried
+    max_seconds: float | None = Field(default=None, ge=0.0)
     # the criterion shift's scale: the verdict head's logits per level point of the criterion
     # head's lead, measured on its own training pairs (training/configs/decision_fit.yaml says
     # where); None: the judge has no criterion head to shift
@@ -71,8 +73,13 @@ class FitConfig(BaseModel):
         return Signal.model_validate(data | {"bounds": bounds})
 
     def free(self) -> list[str]:
-        """The candidates this fit weighs (those it does not hold)."""
-        return [s.name for s in self.signals if s.name not in self.held]
+        """The candidates this fit weighs (those it does not hold, within `max_seconds`)."""
+        bound = self.max_seconds
+        return [
+            s.name
+            for s in self.signals
+            if s.name not in self.held and (bound is None or s.seconds <= bound)
+        ]
 
     def own_answer_part(self) -> FitConfig:
         """This fit of the judge's own answer's candidates alone, around the held signals: no

@@ -288,11 +288,16 @@ def cached_answers(folder: Path = ANSWERS) -> Iterator[dict[str, Any]]:
 
 
 def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:
-    """The kept answers by request key: an answer written where programs could compute it
-    (its row says `computed`, true or false) in place of one written before they could."""
+    """The kept answers by request key, the most telling of each request's: a computed one,
+    else one written where programs could compute it (its row says `computed`, true or false:
+    empty where `--computed-only` found no program's result), else one written before."""
+
+    def rank(row: dict[str, Any]) -> tuple[bool, bool, bool]:
+        return row.get("computed", False), "computed" in row, bool(row["text"])
+
     found: dict[str, dict[str, Any]] = {}
     for row in cached_answers(folder):
-        if "computed" in row or "computed" not in found.get(row["request"], {}):
+        if (before := found.get(row["request"])) is None or rank(row) >= rank(before):
             found[row["request"]] = row
     return found
 

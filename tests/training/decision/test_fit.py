@@ -203,3 +203,55 @@ def test_the_own_answers_candidates_are_fitted_apart_around_the_held_signals():
         s.name for s in config.signals if s.own_answer
     }
     assert not any(s.reference for s in apart.signals)
+
+
+def test_a_candidate_dearer_than_the_configs_bound_is_not_tried():
+    """`max_seconds` is a cost bound (issue 64: the judge's own answer may cost a pair at most
+    as much again as the verdict alone): `noise` (1 s) is fitted under a bound of 2 s, not
+    under 0.5 s, whatever it would earn."""
+    rows = drawn_rows()
+    assert config().model_copy(update={"max_seconds": 2.0}).free() == ["good", "noise"]
+    bounded = config().model_copy(update={"max_seconds": 0.5})
+    assert bounded.free() == ["good"]
+    assert fit(rows, bounded).choice.names == ("good",)
+    shipped = load_config()
+    assert not any(name.endswith("_sure") for name in shipped.free())  # a written answer
+    assert "self_reference_likelihood_computed" in shipped.free()
+
+
+def test_the_own_answers_chosen_signals_join_the_record_with_their_own_fit():
+    """Fitted apart around the held weights (`own_answer_signals`), the own answer's chosen
+    signal joins the record with where it was fitted; a held one is not written twice."""
+    from training.decision.fit import own_answer_signals
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for n in range(3000):
+        good, noise = rng.normal(scale=2.0), rng.normal()
+        label = "A" if rng.random() < expit(1.5 * good + 1.0 * noise) else "B"
+        rows.append(
+            {"values": {"good": good, "noise": noise}, "label": label, "request": f"r{n}"}
+            | {"set": "drawn"}
+        )
+    data = config().model_dump(mode="json", exclude_defaults=True)
+    data["signals"][1] |= {"own_answer": True}  # noise: the own answer's, fitted apart
+    cfg = FitConfig.model_validate(data | {"held": ["good"], "strengths": [1000.0]})
+    kept = DecisionRecord.model_validate(
+        {
+            "judge": "toy",
+            "signals": [
+                {"name": "good", "weight": 1.5, **SIGNAL, "fitted": {"by": "its own", "rows": "x"}}
+            ],
+            "doubt_below": 0.5,
+        }
+    )
+    apart, chosen = own_answer_signals(cfg, rows, {"good": 1.5}, kept)
+    assert apart.choice.names == ("noise",)
+    assert [s["name"] for s in chosen] == ["noise"]
+    assert chosen[0]["weight"] == pytest.approx(1.0, rel=0.1)
+    assert "3000 training pairs" in chosen[0]["fitted"]["rows"]
+    record = DecisionRecord.model_validate(
+        {"judge": "toy", "signals": [*kept.model_dump(mode="json")["signals"], *chosen]}
+        | {"doubt_below": 0.5}
+    )
+    assert record.weights() == {"good": 1.5, "noise": chosen[0]["weight"]}

@@ -165,3 +165,20 @@ def test_an_answer_written_where_programs_could_compute_it_replaces_one_written_
     (tmp_path / "part0.jsonl").write_text(json.dumps(computed) + "\n", encoding="utf-8")
     (tmp_path / "part1.jsonl").write_text(json.dumps(written) + "\n", encoding="utf-8")
     assert own_answers(tmp_path)["r1"]["text"] == "33"  # whichever file holds it first
+
+
+def test_a_probe_that_computed_nothing_replaces_an_old_answer_but_not_a_computed_one(
+    tmp_path: Path,
+):
+    from training.decision.reads import own_answers
+
+    old = {"request": "r1", "set": "autoj", "text": "It is 24.", "mean_logprob": -0.1}
+    probed = old | {"text": "", "mean_logprob": None, "computed": False}
+    computed = old | {"text": "33", "computed": True}
+    rows = [old, probed, computed | {"request": "r2"}, probed | {"request": "r2"}]
+    (tmp_path / "part0.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8"
+    )
+    found = own_answers(tmp_path)
+    assert found["r1"]["computed"] is False and found["r1"]["text"] == ""  # probed: none
+    assert found["r2"]["text"] == "33"  # a program's result outranks a later empty probe
