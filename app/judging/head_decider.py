@@ -391,26 +391,30 @@ def reference_note(config: JudgeConfig) -> str | None:
 
 
 def own_answer_note(config: JudgeConfig) -> str | None:
-    """What a head judge does for a pair without a reference in use, where it writes its own
-    answer first (`self_reference`), for a front end to say once; None where it writes none."""
+    """What a head judge does for a pair without a reference in use, where it answers the
+    request itself first (`self_reference`), for a front end to say once; None where it does
+    not."""
     record, chosen = config.parts.decision, config.self_reference
     if config.parts.head is None or record is None or chosen == "off":
         return None
-    weighed = record.uses(*OWN_ANSWER_SIGNALS)
-    if chosen == "auto" and not weighed:
-        return None
-    counted = (
-        "weighs it as its decision record says"
-        if weighed
-        else (
-            "shows it (its decision record does not weigh it yet, so the verdict is as without it)"
+    written = record.uses(*WRITTEN_ANSWER_SIGNALS)
+    computed = config.run_code and record.uses(*OWN_ANSWER_SIGNALS)
+    program = "a short program it writes (run in the jail)"
+    if chosen == "auto" and not written:
+        if not computed:
+            return None
+        return (
+            f"computes its own answer to a pair's request with {program} where no reference is "
+            "in use and one gives a result, and weighs each answer against that result as its "
+            "decision record says"
         )
-    )
-    computes = (
-        " (where a short program it writes computes the answer, run in the jail, its result)"
-        if config.run_code
-        else ""
-    )
+    if written:
+        counted = "weighs it as its decision record says"
+    elif computed:
+        counted = "weighs it where a program computed it (a written one is shown, not counted)"
+    else:
+        counted = "shows it (its decision record does not weigh it: the verdict is as without it)"
+    computes = f" (where {program} computes the answer, its result)" if config.run_code else ""
     return (
         f"writes its own short answer to a pair's request where no reference is in use{computes}, "
         f"reads each answer against it as against a reference and {counted}"

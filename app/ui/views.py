@@ -310,8 +310,10 @@ def own_answer_note(own: Mapping[str, Any], parts: Mapping[str, float]) -> str:
             f'"{own.get("text", "")}".'
         )
     moved = parts.get("own_answer")
+    if not moved and not any(name.startswith("self_reference_") for name in parts):
+        return note + " Its decision record does not weigh this answer: shown, not counted."
     if not moved:
-        return note + " Its record does not weigh it yet: shown, not counted."
+        return note + " Both answers read alike against it: it moved nothing."
     note += f" It moved the score {abs(moved):.2f} toward {'A' if moved > 0 else 'B'}."
     if (leaned := reference_decided(dict(parts), "own_answer")) is not None:
         note += f" **The judge's own answer decided this verdict**: without it, {leaned}."

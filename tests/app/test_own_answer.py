@@ -156,10 +156,15 @@ def test_a_front_end_says_once_where_the_judge_writes_its_own_answer(head):
     weighing = record_of(states=1.0, self_reference_words=1.0)
     assert own_answer_note(head_alone(head, Protocol.PAIRWISE)) is None  # auto, not weighed
     shown = own_answer_note(head_alone(head, Protocol.PAIRWISE, self_reference="on"))
-    assert "writes its own short answer" in shown and "does not weigh it yet" in shown
+    assert "writes its own short answer" in shown and "does not weigh it" in shown
     assert "weighs it as its decision record says" in own_answer_note(
         head_alone(head, Protocol.PAIRWISE, weighing)
     )
+    computing = record_of(states=1.0, self_reference_words_computed=1.0)
+    said = own_answer_note(head_alone(head, Protocol.PAIRWISE, computing))
+    assert said.startswith("computes its own answer") and "jail" in said  # auto: no written one
+    on = own_answer_note(head_alone(head, Protocol.PAIRWISE, computing, self_reference="on"))
+    assert "weighs it where a program computed it (a written one is shown, not counted)" in on
     assert (
         own_answer_note(head_alone(head, Protocol.PAIRWISE, weighing, self_reference="off")) is None
     )

@@ -69,9 +69,10 @@ def file_pairs(args: argparse.Namespace) -> list[InputRow]:
 
 
 def head_score(judgment: Judgment) -> float:
-    """The head's own logit for A, before any reference reading."""
+    """The head's own logit for A, before any reference reading (a user's reference or, with
+    none, the judge's own answer)."""
     parts = judgment.verdict_parts or {}
-    return parts.get("score", 0.0) - parts.get("reference", 0.0)
+    return parts.get("score", 0.0) - parts.get("reference", 0.0) - parts.get("own_answer", 0.0)
 
 
 def report(

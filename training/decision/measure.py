@@ -14,7 +14,10 @@ file read again may differ by a row). With `--head` (a state head fitted again),
 is measured without judging the files again, and its grades (with the record's grade rule) on
 the held-out rated single answers' reads beside the judge's shipped ones. Agreement counts a
 tie as each file does: right only where the label is a tie. A file is reported whole or said to
-be partial.
+be partial. The held-out pairs judged without their references (`reference-page-bare`,
+`reference_page --no-reference`) and the dev files read again with the judge's own answer are
+the last saved file's (OWN_ANSWER_SAVED); where the record weighs that answer, it is measured
+without each of its signals too (`make eval`'s table with and without them).
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from training.decision.record_file import record_path
 from training.evaluation.meta_metrics import calibration_error, longer_answer
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
-SAVED = (GOLDEN / "default_judge_decisions.jsonl.gz", GOLDEN / "autoj_dev_rest.jsonl.gz")
+# the saved reads; a later file's row of a (file, line) replaces an earlier one's: the dev
+# files read again where the judge's own answer is in use (issue 64), after the rows before
+OWN_ANSWER_SAVED = GOLDEN / "own_answer_decisions.jsonl.gz"
+SAVED = (
+    GOLDEN / "default_judge_decisions.jsonl.gz",
+    GOLDEN / "autoj_dev_rest.jsonl.gz",
+    OWN_ANSWER_SAVED,
+)
 BEFORE = GOLDEN / "default_judge_record_before.yaml"
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 FILES = {
@@ -45,13 +55,14 @@ FILES = {
     "adversarial_neighbor.json": DATA / "llmbar" / "adversarial_neighbor.json",
 }
 HELD_OUT = "reference-page"  # the held-out reference-decided pairs
+HELD_OUT_BARE = "reference-page-bare"  # the same, judged without their references
 
 
 @cache
 def labelled_items(name: str) -> dict[int, JudgeItem]:
     """The labelled rows of one evaluation file, by line (read once a process: `--head` reads
     them for the reads, then again to measure; not to be changed by a caller)."""
-    if name == HELD_OUT:
+    if name in (HELD_OUT, HELD_OUT_BARE):
         from training.datasets.reference_decided import build
         from training.decision.reads import as_item
 
@@ -61,12 +72,15 @@ def labelled_items(name: str) -> dict[int, JudgeItem]:
 
 
 def saved_rows(paths: Sequence[Path]) -> list[dict]:
-    rows = []
+    """The saved rows of `paths`, one per (file, line): a later path's row replaces an
+    earlier one's (a file read again)."""
+    rows: dict[tuple[str, int], dict] = {}
     for path in paths:
         if path.is_file():
             with gzip.open(path, "rt", encoding="utf-8") as lines:
-                rows += [json.loads(line) for line in lines]
-    return rows
+                for row in map(json.loads, lines):
+                    rows[row["file"], row["line"]] = row
+    return list(rows.values())
 
 
 def evaluation_order() -> list[tuple[str, str]]:
@@ -92,7 +106,7 @@ def under_head(rows: list[dict], head_file: Path, gguf: Path) -> list[dict]:
 
     weights = np.asarray(load_state_head(head_file).weights, dtype=np.float64)
     cache = cache_for(gguf, EVALUATION_CACHE_DIR / gguf.stem)
-    items = {name: labelled_items(name) for name in [*FILES, HELD_OUT]}
+    items = {name: labelled_items(name) for name in [*FILES, HELD_OUT, HELD_OUT_BARE]}
     found = []
     for row in rows:
         item = items.get(row["file"], {}).get(row["line"])
@@ -148,7 +162,7 @@ def measured(
     the judge's `calibration` where a reference did not move the verdict, as the engine maps
     it)."""
     table = []
-    for name in [*FILES, HELD_OUT]:
+    for name in [*FILES, HELD_OUT, HELD_OUT_BARE]:
         items = labelled_items(name)
         mine = {r["line"]: r for r in rows if r["file"] == name and r["line"] in items}
         if not mine:
@@ -172,6 +186,21 @@ def measured(
         line["longer"] = 100 * sum(longer_answer(lengths[n]) == labels[n] for n in mine) / len(mine)
         table.append(line)
     return table
+
+
+def without_own_answer(record: DecisionRecord) -> dict[str, DecisionRecord]:
+    """`record` without each signal of the judge's own answer it weighs, and without them
+    all (`make eval`'s table with and without each new signal); none where it weighs none."""
+    own = [s.name for s in record.signals if s.own_answer]
+
+    def less(names: Sequence[str]) -> DecisionRecord:
+        kept = tuple(s for s in record.signals if s.name not in names)
+        return record.model_copy(update={"signals": kept})
+
+    if not own:
+        return {}
+    found = {f"without {name}": less([name]) for name in own} if len(own) > 1 else {}
+    return found | {"without its own answer": less(own)}
 
 
 def markdown(table: list[dict], labels: Sequence[str]) -> str:
@@ -208,10 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", type=Path, help="a state head file, measured on the reads")
     parser.add_argument("--saved", nargs="+", type=Path, default=list(SAVED))
     args = parser.parse_args(argv)
-    records = {
-        "before": load_decision(BEFORE),
-        "record": load_decision(args.record or record_path()),
-    }
+    record = load_decision(args.record or record_path())
+    records = {"before": load_decision(BEFORE), "record": record, **without_own_answer(record)}
     rows = saved_rows(args.saved)
     if args.head is not None:
         from training.decision.in_sample import judge_gguf, judge_head

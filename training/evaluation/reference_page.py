@@ -1,7 +1,7 @@
 """The held-out pairs whose reference decides them, judged as the result page judges them.
 
     python -m training.evaluation.reference_page [--model NAME] [--data DIR] [--out DIR]
-                                                 [--no-run-code]
+                                                 [--no-run-code] [--no-reference]
 
 The verdict's reference weights are the decision record's (`training.decision.fit`, on the
 training pairs in the one cache; `training.decision.measure` reads the held-out ones' saved
@@ -14,7 +14,9 @@ part), the criteria's own decision, and the longer and the shorter answer,
 overall and per family. Judgments are saved row by row, so a stopped run goes on.
 A reference function's behaviour counts by default, the answers' functions run beside it
 in the jail (app/code_run/); `--no-run-code` judges as a user who turned code running off
-(their text read instead); give it its own `--out`.
+(their text read instead); give it its own `--out`. `--no-reference` judges the same pairs as a
+user who gave no reference (default `--out`: reference-page-bare): where the judge's record
+weighs its own answer, that answer is read in the reference's place (issue 64's target).
 """
 
 from __future__ import annotations
@@ -87,7 +89,11 @@ def accuracies(found: dict[str, np.ndarray]) -> dict[str, float]:
     }
 
 
-def report(rows: Sequence[InputRow], page: Sequence[Judgment]) -> dict[str, Any]:
+def report(
+    rows: Sequence[InputRow], page: Sequence[Judgment], kind: str = "reference"
+) -> dict[str, Any]:
+    """The page's accuracy overall and by family, and how many verdicts `kind` (the reference,
+    or "own_answer": the judge's own in its place) turned."""
     found = decisions(rows, page)
     families = [(row.raw or {}).get("family", "?") for row in rows]
     by_family = {}
@@ -95,12 +101,13 @@ def report(rows: Sequence[InputRow], page: Sequence[Judgment]) -> dict[str, Any]
         keep = [n for n, f in enumerate(families) if f == family]
         part = {name: values[keep] for name, values in found.items()}
         by_family[family] = {"pairs": len(keep), **accuracies(part)}
-    turned = sum(reference_decided(j.verdict_parts or {}) is not None for j in page)
+    turned = sum(reference_decided(j.verdict_parts or {}, kind) is not None for j in page)
     return {
         "pairs": len(rows),
         "accuracy": accuracies(found),
         "by_family": by_family,
-        "verdicts_the_reference_turned": turned,
+        "verdicts_turned": turned,
+        "turned_by": "the reference" if kind == "reference" else "the judge's own answer",
     }
 
 
@@ -108,7 +115,7 @@ def render(result: dict[str, Any]) -> str:
     names = list(result["accuracy"])
     lines = [
         f"Reference-decided pairs held out ({result['pairs']}), judged as the page judges "
-        f"them; the reference turned {result['verdicts_the_reference_turned']} verdicts.",
+        f"them; {result['turned_by']} turned {result['verdicts_turned']} verdicts.",
         "",
         "| decision | % right |",
         "|---|---:|",
@@ -129,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", help="a registry name (default: the default judge)")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, help=f"default: {OUT} (-bare: --no-reference)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--no-run-code", action="store_true", help="as with code running off")
+    parser.add_argument("--no-reference", action="store_true", help="as with no reference given")
     args = parser.parse_args(argv)
+    out = args.out or (OUT.with_name(OUT.name + "-bare") if args.no_reference else OUT)
     if not (args.data / "test.jsonl").is_file():
         from training.datasets.reference_decided import main as build
 
@@ -145,17 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     judge = open_evaluated(
         args.model, BackendOptions(n_ctx=RUN_DEFAULTS.n_ctx, n_threads=args.threads)
     )
-    if args.no_run_code:
-        from dataclasses import replace
+    from dataclasses import replace
 
+    if args.no_run_code:
         judge.config = replace(judge.config, run_code=False)
-    args.out.mkdir(parents=True, exist_ok=True)
+    if args.no_reference:
+        judge.config = replace(judge.config, use_reference=False)
+    out.mkdir(parents=True, exist_ok=True)
     try:
-        page = judged(judge, rows, args.out / "test.jsonl", args.quiet)
+        page = judged(judge, rows, out / "test.jsonl", args.quiet)
     finally:
         judge.close()
-    result = report(rows, page)
-    write_report(args.out, result, render(result))
+    result = report(rows, page, "own_answer" if args.no_reference else "reference")
+    write_report(out, result, render(result))
     return 0
 
 

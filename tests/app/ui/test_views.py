@@ -161,7 +161,9 @@ def test_the_judges_own_answer_is_shown_with_what_it_did_to_the_verdict() -> Non
     own = {"text": "7 times 8 equals 56.", "mean_logprob": -0.06, "tokens": 9, "finished": True}
     shown = own_answer_note(own, {"states": 0.4, "score": 0.4})
     assert '"7 times 8 equals 56."' in shown and "-0.06" in shown
-    assert "does not weigh it yet" in shown
+    assert "does not weigh this answer: shown, not counted" in shown
+    weighed = own_answer_note(own, {"self_reference_words_computed_difference": 0.0, "score": 0.4})
+    assert "moved nothing" in weighed
     turned = {"states": 0.5, "self_reference_check": -1.5, "own_answer": -1.5, "score": -1.0}
     said = own_answer_note(own, turned)
     assert "moved the score 1.50 toward B" in said

@@ -58,9 +58,10 @@ def test_the_grade_stage_fits_the_default_grade_again_from_the_committed_reads(s
 def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(shipped):
     """The pairwise part, fitted around the head's weights from the cache of reads: the
     signals, weights, rules and tie threshold the default's record holds, its strength
-    inside the grid."""
-    from training.decision.fit import fit
-    from training.decision.reads import OUT, labelled_rows
+    inside the grid; the judge's own answer's signals fitted apart from the pairs read with
+    it, as the record holds them."""
+    from training.decision.fit import fit, own_answer_signals
+    from training.decision.reads import OUT, OWN_READS, labelled_rows, with_labels, with_own_reads
 
     record, _ = shipped
     config = load_config()
@@ -68,7 +69,11 @@ def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(
     held = {n: w for n, w in record.weights().items() if n in config.held}
     found = fit(rows, config, held)
     weights = record.weights()
-    assert set(found.choice.names) == set(weights) - set(held)
+    own = {s.name: s.weight for s in record.signals if s.own_answer}
+    own_rows = with_labels(with_own_reads([], OWN_READS), config.fitted_on, config.judge)
+    _, chosen = own_answer_signals(config, own_rows, held, record)
+    assert {s["name"]: s["weight"] for s in chosen} == pytest.approx(own, rel=1e-4)
+    assert set(found.choice.names) == set(weights) - set(held) - set(own)
     for name, weight in zip(found.weights.names, found.weights.weights):
         assert weight == pytest.approx(weights[name], rel=1e-4), name
     assert found.weights.tie_threshold == pytest.approx(record.tie_threshold, abs=1e-4)

@@ -75,3 +75,35 @@ def test_the_held_out_grades_are_a_records_grade_rule_on_their_committed_reads(s
     turned_round.write_text(json.dumps(data), encoding="utf-8")
     said = held_out_grades({"turned": record}, {"turned": turned_round}, gguf)
     assert float(re.search(r"turned (-?[\d.]+)", said)[1]) < 0
+
+
+def test_the_record_is_measured_without_each_own_answer_signal_and_without_them_all():
+    from training.decision.measure import without_own_answer
+
+    record = load_decision(record_path())
+    own = [s.name for s in record.signals if s.own_answer]
+    found = without_own_answer(record)
+    if not own:
+        assert found == {}
+        return
+    alone = found.pop("without its own answer")
+    assert not any(s.own_answer for s in alone.signals)
+    assert len(alone.signals) == len(record.signals) - len(own)
+    for label, less in found.items():
+        name = label.removeprefix("without ")
+        assert name in own and name not in less.weights()
+        assert len(less.signals) == len(record.signals) - 1
+
+
+def test_a_later_saved_file_replaces_an_earlier_ones_row_of_the_same_pair(tmp_path):
+    import gzip
+
+    first, second = tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl.gz"
+    for path, rows in (
+        (first, [{"file": "f", "line": 1, "parts": {}}, {"file": "f", "line": 2, "parts": {}}]),
+        (second, [{"file": "f", "line": 2, "parts": {"score": 1.0}}]),
+    ):
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.writelines(json.dumps(row) + "\n" for row in rows)
+    rows = saved_rows([first, second, tmp_path / "missing.jsonl.gz"])
+    assert [(r["line"], r["parts"]) for r in rows] == [(1, {}), (2, {"score": 1.0})]
