@@ -20,6 +20,8 @@ default judge's settings, every item fitted to the same 4096-token context:
 - i: as g with every criterion read apart (`criteria_read: apart`).
 - s: as f with the judge's own answer written first and read (`self_reference: on`,
   app/deciding/own_answer.py): its cost beside the verdict alone.
+- n: as f with no own answer at all (`self_reference: off`): what mode f's own answer (as
+  the judge's record asks for it: where a program computes it) costs beside it.
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
 default), `reference`: pairs of two answers to one request with its reference answer
@@ -42,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
 WITH_REFERENCES = REPO.parent / "shared" / "data" / "prometheus" / "vicuna_eval.json"
 N_CTX = 4096
-HEAD_MODES = ("f", "g", "i", "s")  # decided by the judge's state head
+HEAD_MODES = ("f", "g", "i", "n", "s")  # decided by the judge's state head
 
 
 def main(argv: list[str]) -> int:
@@ -79,13 +81,13 @@ def main(argv: list[str]) -> int:
         mode="score" if mode in ("c", "d", "e", *HEAD_MODES) else "generate",
         sampling=run_sampling(),
     )
-    if mode in HEAD_MODES:  # the head alone (f, s), or the whole page (g, i)
+    if mode in HEAD_MODES:  # the head alone (f, n, s), or the whole page (g, i)
         page = mode in ("g", "i")
         config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
         if mode == "i":
             config = with_changes(config, {"criteria_read": "apart"})
-    if mode == "s":
-        config = with_changes(config, {"self_reference": "on"})
+    if mode in ("n", "s"):
+        config = with_changes(config, {"self_reference": "off" if mode == "n" else "on"})
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}

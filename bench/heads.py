@@ -5,11 +5,12 @@
 
 Each judge decides the same first PAIRS pairs of Auto-J dev through its head (bench/cell.py
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
-reference first; then the default judge's verdict with its own answer written first (mode s)
-and its whole result page (mode g: the verdict, the criterion scores and, where a pair has a
-reference, the reference metrics) on the same pairs, and the default's verdict alone and
-whole page on PAIRS pairs with a reference answer (Prometheus vicuna_eval), on their
-scenario's criteria and on their own rubric. The table
+reference first; then the default judge's verdict without its own answer (mode n), against
+which its own answer as its record asks for it (mode f) and one written for every pair (mode
+s) are costed; its whole result page (mode g: the verdict, the criterion scores and, where a
+pair has a reference, the reference metrics) on the same pairs, and the default's verdict
+alone and whole page on PAIRS pairs with a reference answer (Prometheus vicuna_eval), on
+their scenario's criteria and on their own rubric. The table
 gives seconds per pair and peak RSS, each as a ratio to the verdict alone of the same judge
 on the same rows measured in the same run (by default the registry's default judge), and
 the model file's size with its LoRA adapter, if any (a head judge's memory goal is the file
@@ -50,9 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     cells = {name: run(name, args.pairs, args.fresh) for name in dict.fromkeys(names)}
     bases = dict.fromkeys(cells, reference)
     default = registry.default
-    own = f"{default} with its own answer"  # written first, each answer read against it
+    # the judge's own answer: none at all (n), as its record asks for it (f: where a program
+    # computes it), and written for every pair (s); each against none
+    bare = f"{default} without its own answer"
+    cells[bare] = run(default, args.pairs, args.fresh, "n")
+    bases[bare] = default
+    if default in cells:
+        cells[f"{default} with its own answer as its record asks, against none"] = cells[default]
+        bases[f"{default} with its own answer as its record asks, against none"] = bare
+    own = f"{default} with its own answer written for every pair, against none"
     cells[own] = run(default, args.pairs, args.fresh, "s")
-    bases[own] = default
+    bases[own] = bare
     if registry.get(default).judging.criterion_scores:  # the whole page, beside the verdict
         alone = f"{default} {WITH_REFERENCE}"
         cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")
@@ -111,7 +120,9 @@ def render(cells: dict, bases: dict, reference: str, pairs: int, registry) -> st
         f"judge {pairs} pairs of answers to one request with its reference answer (Prometheus "
         "vicuna_eval) on their scenario's criteria, as a user's pair with a reference is, the "
         "whole page's ratio against the verdict alone on those pairs; the row "
-        f"'{WITH_RUBRIC}' judges them on their own rubric, whose level texts are read apart.",
+        f"'{WITH_RUBRIC}' judges them on their own rubric, whose level texts are read apart. "
+        "Rows 'against none' give the cost of the judge's own answer (app/deciding/own_answer.py) "
+        "beside the same judge without one.",
         "",
         "| judge | s/pair | x verdict alone | peak RSS MB | x verdict alone RSS | model file MB "
         "| RSS above the file MB | agreement % |",
