@@ -27,10 +27,12 @@ The sets come from the training split only:
 A further set is written without the engine: `head-fitting`, the judge's head's own fitting
 pairs with their states read out of fold (training/decision/out_of_fold.py).
 
-Pairs read with the judge's own answer (issue 64's trial: `--out` OWN_READS, `--answered-only`)
-are kept apart, in `own-reads/`, until a record weighs them: `labelled_rows(own_reads=...)` adds
-them, a head-fitting pair's own-answer values joined to its row with states out of fold
-(`own-reads/written/`: the reads against answers written before programs could compute them).
+Pairs read with the judge's own answer (issue 64: `--out` OWN_READS, `--answered-only`, or
+`--computed-only`: those whose kept answer a program computed, the only pairs a record that
+weighs computed answers alone reads differently) are kept apart, in `own-reads/`, and fitted
+apart (`fit --own-reads`): `labelled_rows(own_reads=...)` adds them, a head-fitting pair's
+own-answer values joined to its row with states out of fold (`own-reads/written/`: the reads
+against answers written before programs could compute them).
 """
 
 from __future__ import annotations
@@ -233,6 +235,7 @@ class ReadOptions:
     model: str | None = None
     skip_seen_by: tuple[str, ...] = ()
     answered_only: bool = False  # only the pairs whose request has an own answer kept
+    computed_only: bool = False  # only those whose own answer a program computed
     shuffled: bool = False  # each set's pairs in a seeded random order (a stopped run: a sample)
     id_prefixes: tuple[str, ...] = ()  # only the pairs whose id starts so (none: every pair)
 
@@ -333,12 +336,13 @@ def ordered(pairs: list[JudgeItem], shuffled: bool) -> list[JudgeItem]:
     return random.Random(SEED).sample(pairs, len(pairs))
 
 
-def answered(item: JudgeItem, kept: dict[str, dict[str, Any]]) -> bool:
+def answered(item: JudgeItem, kept: dict[str, dict[str, Any]], computed: bool = False) -> bool:
     """Whether the judge's own answer to `item`'s request (cut as its head reads it, any
-    cut the own answers hold) is kept."""
+    cut the own answers hold) is kept (`computed`: and a program computed it)."""
     from app.deciding.state_head import QUESTION_CHARS
 
-    return request_key(item.question[:QUESTION_CHARS]) in kept
+    row = kept.get(request_key(item.question[:QUESTION_CHARS]))
+    return row is not None and (not computed or row.get("computed", False))
 
 
 def read(
@@ -362,6 +366,7 @@ def read(
             for p in ordered(training_pairs(name), options.shuffled)[part::parts]
             if not any(s(p, judge_of) for s in seen)
             and (not options.answered_only or answered(p, kept))
+            and (not options.computed_only or answered(p, kept, computed=True))
             and (not options.id_prefixes or p.id.startswith(options.id_prefixes))
         ]
         for name in names
@@ -405,12 +410,23 @@ def main(argv: list[str] | None = None) -> int:
         help="only the pairs whose request has the judge's own answer kept (own_answers)",
     )
     parser.add_argument(
+        "--computed-only",
+        action="store_true",
+        help="only the pairs whose request's kept own answer a program computed",
+    )
+    parser.add_argument(
         "--shuffled", action="store_true", help="each set's pairs in a seeded random order"
     )
     parser.add_argument("--id-prefix", nargs="+", default=[], help="only pairs whose id starts so")
     args = parser.parse_args(argv)
-    given = (args.answered_only, args.shuffled, tuple(args.id_prefix))
-    options = ReadOptions(args.model, tuple(args.skip_seen_by), *given)
+    options = ReadOptions(
+        args.model,
+        tuple(args.skip_seen_by),
+        answered_only=args.answered_only,
+        computed_only=args.computed_only,
+        shuffled=args.shuffled,
+        id_prefixes=tuple(args.id_prefix),
+    )
     return read(args.sets, args.part, args.parts, args.out, options)
 
 

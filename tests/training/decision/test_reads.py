@@ -6,8 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.records import Judgment, Protocol, Status
-from training.decision.reads import cache_row, labelled_rows, pair_key, training_pairs
+from app.records import JudgeItem, Judgment, Protocol, Status
+from training.decision.reads import (
+    cache_row,
+    labelled_rows,
+    pair_key,
+    request_key,
+    training_pairs,
+)
 
 
 def test_a_cached_row_keeps_values_not_texts_and_gets_its_label_back(tmp_path: Path):
@@ -182,3 +188,15 @@ def test_a_probe_that_computed_nothing_replaces_an_old_answer_but_not_a_computed
     found = own_answers(tmp_path)
     assert found["r1"]["computed"] is False and found["r1"]["text"] == ""  # probed: none
     assert found["r2"]["text"] == "33"  # a program's result outranks a later empty probe
+
+
+def test_only_the_pairs_whose_kept_answer_a_program_computed_are_read_again():
+    from app.deciding.state_head import QUESTION_CHARS
+    from training.decision.reads import answered
+
+    item = JudgeItem(id="p", question="What is 7 times 8?", answers=("56", "54"))
+    key = request_key(item.question[:QUESTION_CHARS])
+    computed = {key: {"request": key, "text": "56", "computed": True}}
+    probed = {key: {"request": key, "text": "", "computed": False}}
+    assert answered(item, computed, computed=True) and answered(item, probed)
+    assert not answered(item, probed, computed=True) and not answered(item, {}, computed=False)
