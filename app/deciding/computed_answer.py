@@ -80,7 +80,16 @@ def program_result(code: str) -> str | None:
     said = done.out.strip()
     if done.returncode != 0 or not said or len(said) > RESULT_CHARS or quoted(said, code):
         return None
-    return said
+    return plain_number(said)
+
+
+WHOLE_FLOAT = re.compile(r"-?\d+\.0+")
+
+
+def plain_number(result: str) -> str:
+    """A whole number printed as a float ("6.0": Python's `120 * 5 / 100`) as people write it
+    ("6"): an answer that says 6 states the result; elsewhere `result` as printed."""
+    return result.split(".")[0] if WHOLE_FLOAT.fullmatch(result) else result
 
 
 def computed_answer(backend: Any, question: str) -> tuple[str, Any] | None:

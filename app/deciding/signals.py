@@ -150,6 +150,7 @@ OWN_ANSWERS_READ = (
     "self_reference_likelihood",
     "self_reference_check",
     "self_reference_words",
+    "self_reference_order",
 )
 # each of them gated: weighed by how sure the judge was of its own answer (a short answer it
 # stopped by itself and wrote with likely tokens is more often right), or only where a program
@@ -199,6 +200,15 @@ def self_reference_words(reads: PairReads) -> Sequence[float | None] | None:
         return None
     stated = stated_words(own, reads.item.question)
     return [stated_share(answer, stated) for answer in reads.item.answers]
+
+
+@signal("self_reference_order")
+def self_reference_order(reads: PairReads) -> Sequence[float | None] | None:
+    from app.deciding.reference_order import order_shares
+
+    if not (own := _own_text(reads)):
+        return None
+    return order_shares(reads.item.answers, own, reads.item.question)
 
 
 @signal("reference_behaviour")

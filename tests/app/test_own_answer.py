@@ -18,7 +18,7 @@ from app.deciding.own_answer import (
     own_answer_messages,
     write_own_answer,
 )
-from app.records import Protocol
+from app.records import JudgeItem, Protocol
 from models.backends.base import Generation, SamplingParams
 from tests.support.head_configs import (
     PLANET_PAIR,
@@ -168,3 +168,23 @@ def test_a_front_end_says_once_where_the_judge_writes_its_own_answer(head):
     assert (
         own_answer_note(head_alone(head, Protocol.PAIRWISE, weighing, self_reference="off")) is None
     )
+
+
+def test_the_order_of_the_requests_items_in_the_judges_own_answer_tells_a_sorted_answer():
+    """Both answers state every number, so the own answer's words cannot tell them apart;
+    its order can (as a reference's does: app/deciding/reference_order.py)."""
+    from app.deciding.signals import PairReads, pair_values
+
+    item = JudgeItem(
+        id="s",
+        question="Sort these numbers from smallest to largest: 25, 54, 86, 49, 87.",
+        answers=("The answer is 25, 49, 54, 86, 87.", "Sorted: **25, 54, 49, 86, 87**."),
+    )
+    own = OwnAnswer("[25, 49, 54, 86, 87]", -0.05, 20, True, computed=True)
+    names = ("self_reference_words_computed", "self_reference_order_computed")
+    found = pair_values(names, PairReads(item, own_answer=own))
+    assert found == {"self_reference_order_computed": pytest.approx(0.2)}  # 5/5 against 4/5
+    written = OwnAnswer("[25, 49, 54, 86, 87]", -0.05, 20, True)
+    assert pair_values(names, PairReads(item, own_answer=written)) == {
+        "self_reference_order_computed": 0.0
+    }

@@ -188,7 +188,43 @@ def with_own_reads(rows: list[dict[str, Any]], folder: Path) -> list[dict[str, A
             continue
         own = {n: v for n, v in row["values"].items() if n in OWN_ANSWER_SIGNALS}
         found.append(base | {"values": base["values"] | own, "error": row["error"]})
-    return [*rows, *found]
+    return [*rows, *with_own_text_values(found)]
+
+
+def with_own_text_values(
+    rows: list[dict[str, Any]], answers: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """`rows` (pairs read with the judge's own answer) with the own answer's signals that read
+    only texts computed again from the pair and the answer kept: a signal added since the
+    pair was read gains its value, and a computed result reads as the engine now keeps it
+    (`plain_number`). A row whose pair or answer (`answers`, default: the kept ones) is not
+    found is left as it was."""
+    from app.deciding.computed_answer import plain_number
+    from app.deciding.signals import OWN_ANSWER_SIGNALS, PairReads, pair_values
+    from app.deciding.state_head import QUESTION_CHARS
+    from training.decision.fit_config import load_config
+
+    names = [s.name for s in load_config().signals if s.own_answer and set(s.reads) == {"text"}]
+    kept = own_answers() if answers is None else answers
+    items = {
+        pair_key(item): item
+        for name in sorted({row["set"] for row in rows})
+        for item in training_pairs(name)
+    }
+    found = []
+    for row in rows:
+        item = items.get(row["key"])
+        answer = kept.get(request_key(item.question[:QUESTION_CHARS])) if item else None
+        read = any(name in OWN_ANSWER_SIGNALS for name in row["values"])
+        if item is None or answer is None or not answer["text"] or not read:
+            found.append(row)
+            continue
+        text = plain_number(answer["text"]) if answer.get("computed") else answer["text"]
+        fields = (answer["mean_logprob"], answer["tokens"], answer["finished"])
+        own = OwnAnswer(text, *fields, computed=answer.get("computed", False))
+        values = pair_values(names, PairReads(item, own_answer=own))
+        found.append(row | {"values": row["values"] | values})
+    return found
 
 
 def labelled_rows(

@@ -108,3 +108,11 @@ def test_without_a_written_answer_only_a_computed_one_is_given():
         computing, "Pencils (unwritten)", judge="t", compute=True, written=False
     )
     assert found.text == "33" and found.computed
+
+
+def test_a_whole_number_printed_as_a_float_is_read_as_people_write_it():
+    from app.deciding.computed_answer import plain_number
+
+    assert plain_number("6.0") == "6" and plain_number("-54.00") == "-54"
+    assert plain_number("6.5") == "6.5" and plain_number("[1.0, 2.0]") == "[1.0, 2.0]"
+    assert plain_number("Tuesday") == "Tuesday" and plain_number("1.0.0") == "1.0.0"

@@ -275,23 +275,21 @@ def test_a_pair_without_a_reference_shows_the_judges_own_answer_it_was_read_agai
     page,  # noqa: F811
     shots: Path,  # noqa: F811
 ) -> None:
-    """Self-reference on (the sidebar's radio): the judge writes its own short answer to the
-    request first, and the page shows it and what it did to the verdict."""
+    """Self-reference as it comes (auto: the default's record weighs an answer a program
+    computed): the judge computes its own answer to the request first with a program run in
+    the jail, and the page shows it and that it turned the verdict to the right answer (the
+    judge alone chose "54", issue 64)."""
     page.reload()
     criteria_off(page)
-    page.locator(".st-key-self_reference").get_by_text("on", exact=True).click()
-    settle(page)
-    assert page.locator(".st-key-self_reference input[type=radio]").nth(1).is_checked()
+    assert page.locator(".st-key-self_reference input[type=radio]").nth(0).is_checked()  # auto
     pairwise_form(page)
     shown = judge_pair(
         page, question="What is 7 times 8?", answer_1="56", answer_2="7 times 8 is 54."
     )
-    assert shown.startswith("Verdict: "), shown
+    assert shown.startswith("Verdict: A"), shown
     text = main_text(page)
-    # computed by a program it wrote, run in the jail (code running is on), or else written
-    own = (
-        r'No reference was given, so the judge first (computed|wrote) its own answer[^"]*"([^"]*)"'
-    )
+    own = r'No reference was given, so the judge first computed its own answer[^"]*"([^"]*)"'
     found = re.search(own, text)
-    assert found and "56" in found.group(2), text
+    assert found and found.group(1) == "56", text
+    assert "The judge's own answer decided this verdict" in text, text
     screenshot(page, shots / "default_judge_own_answer.png", main_only=True)

@@ -154,9 +154,13 @@ def test_a_pair_read_with_the_judges_own_answer_joins_its_row_with_states_out_of
     rows = {row["key"]: row for row in labelled_rows(tmp_path, own_reads=folder)}
     joined = rows[fitting["key"]]
     assert joined["set"] == "head-fitting" and joined["out_of_fold"] == ["states"]
-    assert joined["values"] == fitting["values"] | own  # states out of fold, not 9.0
+    # states out of fold, not 9.0; the own answer's text signals computed again from the texts
+    text = ("self_reference_words", "self_reference_order")
+    read = {k: v for k, v in joined["values"].items() if not k.startswith(text)}
+    assert read == fitting["values"] | {"self_reference_check": 2.0}
     assert joined["label"] is not None
-    assert rows[pair_key(reference)]["values"] == {"states": 0.5, "self_reference_check": -1.0}
+    taken = {k: v for k, v in rows[pair_key(reference)]["values"].items() if not k.startswith(text)}
+    assert taken == {"states": 0.5, "self_reference_check": -1.0}
     assert rows[pair_key(reference)]["label"] == reference.label.winner
     assert labelled_rows(tmp_path) == []  # without own_reads, none of them
 
@@ -200,3 +204,24 @@ def test_only_the_pairs_whose_kept_answer_a_program_computed_are_read_again():
     probed = {key: {"request": key, "text": "", "computed": False}}
     assert answered(item, computed, computed=True) and answered(item, probed)
     assert not answered(item, probed, computed=True) and not answered(item, {}, computed=False)
+
+
+def test_the_own_answers_text_signals_are_computed_again_from_the_texts():
+    """A pair read before `self_reference_order` existed, against a computed "6.0", gains the
+    order's value and its words read against "6" (as the engine now keeps the result)."""
+    from app.deciding.state_head import QUESTION_CHARS
+    from training.decision.reads import with_own_text_values
+
+    item = next(p for p in training_pairs("reference-bare") if p.question.startswith("Sort these"))
+    key = request_key(item.question[:QUESTION_CHARS])
+    words = [w for w in item.answers[0].replace(",", " ").split() if w.isdigit()]
+    kept = {
+        key: {"request": key, "text": f"[{', '.join(sorted(words, key=int))}]"}
+        | {"mean_logprob": -0.1, "tokens": 20, "finished": True, "computed": True}
+    }
+    row = {"key": pair_key(item), "set": "reference-bare", "values": {"self_reference_check": 1.0}}
+    again = with_own_text_values([row, row | {"key": "elsewhere"}], kept)
+    assert again[1] == row | {"key": "elsewhere"}  # not a training pair: as it was
+    assert again[0]["values"]["self_reference_check"] == 1.0
+    assert "self_reference_order_computed" in again[0]["values"]
+    assert with_own_text_values([row], {}) == [row]  # no answer kept: as it was
