@@ -19,31 +19,36 @@ import sys
 from pathlib import Path
 
 from app.io.judgments import read_judgments
-from app.records import Protocol, Status
+from app.records import Judgment, Protocol, Status
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "golden" / "default_judge_decisions.jsonl.gz"
+
+
+def golden_row(judgment: Judgment, source: str, line: int | None) -> dict | None:
+    """The saved row of one judgment of `source`'s `line`; None unless it is an ok pairwise
+    judgment with verdict parts."""
+    if judgment.protocol is not Protocol.PAIRWISE or judgment.status is not Status.OK:
+        return None
+    if not judgment.verdict_parts or judgment.verdict_probs is None:
+        return None
+    return {
+        "file": source,
+        "line": line,
+        "parts": judgment.verdict_parts,
+        "leaning": judgment.leaning,
+        "uncertain": judgment.winner == "uncertain",
+        "confidence": judgment.confidence,
+        "p_a": judgment.verdict_probs["A"],
+    }
 
 
 def rows(path: Path) -> list[dict]:
     """The golden rows of one judgments file (ok pairwise judgments with verdict parts)."""
     found = []
     for judgment in read_judgments(path):
-        if judgment.protocol is not Protocol.PAIRWISE or judgment.status is not Status.OK:
-            continue
-        if not judgment.verdict_parts or judgment.verdict_probs is None:
-            continue
         source = judgment.metadata.get("eval_file") or path.parent.name
-        found.append(
-            {
-                "file": source,
-                "line": judgment.line,
-                "parts": judgment.verdict_parts,
-                "leaning": judgment.leaning,
-                "uncertain": judgment.winner == "uncertain",
-                "confidence": judgment.confidence,
-                "p_a": judgment.verdict_probs["A"],
-            }
-        )
+        if (row := golden_row(judgment, source, judgment.line)) is not None:
+            found.append(row)
     return found
 
 
