@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.deciding.decision import SHARED_KINDS
 from models.foundation.datafiles import validate
 from models.foundation.errors import ConfigError
 
@@ -76,9 +77,10 @@ class ConfidenceCalibration(BaseModel):
 
     def of(self, judgment: Judgment) -> float | None:
         """The judgment's calibrated confidence; None when it lacks the indicator, or where a
-        reference moved a head's verdict: a map is fitted on pairs without one, and such a
-        verdict has the confidence its decision record fitted (a rule's, or its signals')."""
-        if (judgment.verdict_parts or {}).get("reference"):
+        reference (or, with none, the judge's own answer) moved a head's verdict: a map is
+        fitted on pairs read without either, and such a verdict has the confidence its
+        decision record fitted (a rule's, or its signals')."""
+        if any((judgment.verdict_parts or {}).get(kind) for kind in SHARED_KINDS):
             return None
         value = judgment.confidence if self.indicator == "confidence" else judgment.entropy
         return None if value is None else self(value)

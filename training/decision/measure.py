@@ -31,7 +31,7 @@ from functools import cache
 from pathlib import Path
 
 from app.deciding.calibration import ConfidenceCalibration, load_calibration
-from app.deciding.decision import DecisionRecord, decide, load_decision
+from app.deciding.decision import SHARED_KINDS, DecisionRecord, decide, load_decision
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
 from training.decision.reads import recorded_values
@@ -178,7 +178,9 @@ def measured(
             line[f"{label} ece"] = calibration_error(confidence, right)
             if calibration is not None:
                 mapped = [
-                    d.confidence if d.shares.get("reference") else calibration(d.confidence)
+                    d.confidence
+                    if any(d.shares.get(kind) for kind in SHARED_KINDS)
+                    else calibration(d.confidence)
                     for d in decided.values()
                 ]
                 line[f"{label} ece calibrated"] = calibration_error(mapped, right)

@@ -78,6 +78,8 @@ def test_a_verdict_a_reference_moved_keeps_its_records_confidence() -> None:
     assert MAP.of(judgment.model_copy(update={"verdict_parts": {"states": 0.4}})) == MAP(0.93)
     moved = judgment.model_copy(update={"verdict_parts": {"reference": 2.6, "score": 3.0}})
     assert MAP.of(moved) is None
+    own = judgment.model_copy(update={"verdict_parts": {"own_answer": 2.6, "score": 3.0}})
+    assert MAP.of(own) is None  # the judge's own answer in a reference's place: the same
 
 
 def test_the_default_judges_map_is_fitted_again_from_its_committed_reads() -> None:
