@@ -29,7 +29,8 @@ def test_the_evaluation_reads_under_the_shipped_head_give_the_saved_values_and_v
     record, head_file, gguf = shipped
     rows = saved_rows(SAVED)
     again = under_head(rows, head_file, gguf)
-    assert len(again) == len(rows) == 290 + 100 + 134 + 84  # every saved pair was read
+    # every saved pair was read: the dev files, the held-out pairs with and without references
+    assert len(again) == len(rows) == 290 + 100 + 134 + 84 + 84
     saved = [recorded_values(row["parts"]) for row in rows]
     read = [recorded_values(row["parts"]) for row in again]
     states = np.array([[s["states"], r["states"]] for s, r in zip(saved, read)])
