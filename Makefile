@@ -103,7 +103,10 @@ EVAL_MODEL ?=
 EVAL_ARGS ?= $(if $(QUICK),--limit 10,)
 # the rubric grades on vicuna_eval (training/evaluation/rubric_eval.py) and its pairs with references
 # (training/datasets/reference_pairs.py), e.g. --score-cache DIR; then the held-out pairs whose
-# reference decides them judged as the page judges them (training/evaluation/reference_page.py)
+# reference decides them judged as the page judges them (training/evaluation/reference_page.py),
+# with and without their references, and the dev pairs the judge's own answer reads again
+# (training/evaluation/own_answer_reads.py); measure prints the record with and without each
+# of its own answer's signals
 RUBRIC_ARGS ?= $(if $(QUICK),--limit 8,)
 
 train-lora: setup models
@@ -122,6 +125,11 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.datasets.reference_pairs \
 		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),) $(RUBRIC_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page $(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.reference_page --no-reference \
+		$(if $(EVAL_MODEL),--model $(EVAL_MODEL),)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.own_answer_reads --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.own_answer_reads --part 1 --parts 2 && wait $$first
+	$(BIN)/python -m training.evaluation.own_answer_reads --write
 	$(BIN)/python -m training.decision.measure
 
 # The default judge's decision record by its one fitting procedure (training/decision/): the
