@@ -92,12 +92,13 @@ class RunSettings(BaseModel):
         flag="--self-reference",
         widget="radio",
         label="The judge's own answer (pairs without a reference)",
-        help="A pair without a reference in use: the judge first writes its own short answer "
-        "to the request and reads each answer against it as against a reference, under weights "
-        "of its own (its answer can be wrong). Auto: where the judge's decision record weighs "
-        "it; on: always (read and shown, moving the verdict only as the record weighs it); "
-        "off: never. Where code may run, the judge first tries a short program that computes "
-        "the answer, run in the jail. Costs one short generation per request.",
+        help="A pair without a reference in use: the judge first answers the request itself "
+        "and reads each answer against its answer as against a reference, under weights of its "
+        "own (its answer can be wrong). Where code may run, it first tries a short program that "
+        "computes the answer, run in the jail. Auto: as the judge's decision record weighs it "
+        "(the default judge's: only an answer a program computed, about a third more time a "
+        "pair); on: always, a written answer where no program computes one (read and shown, "
+        "moving the verdict only as the record weighs it); off: never.",
     )
     swap: bool = _setting(
         True,
