@@ -41,7 +41,7 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -191,6 +191,11 @@ def with_own_reads(rows: list[dict[str, Any]], folder: Path) -> list[dict[str, A
     return [*rows, *with_own_text_values(found)]
 
 
+def pairs_by_key(names: Iterable[str]) -> dict[str, JudgeItem]:
+    """The training pairs of the sets `names` (each once) by pair key."""
+    return {pair_key(item): item for name in sorted(set(names)) for item in training_pairs(name)}
+
+
 def with_own_text_values(
     rows: list[dict[str, Any]], answers: dict[str, dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
@@ -201,20 +206,15 @@ def with_own_text_values(
     found is left as it was."""
     from app.deciding.computed_answer import plain_number
     from app.deciding.signals import OWN_ANSWER_SIGNALS, PairReads, pair_values
-    from app.deciding.state_head import QUESTION_CHARS
     from training.decision.fit_config import load_config
 
     names = [s.name for s in load_config().signals if s.own_answer and set(s.reads) == {"text"}]
     kept = own_answers() if answers is None else answers
-    items = {
-        pair_key(item): item
-        for name in sorted({row["set"] for row in rows})
-        for item in training_pairs(name)
-    }
+    items = pairs_by_key(row["set"] for row in rows)
     found = []
     for row in rows:
         item = items.get(row["key"])
-        answer = kept.get(request_key(item.question[:QUESTION_CHARS])) if item else None
+        answer = kept_answer(item, kept) if item else None
         read = any(name in OWN_ANSWER_SIGNALS for name in row["values"])
         if item is None or answer is None or not answer["text"] or not read:
             found.append(row)
@@ -247,15 +247,11 @@ def with_labels(
     rows: list[dict[str, Any]], fits: dict[str, str] | None = None, judge: str | None = None
 ) -> list[dict[str, Any]]:
     """`rows` with their training labels and the fits that saw each (`labelled_rows`)."""
-    items = {
-        pair_key(item): item
-        for name in sorted({row["set"] for row in rows})
-        for item in training_pairs(name)
-        if item.label is not None
-    }
+    items = pairs_by_key(row["set"] for row in rows)
     joined, name = [], judge_name(judge) if fits else ""
     for row in rows:
         item = items.get(row["key"])
+        item = item if item is not None and item.label is not None else None
         label = item.label.winner if item is not None else None  # type: ignore[union-attr]
         seen = seen_by(item, fits, name) if item is not None and fits else []
         seen = [s for s in seen if s not in row.get("out_of_fold", ())]  # read out of fold
@@ -316,16 +312,6 @@ ANSWERS = OUT / "own-answers"  # the judge's own answers (training/decision/own_
 OWN_READS = OUT / "own-reads"  # pairs read with them, apart until a record weighs them
 
 
-def cached_answers(folder: Path = ANSWERS) -> Iterator[dict[str, Any]]:
-    """Every answer kept (a line cut short by a stopped run is skipped)."""
-    for path in sorted(folder.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
-
-
 def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:
     """The kept answers by request key, the most telling of each request's: a computed one,
     else one written where programs could compute it (its row says `computed`, true or false:
@@ -335,7 +321,7 @@ def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:
         return row.get("computed", False), "computed" in row, bool(row["text"])
 
     found: dict[str, dict[str, Any]] = {}
-    for row in cached_answers(folder):
+    for row in cached_rows(folder):
         if (before := found.get(row["request"])) is None or rank(row) >= rank(before):
             found[row["request"]] = row
     return found
@@ -375,10 +361,15 @@ def ordered(pairs: list[JudgeItem], shuffled: bool) -> list[JudgeItem]:
 def answered(item: JudgeItem, kept: dict[str, dict[str, Any]], computed: bool = False) -> bool:
     """Whether the judge's own answer to `item`'s request (cut as its head reads it, any
     cut the own answers hold) is kept (`computed`: and a program computed it)."""
+    row = kept_answer(item, kept)
+    return row is not None and (not computed or row.get("computed", False))
+
+
+def kept_answer(item: JudgeItem, kept: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The kept own answer to `item`'s request, cut as the judge's head reads it (None: none)."""
     from app.deciding.state_head import QUESTION_CHARS
 
-    row = kept.get(request_key(item.question[:QUESTION_CHARS]))
-    return row is not None and (not computed or row.get("computed", False))
+    return kept.get(request_key(item.question[:QUESTION_CHARS]))
 
 
 def read(

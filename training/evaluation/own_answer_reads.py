@@ -28,6 +28,7 @@ from typing import Any
 from app.io.judgments import read_judgments
 from app.records import Judgment
 from training.decision.measure import FILES, HELD_OUT_BARE, OWN_ANSWER_SAVED, labelled_items
+from training.decision.reads import cached_rows
 from training.evaluation.decision_golden import golden_row
 from training.evaluation.reference_page import OUT as PAGE
 
@@ -37,15 +38,7 @@ BARE = PAGE.with_name(PAGE.name + "-bare") / "test.jsonl"
 
 def done_rows(folder: Path = RUNS) -> dict[tuple[str, int], dict[str, Any]]:
     """The pairs probed so far, by (file, line) (a line cut short by a stop is skipped)."""
-    found = {}
-    for path in sorted(folder.glob("part*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            found[row["file"], row["line"]] = row
-    return found
+    return {(row["file"], row["line"]): row for row in cached_rows(folder)}
 
 
 def probe(part: int, parts: int, folder: Path = RUNS) -> int:
