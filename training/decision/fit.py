@@ -277,14 +277,37 @@ def record_data(
     """The record's data: the chosen signals with their weights (the held ones as `kept`, the
     judge's record before, has them, with where they were fitted), the rules with their
     confidences, the tie threshold and where each was fitted."""
+    rules = rules_data(config, found.rules)
+    return {
+        "judge": config.judge,
+        "scale": "logit",
+        "signals": signal_entries(config, found, kept),
+        "rules": rules,
+        "tie_threshold": round(found.weights.tie_threshold, 4),
+        "doubt_below": doubt_below,
+        "fitted": fitted_note(config, found),
+        "shares": {share: words for share, words in config.shares.items()},
+    }
+
+
+def fitted_note(config: FitConfig, found: Fit) -> dict[str, str]:
+    """Where the fit's weights were fitted: its rows and its cross-validation."""
     choice = found.choice
     right = agreement(choice.probabilities, found.pairs.labels)
-    fitted = {
+    return {
         "by": "python -m training.decision.fit",
         "rows": _rows_of(found, config.held),
         "cv": f"request-grouped {config.folds}-fold: log loss {choice.loss:.4f}, agreement "
         f"{right:.1%} (C {choice.strength:g})",
     }
+
+
+def signal_entries(
+    config: FitConfig, found: Fit, kept: DecisionRecord | None = None
+) -> list[dict[str, Any]]:
+    """The record's signals, in the config's order: the held ones as `kept` has them, the
+    chosen ones with their fitted weights and where they were fitted."""
+    fitted = fitted_note(config, found)
     weights = dict(zip(found.weights.names, found.weights.weights))
     held = {s.name: s for s in kept.signals} if kept is not None else {}
     signals = []
@@ -295,17 +318,7 @@ def record_data(
             weight = round(float(weights[s.name]), 6)
             data = s.model_dump(mode="json", exclude_defaults=True)
             signals.append(data | {"weight": weight, "fitted": fitted})
-    rules = rules_data(config, found.rules)
-    return {
-        "judge": config.judge,
-        "scale": "logit",
-        "signals": signals,
-        "rules": rules,
-        "tie_threshold": round(found.weights.tie_threshold, 4),
-        "doubt_below": doubt_below,
-        "fitted": fitted,
-        "shares": {share: words for share, words in config.shares.items()},
-    }
+    return signals
 
 
 def write_record(data: dict[str, Any], out: Path | None = None) -> str:
@@ -366,7 +379,7 @@ def own_answer_signals(
     the `held` weights, and the record's entries of those it chose."""
     part = config.own_answer_part()
     apart = fit(rows, part, held)
-    entries = record_data(part, apart, 0.5, kept)["signals"]
+    entries = signal_entries(part, apart, kept)
     return apart, [signal for signal in entries if signal["name"] not in config.held]
 
 
