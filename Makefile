@@ -130,6 +130,8 @@ eval: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.own_answer_reads --part 0 --parts 2 & first=$$!; \
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.evaluation.own_answer_reads --part 1 --parts 2 && wait $$first
 	$(BIN)/python -m training.evaluation.own_answer_reads --write
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reward_reads --sets dev --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reward_reads --sets dev --part 1 --parts 2 && wait $$first
 	$(BIN)/python -m training.decision.measure
 
 # The default judge's decision record by its one fitting procedure (training/decision/): the
@@ -143,6 +145,8 @@ decision: setup models
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.levels --part 1 --parts 2 && wait $$first
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.graded --part 0 --parts 2 & first=$$!; \
 	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.graded --part 1 --parts 2 && wait $$first
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reward_reads --part 0 --parts 2 & first=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m training.decision.reward_reads --part 1 --parts 2 && wait $$first
 	$(BIN)/python -m training.decision.fit --write
 	$(BIN)/python -m training.decision.measure
 

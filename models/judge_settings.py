@@ -78,6 +78,10 @@ class JudgeSettings(BaseModel):
     # `criteria_read: head`: the criterion head, an .npz file under models/
     # (app/deciding/criterion_head.py, fitted by training.heads.criterion_head)
     criterion_head: str | None = None
+    # The registry name of a reward model on the same base (a LoRA adapter and a state head,
+    # app/deciding/reward.py) whose reward lead is the record's `reward` signal: read only
+    # where the decision record weighs it; None: none.
+    reward_model: str | None = None
 
     @model_validator(mode="after")
     def _judge_files_exist(self) -> JudgeSettings:

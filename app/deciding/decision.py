@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from models.foundation.datafiles import read_mapping, validate
 from models.readings import FEATURES
 
-Read = Literal["states", "likelihood", "relevance", "text", "reference_read", "code_run"]
+Read = Literal["states", "likelihood", "relevance", "text", "reference_read", "code_run", "reward"]
 
 
 class Fitted(BaseModel):

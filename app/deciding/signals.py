@@ -92,8 +92,9 @@ def _read_of_each(name: str) -> Values:
 
 
 # each value read of each answer: the states' w . f, the likelihood features, the request
-# relevance and the log length (each recorded wherever it was read)
-ANSWER_SIGNALS = ("states", *FEATURES, "relevance", "length")
+# relevance, the log length and a trained reward model's reward (app/deciding/reward.py; each
+# recorded wherever it was read)
+ANSWER_SIGNALS = ("states", *FEATURES, "relevance", "length", "reward")
 for _name in ANSWER_SIGNALS:
     signal(_name)(_read_of_each(_name))
 

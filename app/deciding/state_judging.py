@@ -32,6 +32,7 @@ from app.deciding.decision import (
     sigmoid,
 )
 from app.deciding.own_answer import OwnAnswer
+from app.deciding.reward import RewardReader
 from app.deciding.rubric_grade import with_rubric_grade
 from app.deciding.signals import (
     ANSWER_SIGNALS,
@@ -63,12 +64,14 @@ class Asks:
     """What a head's reads also give beside its verdict: the reference read on from them
     (`turn`, a head that reads replies), criterion scores given by a criterion head
     (`levels`), and the reference's part (`reference`, a reference in use), or the judge's
-    own answer read in its place (`own`: the turn reads it)."""
+    own answer read in its place (`own`: the turn reads it); a pair's answers read again with
+    a trained reward model's adapter (`reward`, where the record weighs it)."""
 
     turn: ReplyCriteria | None = None
     levels: LevelAsk | None = None
     reference: ReferenceAsk | None = None
     own: OwnAnswer | None = None
+    reward: RewardReader | None = None
 
 
 def head_judgment(
@@ -99,6 +102,9 @@ def head_judgment(
         reads = replace(reads, similarities=request_similarities(item.question, item.answers))
     means = [float(np.mean(r)) if r is not None and len(r) else None for r in reads.references]
     answers = () if single else answer_values(item, head, reads, relevance)
+    if asks.reward is not None and base.protocol is Protocol.PAIRWISE:
+        rewards = asks.reward.rewards(item, source)
+        answers = [values | {"reward": value} for values, value in zip(answers, rewards)]
     ran = reference.behaviour if reference is not None else None
     behaviour = ran if isinstance(ran, BehaviourReading) else None
     given = item.reference if reference is not None else None

@@ -18,6 +18,7 @@ from app.catalog.scenario_detection import ScenarioClassifier
 from app.deciding.calibration import ConfidenceCalibration
 from app.deciding.criterion_head import CriterionHead
 from app.deciding.decision import DecisionRecord, GradeRule
+from app.deciding.reward import RewardReader
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem, Judgment, Mode, Protocol
 from models.backends.base import SamplingParams, run_sampling
@@ -61,6 +62,8 @@ class JudgeParts:
     criterion_levels: CriterionHead | None = None
     # a single answer's rubric grade with a reference (app/deciding/rubric_grade.py)
     rubric_combination: GradeRule | None = None
+    # a trained reward model read on the judge's weights (app/deciding/reward.py)
+    reward: RewardReader | None = None
 
 
 @dataclass(frozen=True)

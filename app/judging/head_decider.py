@@ -16,6 +16,7 @@ from app.deciding import criterion_reads
 from app.deciding.criterion_head import CriterionHead, reads_by_head
 from app.deciding.decision import DecisionRecord, GradeRule, tie_threshold_for
 from app.deciding.own_answer import OwnAnswer, write_own_answer
+from app.deciding.reward import RewardReader
 from app.deciding.rubric_grade import fits
 from app.deciding.signals import OWN_ANSWER_SIGNALS, WRITTEN_ANSWER_SIGNALS
 from app.deciding.state_head import PART_WORDS, StateHead
@@ -57,6 +58,7 @@ class HeadSettings:
     # reference in use: the record's criterion_shift; empty: a reference moves none
     moved_by: frozenset[str] = frozenset()
     self_reference: SelfReference = "off"  # the judge's own answer where no reference is in use
+    reward: RewardReader | None = None  # a trained reward model read on the judge's weights
 
     @classmethod
     def of(cls, config: JudgeConfig, head: StateHead) -> HeadSettings:
@@ -76,6 +78,7 @@ class HeadSettings:
             rubric_combination=config.parts.rubric_combination,
             moved_by=moved_by(config.parts.decision),
             self_reference=config.self_reference,
+            reward=config.parts.reward,
         )
 
 
@@ -279,13 +282,14 @@ class HeadDecider:
     def asks(self, plan: Plan) -> Asks:
         """What the head's reads also give: its plan's, and where the run asks for it, the
         judge's own answer written now and read on from them in a reference's place."""
+        settings = self.settings
+        reward = settings.reward if settings.decision.uses("reward") else None
         own = self.own_answer(plan)
         if own is None:
-            return Asks(plan.turn, plan.levels, plan.reference)
-        settings = self.settings
+            return Asks(plan.turn, plan.levels, plan.reference, reward=reward)
         check = settings.self_reference == "on" or settings.decision.uses("self_reference_check")
         turn = criterion_reads.reference_turn(own.text, check) if own.text else None
-        return Asks(turn, plan.levels, plan.reference, own if turn else None)
+        return Asks(turn, plan.levels, plan.reference, own if turn else None, reward)
 
     def own_answer(self, plan: Plan) -> OwnAnswer | None:
         """The judge's own answer to a pair's request where no reference is in use and the

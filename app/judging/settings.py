@@ -21,6 +21,7 @@ from app.catalog.scenario_detection import load_classifier
 from app.deciding.calibration import load_calibration
 from app.deciding.criterion_head import load_criterion_head
 from app.deciding.decision import DecisionRecord, load_decision
+from app.deciding.reward import load_reward_reader
 from app.deciding.state_head import StateHead, load_state_head
 from app.judging.config import DEFAULT_CONTEXT_TOKENS, JudgeConfig, JudgeParts
 from models.foundation.errors import ConfigError
@@ -76,6 +77,8 @@ class SettingsLayer(Mapping[str, Any]):
             raise ConfigError(source, ".".join(map(str, first["loc"])), first["msg"]) from None
 
 
+# the settings whose change loads the judge's parts again: its files and its reward model
+PART_SETTINGS = (*JUDGE_FILES, "reward_model")
 _BOOLS = {name for name, info in JudgeSettings.model_fields.items() if info.annotation is bool}
 
 
@@ -113,6 +116,13 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
         )
     head = load_state_head(MODELS_DIR / settings.state_head) if settings.state_head else None
     decision = _decision(settings, head)
+    if decision is not None and decision.uses("reward") and not settings.reward_model:
+        raise ConfigError(
+            "judging settings",
+            "reward_model",
+            f"the decision record {settings.decision_record} weighs a reward model's reward, "
+            "and none is named to read it",
+        )
     return JudgeParts(
         context_tokens=context_tokens,
         head=head,
@@ -131,6 +141,7 @@ def load_parts(settings: JudgeSettings, context_tokens: int = DEFAULT_CONTEXT_TO
             else None
         ),
         rubric_combination=decision.rubric_grade if decision is not None else None,
+        reward=load_reward_reader(settings.reward_model, head) if settings.reward_model else None,
     )
 
 
@@ -159,8 +170,8 @@ def with_changes(config: JudgeConfig, changes: Mapping[str, Any]) -> JudgeConfig
     if not judging:
         return config
     settings = SettingsLayer(**judging).over(config.judge)
-    files = {name: getattr(settings, name) for name in JUDGE_FILES}
-    if files == {name: getattr(config.judge, name) for name in JUDGE_FILES}:
+    files = {name: getattr(settings, name) for name in PART_SETTINGS}
+    if files == {name: getattr(config.judge, name) for name in PART_SETTINGS}:
         return replace(config, judge=settings)
     return replace(config, judge=settings, parts=load_parts(settings, config.parts.context_tokens))
 

@@ -212,11 +212,13 @@ class StateSource(Protocol):
         answers: Sequence[str],
         unconditioned: bool = True,
         criteria: Any = None,
+        adapter: str | None = None,
     ) -> Any:
         """Each answer read as the model's own reply, after the request and (`unconditioned`)
         after none (models.readings.AnswerReading, with the states of the request-read);
         with `criteria` (models.readings.ReplyCriteria, the `reply_criteria` capability)
-        each one's level probabilities read on from the request-read."""
+        each one's level probabilities read on from the request-read; `adapter`: with that
+        GGUF LoRA adapter on the same weights."""
         ...
 
 

@@ -77,7 +77,9 @@ class Reading:
 class LikelihoodReader:
     """Reads answers with the weights of `llama` (a loaded llama_cpp.Llama)."""
 
-    def __init__(self, llama: Any, n_threads: int | None = None) -> None:
+    def __init__(self, llama: Any, n_threads: int | None = None, adapter: Any = None) -> None:
+        """`adapter`: a LoRA adapter (state_reader.lora_adapter) this reader's context reads
+        with, on the same weights, in place of the one applied to `llama` (if any)."""
         import llama_cpp
 
         self._lib = llama_cpp
@@ -86,7 +88,7 @@ class LikelihoodReader:
         # token of a batch an output (logits included): the answer is decoded as a batch of
         # its own with them on, the prompt before it with them off.
         self._context, batch = reading_context(
-            llama, n_threads, False, self._stack, room=BRANCH_ROOM, n_seq=BRANCHES + 1
+            llama, n_threads, False, self._stack, BRANCH_ROOM, BRANCHES + 1, adapter
         )
         self._batches = ReadBatches(llama_cpp, self._context, batch, READ_CONTEXT, llama.n_vocab())
         self._width = llama.n_embd()

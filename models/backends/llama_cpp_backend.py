@@ -46,7 +46,7 @@ from models.backends.likelihood_reader import Reading as ReplyReading
 from models.backends.reply_criteria import continuation, split_check
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
-from models.backends.state_reader import StateReader, load_lora, set_lora
+from models.backends.state_reader import StateReader, load_lora, lora_adapter, set_lora
 from models.backends.token_stream import (
     REPEAT_WINDOW,
     RuleState,
@@ -130,6 +130,7 @@ class LlamaCppBackend:
         self._n_threads = options.n_threads
         self._state_reader: StateReader | None = None
         self._likelihood_reader: LikelihoodReader | None = None
+        self._adapted_readers: dict[str, LikelihoodReader] = {}  # by adapter file
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
         self._text = ChatText(self.llama, llama_cpp)
@@ -291,6 +292,7 @@ class LlamaCppBackend:
         answers: Sequence[str],
         unconditioned: bool = True,
         criteria: ReplyCriteria | None = None,
+        adapter: str | None = None,
     ) -> list[AnswerReading]:
         """Each answer read as the model's own reply (chat template, end-of-turn token last),
         after `request` and (`unconditioned`) after an empty request: its token
@@ -298,13 +300,15 @@ class LlamaCppBackend:
         request-reads come first, so they share the request's tokens. Without the reads
         after none (a head that reads states alone) `uncond` is empty, at half the cost.
         With `criteria`, each request-read goes on to them (models/backends/reply_criteria.py).
-        Inputs are not cut here: the caller cuts them."""
+        `adapter`: read with the GGUF LoRA adapter at that path on the same weights (one copy
+        of the base in memory: a context of its own carries it). Inputs are not cut here: the
+        caller cuts them."""
         then = continuation(self, criteria) if criteria is not None else None
-        cond = [self.read_reply(request, answer, then=then) for answer in answers]
+        cond = [self.read_reply(request, answer, then=then, adapter=adapter) for answer in answers]
         readings = []
         for given, answer in zip(cond, answers, strict=True):
             if unconditioned:
-                free = self.read_reply("", answer, states=False).logprobs
+                free = self.read_reply("", answer, states=False, adapter=adapter).logprobs
                 n = min(len(given.logprobs), len(free))  # each read cut to its context
                 logprobs, free = given.logprobs[:n], free[:n]
             else:
@@ -320,14 +324,30 @@ class LlamaCppBackend:
         return readings
 
     def read_reply(
-        self, request: str, answer: str, states: bool = True, then: Continuation | None = None
+        self,
+        request: str,
+        answer: str,
+        states: bool = True,
+        then: Continuation | None = None,
+        adapter: str | None = None,
     ) -> ReplyReading:
         """One read: `answer`'s token log-probabilities as the reply to `request` ("": an
         empty request), the final-layer states at the positions that predict them, and the
-        values `then` reads on from it."""
-        if self._likelihood_reader is None:
-            self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
-        return self._likelihood_reader.read(*self.reply_tokens(request, answer), states, then)
+        values `then` reads on from it; `adapter`: with that GGUF LoRA adapter."""
+        return self._reader(adapter).read(*self.reply_tokens(request, answer), states, then)
+
+    def _reader(self, adapter: str | None) -> LikelihoodReader:
+        """The likelihood reader of the weights as loaded, or with `adapter` (each made on
+        first use; an adapter is loaded once and kept while the model is)."""
+        if adapter is None:
+            if self._likelihood_reader is None:
+                self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
+            return self._likelihood_reader
+        if adapter not in self._adapted_readers:
+            loaded = lora_adapter(self.llama, adapter)
+            reader = LikelihoodReader(self.llama, self._n_threads, loaded)
+            self._adapted_readers[adapter] = reader
+        return self._adapted_readers[adapter]
 
     @property
     def has_chat_template(self) -> bool:
@@ -349,6 +369,9 @@ class LlamaCppBackend:
         self._runner.forget()
 
     def close(self) -> None:
+        for reader in getattr(self, "_adapted_readers", {}).values():
+            reader.close()
+        self._adapted_readers = {}
         for name in ("_state_reader", "_likelihood_reader"):
             reader = getattr(self, name, None)
             if reader is not None:

@@ -27,10 +27,10 @@ READ_CONTEXT = 1024  # tokens: a state text is a cut request and answer (about 4
 READ_UBATCH = 512  # llama-cpp-python's default micro-batch, as the head's states were read
 
 
-def load_lora(llama: Any, path: str) -> None:
-    """Load the GGUF LoRA adapter at `path` for `llama` and set it on its context (later
-    contexts: `set_lora`). llama.cpp's note for every tensor it cannot repack (about 170
-    lines, logged as errors by llama-cpp-python) is silenced; a failure still raises."""
+def lora_adapter(llama: Any, path: str) -> Any:
+    """The GGUF LoRA adapter at `path` loaded for `llama`'s weights (freed with them), set on
+    no context yet. llama.cpp's note for every tensor it cannot repack (about 170 lines,
+    logged as errors by llama-cpp-python) is silenced; a failure still raises."""
     import logging
 
     import llama_cpp
@@ -46,24 +46,30 @@ def load_lora(llama: Any, path: str) -> None:
         log.setLevel(level)
     if adapter is None:
         raise BackendUnavailable(f"{path}: llama.cpp could not load this LoRA adapter")
-    llama._lora_adapter, llama.lora_path, llama.lora_scale = adapter, path, 1.0
     llama._stack.callback(llama_cpp.llama_adapter_lora_free, adapter)
+    return adapter
+
+
+def load_lora(llama: Any, path: str) -> None:
+    """The GGUF LoRA adapter at `path` applied to `llama`: set on its context and on every
+    later one (`set_lora`)."""
+    llama._lora_adapter, llama.lora_path, llama.lora_scale = lora_adapter(llama, path), path, 1.0
     set_lora(llama, llama._ctx)
 
 
-def set_lora(llama: Any, context: Any) -> None:
-    """The LoRA adapter loaded for `llama` (`load_lora`) set on `context`: an adapter
-    applies per context, and the reads and the backend's several-sequence context are
-    made beside the model's first one."""
+def set_lora(llama: Any, context: Any, adapter: Any = None) -> None:
+    """`adapter` (one `lora_adapter` loaded), else the one applied to `llama` (`load_lora`),
+    set on `context`: an adapter applies per context, and the reads and the backend's
+    several-sequence context are made beside the model's first one."""
     import llama_cpp
 
-    adapter = getattr(llama, "_lora_adapter", None)
+    adapter = adapter if adapter is not None else getattr(llama, "_lora_adapter", None)
     if adapter is None:
         return
     adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
-    scales = (ctypes.c_float * 1)(llama.lora_scale)
+    scales = (ctypes.c_float * 1)(1.0)
     if llama_cpp.llama_set_adapters_lora(context.ctx, adapters, 1, scales):
-        raise BackendUnavailable(f"llama.cpp could not set the LoRA adapter {llama.lora_path}")
+        raise BackendUnavailable("llama.cpp could not set a LoRA adapter on a context")
 
 
 def reading_context(  # type: ignore[no-untyped-def]
@@ -73,11 +79,13 @@ def reading_context(  # type: ignore[no-untyped-def]
     stack: Any,
     room: int = 0,
     n_seq: int = 1,
+    adapter: Any = None,
 ):
     """A context of READ_CONTEXT tokens (plus `room` more) on the weights of `llama`, and a
     batch of READ_CONTEXT tokens for it, both closed with `stack`: per-token states (no
     pooling) where `embeddings`. `n_seq` sequences share its cache (unified: a copied
-    prefix shares its cells)."""
+    prefix shares its cells). `adapter`: a LoRA adapter of its own (`lora_adapter`) in place
+    of the one applied to `llama`."""
     import llama_cpp
     from llama_cpp import _internals
 
@@ -96,7 +104,7 @@ def reading_context(  # type: ignore[no-untyped-def]
             _internals.LlamaContext(model=llama._model, params=params, verbose=False)
         )
     )
-    set_lora(llama, context)
+    set_lora(llama, context, adapter)
     batch = stack.enter_context(
         contextlib.closing(
             _internals.LlamaBatch(n_tokens=READ_CONTEXT, embd=0, n_seq_max=n_seq, verbose=False)

@@ -242,8 +242,9 @@ class WorkerBackend:
         answers: Sequence[str],
         unconditioned: bool = True,
         criteria: Any = None,
+        adapter: str | None = None,
     ) -> Any:
-        return self.call("read_answers", request, list(answers), unconditioned, criteria)
+        return self.call("read_answers", request, list(answers), unconditioned, criteria, adapter)
 
     def read_reply(self, request: str, answer: str, states: bool = True) -> Any:
         return self.call("read_reply", request, answer, states)

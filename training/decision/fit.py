@@ -83,6 +83,7 @@ from training.decision.logit import (
 from training.decision.reads import OUT as READS
 from training.decision.reads import OWN_READS, labelled_rows, with_labels, with_own_reads
 from training.decision.record_file import record_path, write_record_file
+from training.decision.reward_reads import REWARD_READS
 from training.evaluation.reference_runs import DEFAULT_FILE
 
 LABELS = {"A": 0, "B": 1, "tie": 2}
@@ -347,40 +348,54 @@ def declared(record: DecisionRecord) -> dict[str, Any]:
 
 
 def fitted_pairwise(
-    config: FitConfig, reads: Path, kept: DecisionRecord, own_reads: Path | None = None
+    config: FitConfig,
+    reads: Path,
+    kept: DecisionRecord,
+    own_reads: Path | None = None,
+    reward_reads: Path | None = None,
 ) -> dict[str, Any]:
     """The record's pairwise part (signals, rules, tie and doubt thresholds) fitted on the
     cached pairs, around the weights `kept` holds of the config's `held` signals; with
     `own_reads`, the judge's own answer's candidates fitted apart on the pairs read with it
-    (no pair has both: `FitConfig.own_answer_part`), their chosen signals added."""
+    (no pair has both: `FitConfig.own_answer_part`), and with `reward_reads`, the reward
+    model's on the requests it never trained on (`FitConfig.reward_part`), their chosen
+    signals added."""
     rows = labelled_rows(reads, config.fitted_on, config.judge)
     if not rows:
         raise SystemExit(f"{reads}: no reads cached: run python -m training.decision.reads")
     doubt = load_registry().get(config.judge).judging.uncertain_below  # type: ignore[union-attr]
     held = {n: w for n, w in kept.weights().items() if n in config.held}
-    found = fit(rows, config, held)
+    main = config.main_part()
+    found = fit(rows, main, held)
     print(found.report())
-    data = record_data(config, found, doubt, kept)
-    if own_reads is None or not own_reads.is_dir():
-        return data
-    own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
-    apart, chosen = own_answer_signals(config, own, held, kept)
-    print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
-    return data | {"signals": [*data["signals"], *chosen]}
+    data = record_data(main, found, doubt, kept)
+    added = []
+    if own_reads is not None and own_reads.is_dir():
+        own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
+        apart, chosen = apart_signals(config.own_answer_part(), own, held, kept)
+        print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
+        added += chosen
+    if reward_reads is not None and reward_reads.is_dir():
+        from training.decision.reward_reads import held_out_rows
+
+        rewarded = with_labels(held_out_rows(reward_reads), config.fitted_on, config.judge)
+        apart, chosen = apart_signals(config.reward_part(), rewarded, held, kept)
+        print(f"The reward model, fitted apart on requests it never trained on:\n{apart.report()}")
+        added += chosen
+    return data | {"signals": [*data["signals"], *added]}
 
 
-def own_answer_signals(
-    config: FitConfig,
+def apart_signals(
+    part: FitConfig,
     rows: Sequence[dict[str, Any]],
     held: dict[str, float],
     kept: DecisionRecord,
 ) -> tuple[Fit, list[dict[str, Any]]]:
-    """The judge's own answer's candidates fitted apart on `rows` (pairs read with it) around
+    """A part's candidates (`part`: the config of those alone) fitted apart on `rows` around
     the `held` weights, and the record's entries of those it chose."""
-    part = config.own_answer_part()
     apart = fit(rows, part, held)
     entries = signal_entries(part, apart, kept)
-    return apart, [signal for signal in entries if signal["name"] not in config.held]
+    return apart, [signal for signal in entries if signal["name"] not in part.held]
 
 
 def fitted_rubric_grade(file: Path, folder: Path) -> dict[str, Any]:
@@ -458,6 +473,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the pairs read with the judge's own answer, whose candidates are fitted apart "
         "on them (default: own-reads/; a folder that is not there: none)",
     )
+    parser.add_argument(
+        "--reward-reads",
+        type=Path,
+        default=REWARD_READS,
+        help="the reward model's reads, whose candidates are fitted apart on the requests it "
+        "never trained on (default: reward-reads/; a folder that is not there: none)",
+    )
     args = parser.parse_args(argv)
     config = load_config(args.config)
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
@@ -471,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
 
         data["grade"], head = fitted_grade(config.judge, head or judge_head(config.judge)[1])
     if "pairwise" in args.sections:
-        data |= fitted_pairwise(config, args.reads, kept, args.own_reads)
+        data |= fitted_pairwise(config, args.reads, kept, args.own_reads, args.reward_reads)
     if "rubric_grade" in args.sections:
         data["rubric_grade"] = fitted_rubric_grade(args.graded, args.reads / "graded")
     if "criterion_shift" in args.sections:

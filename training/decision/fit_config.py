@@ -88,6 +88,18 @@ class FitConfig(BaseModel):
         kept = [s for s in self.signals if s.own_answer or s.name in self.held]
         return self.model_copy(update={"signals": kept, "rules": []})
 
+    def reward_part(self) -> FitConfig:
+        """This fit of the reward model's candidates alone, around the held signals: they can
+        be fitted only on the requests the reward model never trained on (its loan's held-out
+        fold, training/decision/reward_reads.py), which no other part's pairs are."""
+        kept = [s for s in self.signals if "reward" in s.reads or s.name in self.held]
+        return self.model_copy(update={"signals": kept, "rules": []})
+
+    def main_part(self) -> FitConfig:
+        """This fit without the candidates fitted apart (the reward model's)."""
+        kept = [s for s in self.signals if "reward" not in s.reads]
+        return self.model_copy(update={"signals": kept})
+
 
 def load_config(path: Path = CONFIG) -> FitConfig:
     return validate(FitConfig, read_mapping(path), path)

@@ -17,7 +17,9 @@ tie as each file does: right only where the label is a tie. A file is reported w
 be partial. The held-out pairs judged without their references (`reference-page-bare`,
 `reference_page --no-reference`) and the dev files read again with the judge's own answer are
 the last saved file's (OWN_ANSWER_SAVED); where the record weighs that answer, it is measured
-without each of its signals too (`make eval`'s table with and without them).
+without each of its signals too (`make eval`'s table with and without them). The reward
+model's lead of each pair is joined from its reads (training/decision/reward_reads.py); a record
+that weighs it is measured on the rows read, and without it beside.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
 from training.decision.reads import recorded_values
 from training.decision.record_file import record_path
+from training.decision.reward_reads import dev_rewards
 from training.evaluation.meta_metrics import calibration_error, longer_answer
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
@@ -162,9 +165,17 @@ def measured(
     the judge's `calibration` where a reference did not move the verdict, as the engine maps
     it)."""
     table = []
+    # a record that weighs the reward model is measured only where it was read
+    rewarded = any(record.uses("reward") for record in records.values())
     for name in [*FILES, HELD_OUT, HELD_OUT_BARE]:
         items = labelled_items(name)
-        mine = {r["line"]: r for r in rows if r["file"] == name and r["line"] in items}
+        mine = {
+            r["line"]: r
+            for r in rows
+            if r["file"] == name
+            and r["line"] in items
+            and (not rewarded or "reward_difference" in r["parts"])
+        }
         if not mine:
             continue
         line = {"file": name, "rows": len(mine), "whole": len(mine) == len(items)}
@@ -190,19 +201,37 @@ def measured(
     return table
 
 
-def without_own_answer(record: DecisionRecord) -> dict[str, DecisionRecord]:
-    """`record` without each signal of the judge's own answer it weighs, and without them
-    all (`make eval`'s table with and without each new signal); none where it weighs none."""
+def without_new_signals(record: DecisionRecord) -> dict[str, DecisionRecord]:
+    """`record` without each signal of the judge's own answer it weighs, without them all,
+    and without the reward model's (`make eval`'s table with and without each new signal);
+    none where it weighs none."""
     own = [s.name for s in record.signals if s.own_answer]
+    reward = [s.name for s in record.signals if "reward" in s.reads]
 
     def less(names: Sequence[str]) -> DecisionRecord:
         kept = tuple(s for s in record.signals if s.name not in names)
         return record.model_copy(update={"signals": kept})
 
-    if not own:
-        return {}
     found = {f"without {name}": less([name]) for name in own} if len(own) > 1 else {}
-    return found | {"without its own answer": less(own)}
+    if own:
+        found["without its own answer"] = less(own)
+    if reward:
+        found["without the reward model"] = less(reward)
+    return found
+
+
+def with_rewards(rows: list[dict], rewards: dict[tuple[str, int], float]) -> list[dict]:
+    """The saved rows with the reward model's lead of each pair read
+    (training/decision/reward_reads.py) among their parts; the held-out pairs judged without
+    their references have the same answers, so their reads are the held-out pairs'."""
+    found = []
+    for row in rows:
+        file = HELD_OUT if row["file"] == HELD_OUT_BARE else row["file"]
+        value = rewards.get((file, row["line"]))
+        if value is not None:
+            row = row | {"parts": row["parts"] | {"reward_difference": value}}
+        found.append(row)
+    return found
 
 
 def markdown(table: list[dict], labels: Sequence[str]) -> str:
@@ -240,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--saved", nargs="+", type=Path, default=list(SAVED))
     args = parser.parse_args(argv)
     record = load_decision(args.record or record_path())
-    records = {"before": load_decision(BEFORE), "record": record, **without_own_answer(record)}
-    rows = saved_rows(args.saved)
+    records = {"before": load_decision(BEFORE), "record": record, **without_new_signals(record)}
+    rows = with_rewards(saved_rows(args.saved), dev_rewards())
     if args.head is not None:
         from training.decision.in_sample import judge_gguf, judge_head
 

@@ -91,13 +91,14 @@ def reading_record(record: DecisionRecord, candidates: Sequence[Declared]) -> De
 
 def reading_config(config: JudgeConfig) -> JudgeConfig:
     """`config` whose decision record reads every candidate of the decision fit's config
-    (training/configs/decision_fit.yaml), whatever its record weighs."""
+    (training/configs/decision_fit.yaml), whatever its record weighs, but those fitted apart
+    on reads of their own (the reward model's: training/decision/reward_reads.py)."""
     from training.decision.fit_config import load_config
 
     record = config.parts.decision
     if config.parts.head is None or record is None:
         return config
-    reading = reading_record(record, load_config().signals)
+    reading = reading_record(record, load_config().main_part().signals)
     return replace(config, parts=replace(config.parts, decision=reading))
 
 

@@ -145,6 +145,29 @@ def test_keyword_changes_go_to_the_judge_or_the_run_by_their_names():
     assert with_changes(head, {"state_head": False}).parts.head is None
 
 
+def test_a_record_weighing_the_reward_model_needs_one_named_to_read_it(tmp_path):
+    """`reward_model` names the registry reward model read for the record's `reward` signal; a
+    record that weighs it with none named is refused, naming the setting."""
+    import yaml
+
+    from models.registry import MODELS_DIR
+
+    judge = "judges/pj-qwen15-likelihood"
+    data = yaml.safe_load((MODELS_DIR / judge / "decision.yaml").read_text(encoding="utf-8"))
+    reward = {"name": "reward", "value": "v", "share": "reward", "reads": ["reward"], "cost": "c"}
+    data["signals"].append(reward | {"weight": 0.5, "fitted": {"by": "x", "rows": "y"}})
+    record = tmp_path / "decision.yaml"
+    record.write_text(yaml.safe_dump(data), encoding="utf-8")
+    files = {"state_head": f"{judge}/state_head.json", "decision_record": str(record)}
+    with pytest.raises(ConfigError) as refused:
+        with_changes(JudgeConfig(), files)
+    assert refused.value.field == "reward_model" and "none is named" in str(refused.value)
+    config = with_changes(JudgeConfig(), files | {"reward_model": "pj-qwen15-reward"})
+    assert config.parts.reward is not None and config.parts.reward.name == "pj-qwen15-reward"
+    plain = with_changes(config, {"decision_record": f"{judge}/decision.yaml"})
+    assert plain.parts.decision is not None and not plain.parts.decision.uses("reward")
+
+
 def test_backend_names_come_from_the_backend_registry(monkeypatch):
     from models import backends
 

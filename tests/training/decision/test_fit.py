@@ -220,9 +220,9 @@ def test_a_candidate_dearer_than_the_configs_bound_is_not_tried():
 
 
 def test_the_own_answers_chosen_signals_join_the_record_with_their_own_fit():
-    """Fitted apart around the held weights (`own_answer_signals`), the own answer's chosen
+    """Fitted apart around the held weights (`apart_signals`), the own answer's chosen
     signal joins the record with where it was fitted; a held one is not written twice."""
-    from training.decision.fit import own_answer_signals
+    from training.decision.fit import apart_signals
 
     rng = np.random.default_rng(5)
     rows = []
@@ -245,7 +245,7 @@ def test_the_own_answers_chosen_signals_join_the_record_with_their_own_fit():
             "doubt_below": 0.5,
         }
     )
-    apart, chosen = own_answer_signals(cfg, rows, {"good": 1.5}, kept)
+    apart, chosen = apart_signals(cfg.own_answer_part(), rows, {"good": 1.5}, kept)
     assert apart.choice.names == ("noise",)
     assert [s["name"] for s in chosen] == ["noise"]
     assert chosen[0]["weight"] == pytest.approx(1.0, rel=0.1)

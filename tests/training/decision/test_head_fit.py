@@ -60,18 +60,18 @@ def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(
     signals, weights, rules and tie threshold the default's record holds, its strength
     inside the grid; the judge's own answer's signals fitted apart from the pairs read with
     it, as the record holds them."""
-    from training.decision.fit import fit, own_answer_signals
+    from training.decision.fit import apart_signals, fit
     from training.decision.reads import OUT, OWN_READS, labelled_rows, with_labels, with_own_reads
 
     record, _ = shipped
     config = load_config()
     rows = labelled_rows(OUT, config.fitted_on, config.judge)
     held = {n: w for n, w in record.weights().items() if n in config.held}
-    found = fit(rows, config, held)
+    found = fit(rows, config.main_part(), held)
     weights = record.weights()
     own = {s.name: s.weight for s in record.signals if s.own_answer}
     own_rows = with_labels(with_own_reads([], OWN_READS), config.fitted_on, config.judge)
-    _, chosen = own_answer_signals(config, own_rows, held, record)
+    _, chosen = apart_signals(config.own_answer_part(), own_rows, held, record)
     assert {s["name"]: s["weight"] for s in chosen} == pytest.approx(own, rel=1e-4)
     assert set(found.choice.names) == set(weights) - set(held) - set(own)
     for name, weight in zip(found.weights.names, found.weights.weights):

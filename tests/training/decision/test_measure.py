@@ -78,12 +78,23 @@ def test_the_held_out_grades_are_a_records_grade_rule_on_their_committed_reads(s
     assert float(re.search(r"turned (-?[\d.]+)", said)[1]) < 0
 
 
-def test_the_record_is_measured_without_each_own_answer_signal_and_without_them_all():
-    from training.decision.measure import without_own_answer
+def test_the_record_is_measured_without_each_new_signal_and_without_them_all():
+    """The table beside the record: without each own-answer signal, without them all, and
+    without the reward model's."""
+    from training.decision.measure import without_new_signals
 
     record = load_decision(record_path())
+    reward = {"name": "reward", "value": "v", "share": "reward", "reads": ["reward"]}
+    reward |= {"cost": "c", "weight": 0.5, "fitted": {"by": "x", "rows": "y"}}
+    signals = [*record.model_dump(mode="json", exclude_defaults=True)["signals"], reward]
+    record = type(record).model_validate(
+        record.model_dump(mode="json", exclude_defaults=True) | {"signals": signals}
+    )
     own = [s.name for s in record.signals if s.own_answer]
-    found = without_own_answer(record)
+    found = without_new_signals(record)
+    unrewarded = found.pop("without the reward model")
+    assert "reward" not in unrewarded.weights()
+    assert len(unrewarded.signals) == len(record.signals) - 1
     if not own:
         assert found == {}
         return
@@ -94,6 +105,30 @@ def test_the_record_is_measured_without_each_own_answer_signal_and_without_them_
         name = label.removeprefix("without ")
         assert name in own and name not in less.weights()
         assert len(less.signals) == len(record.signals) - 1
+
+
+def test_the_reward_reads_join_the_saved_rows_and_bound_what_a_rewarded_record_counts():
+    """A pair's reward lead joins its saved row (the held-out pairs judged without their
+    references take the held-out pairs' reads); a record that weighs the reward model counts
+    only the rows read, so a file read in part says partial."""
+    from training.decision.measure import HELD_OUT, HELD_OUT_BARE, measured, with_rewards
+
+    rows = [
+        {"file": HELD_OUT, "line": 1, "parts": {"states_difference": 1.0}},
+        {"file": HELD_OUT_BARE, "line": 1, "parts": {"states_difference": 1.0}},
+        {"file": HELD_OUT, "line": 2, "parts": {"states_difference": 1.0}},
+    ]
+    joined = with_rewards(rows, {(HELD_OUT, 1): -3.0})
+    assert [r["parts"].get("reward_difference") for r in joined] == [-3.0, -3.0, None]
+    record = load_decision(record_path())
+    reward = {"name": "reward", "value": "v", "share": "reward", "reads": ["reward"]}
+    reward |= {"cost": "c", "weight": 0.5, "fitted": {"by": "x", "rows": "y"}}
+    data = record.model_dump(mode="json", exclude_defaults=True)
+    rewarded = type(record).model_validate(data | {"signals": [*data["signals"], reward]})
+    table = measured({"record": rewarded}, joined)
+    by_file = {line["file"]: line for line in table}
+    assert by_file[HELD_OUT]["rows"] == 1 and not by_file[HELD_OUT]["whole"]
+    assert measured({"record": record}, joined)[0]["rows"] == 2
 
 
 def test_a_later_saved_file_replaces_an_earlier_ones_row_of_the_same_pair(tmp_path):

@@ -107,9 +107,11 @@ def test_the_reads_record_every_candidate_the_judges_record_leaves_out(tiny_gguf
         read = service.judge(item, reading)
     finally:
         backend.close()
-    candidates = {signal.name for signal in load_config().signals}
+    main = load_config().main_part()
+    candidates = {signal.name for signal in main.signals}
     assert set(reading.parts.decision.used()) == candidates | {"states"}
-    assert reading_record(reading.parts.decision, load_config().signals) == reading.parts.decision
+    assert "reward" not in candidates  # read apart, on its own pairs (reward_reads)
+    assert reading_record(reading.parts.decision, main.signals) == reading.parts.decision
     assert "reference_likelihood_difference" not in alone.verdict_parts
     for name in ("reference_likelihood", "reference_check", "reference_words"):
         assert f"{name}_difference" in read.verdict_parts, name

@@ -308,19 +308,16 @@ def test_the_engine_reads_the_merged_model_to_the_rewards_torch_trained(
     assert np.ptp(trained) > 1.0  # the rewards differ: the check compares something
 
 
-def test_the_engine_applies_the_adapter_at_load_to_the_rewards_torch_trained(
-    pairs, tiny_gguf_model: Path, tiny_hf_model: Path, tmp_path: Path
-) -> None:
-    """The served path of pj-qwen15-reward: the adapter committed in parts
-    (models.lora_build), built by `make models` into a GGUF LoRA adapter that llama.cpp
-    applies to the unchanged base at load, read with the value head on its `last` state,
-    gives the rewards of training; without the adapter the same reads do not."""
-    from models.backends.base import BackendOptions
-    from models.backends.llama_cpp_backend import LlamaCppBackend
+@pytest.fixture(scope="module")
+def built_adapter(pairs, tiny_gguf_model: Path, tiny_hf_model: Path, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A reward model trained on the tiny base, its adapter committed in parts and built into a
+    GGUF LoRA adapter as `make models` builds pj-qwen15-reward's: (the adapter file, its value
+    head, the rewards torch trained)."""
     from models.lora_build import build_lora, split_adapter
     from models.registry import ModelEntry
     from training.lora.reward_model import TrainSettings, ValueHead, batch_tensors, train_until
 
+    tmp_path = tmp_path_factory.mktemp("adapter")
     settings = TrainSettings(steps=20, batch_pairs=7, learning_rate=3e-3, rank=4, alpha=8,
                              save_every=20)  # fmt: skip
     model, _ = train_until(fresh_base(tiny_gguf_model), pairs, tmp_path / "run", settings, "cpu")
@@ -335,6 +332,22 @@ def test_the_engine_applies_the_adapter_at_load_to_the_rewards_torch_trained(
                        lora="tiny-lora.gguf", lora_from="judge/adapter")  # fmt: skip
     assert "built" in build_lora(entry, tmp_path / "store", tmp_path / "models")
     head = ValueHead(model.head.weight.detach().numpy()[0], float(model.head.bias.detach()))
+    lora = entry.lora_path(tmp_path / "store")
+    assert lora is not None
+    return lora, head, trained
+
+
+def test_the_engine_applies_the_adapter_at_load_to_the_rewards_torch_trained(
+    built_adapter, tiny_gguf_model: Path
+) -> None:
+    """The served path of pj-qwen15-reward: the adapter committed in parts
+    (models.lora_build), built by `make models` into a GGUF LoRA adapter that llama.cpp
+    applies to the unchanged base at load, read with the value head on its `last` state,
+    gives the rewards of training; without the adapter the same reads do not."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    lora, head, trained = built_adapter
 
     def served(lora: Path | None) -> np.ndarray:
         options = BackendOptions(n_ctx=512, n_threads=1, lora_path=lora and str(lora))
@@ -345,11 +358,79 @@ def test_the_engine_applies_the_adapter_at_load_to_the_rewards_torch_trained(
         finally:
             engine.close()
 
-    np.testing.assert_allclose(
-        served(entry.lora_path(tmp_path / "store")), trained, rtol=1e-2, atol=2e-2
-    )
+    np.testing.assert_allclose(served(lora), trained, rtol=1e-2, atol=2e-2)
     assert np.abs(served(None) - trained).max() > 0.5  # the adapter is what makes them
     assert np.ptp(trained) > 1.0
+
+
+def test_an_adapter_read_beside_the_plain_weights_gives_the_trained_rewards(
+    built_adapter, tiny_gguf_model: Path
+) -> None:
+    """One engine, the base loaded once: reads with the adapter (`adapter=`, a context of its
+    own, as the default judge reads the reward model) give the rewards of training, and its
+    plain reads, before and after, stay the base's."""
+    from models.backends.base import BackendOptions
+    from models.backends.llama_cpp_backend import LlamaCppBackend
+
+    lora, head, trained = built_adapter
+
+    class Through:  # the engine's reads with an adapter, as the value head asks for them
+        def __init__(self, engine, adapter):  # type: ignore[no-untyped-def]
+            self.engine, self.adapter = engine, adapter
+
+        def read_reply(self, question: str, answer: str):  # type: ignore[no-untyped-def]
+            return self.engine.read_reply(question, answer, adapter=self.adapter)
+
+    engine = LlamaCppBackend(str(tiny_gguf_model), BackendOptions(n_ctx=512, n_threads=1))
+    texts = [(item.question, answer) for item in items() for answer in item.answers]
+    try:
+        plain = np.array([head.reward(engine, q, a) for q, a in texts])
+        adapted = np.array([head.reward(Through(engine, str(lora)), q, a) for q, a in texts])
+        again = np.array([head.reward(engine, q, a) for q, a in texts])
+    finally:
+        engine.close()
+    np.testing.assert_allclose(adapted, trained, rtol=1e-2, atol=2e-2)
+    np.testing.assert_allclose(again, plain, atol=1e-4)
+    assert np.abs(plain - trained).max() > 0.5
+
+
+def test_a_judge_weighs_the_reward_models_lead_where_its_record_weighs_it(
+    built_adapter, pairs, tiny_gguf_model: Path
+) -> None:
+    """The `reward` signal through a head judge on the tiny model: read with the reward
+    model's adapter on the judge's weights where the record weighs it (A's reward minus B's,
+    as trained, moving the score by its weight), and not read where it does not."""
+    from dataclasses import replace
+
+    from app.deciding.reward import RewardReader
+    from app.deciding.state_head import StateHead
+    from app.records import Protocol
+    from tests.support.head_configs import head_alone, random_reply_head, record_of, tiny_service
+
+    lora, value_head, trained = built_adapter
+    weights = (0.0,) * len(value_head.weights) + tuple(map(float, value_head.weights))  # `last`
+    head_of = StateHead(base_file="tiny.gguf", reads="reply", weights=weights)
+    reader = RewardReader("tiny-reward", lora, head_of)
+    plain = record_of(states=1.0, pmi_mean=1.0)
+    service, engine = next(opened := tiny_service(tiny_gguf_model, "tiny-rewarded"))
+    head = random_reply_head(engine, 3)
+
+    def judged(record):  # type: ignore[no-untyped-def]
+        config = head_alone(head, Protocol.PAIRWISE, record)
+        return service.judge(
+            items()[0], replace(config, parts=replace(config.parts, reward=reader))
+        )
+
+    try:
+        given, alone = judged(record_of(states=1.0, pmi_mean=1.0, reward=2.0)), judged(plain)
+    finally:
+        next(opened, None)  # the service's backend closed
+    lead = given.verdict_parts["reward_difference"]
+    assert lead == pytest.approx(trained[pairs.first[0]] - trained[pairs.second[0]], abs=5e-2)
+    assert abs(lead) > 0.1
+    score = alone.verdict_parts["score"] + 2.0 * lead
+    assert given.verdict_parts["score"] == pytest.approx(score, abs=1e-3)
+    assert "reward_difference" not in alone.verdict_parts  # not weighed: not read
 
 
 def test_request_grouped_folds_hold_out_whole_requests_and_measure_them(
