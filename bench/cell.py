@@ -22,6 +22,8 @@ default judge's settings, every item fitted to the same 4096-token context:
   app/deciding/own_answer.py): its cost beside the verdict alone.
 - n: as f with no own answer at all (`self_reference: off`): what mode f's own answer (as
   the judge's record asks for it: where a program computes it) costs beside it.
+- v: as n with the record's reward model's signal left out too (nothing read with its
+  adapter): the verdict alone, what the reward model's read costs beside mode n.
 
 MODEL: a registry name (default: the registry's default judge). ROWS: `autoj` (the
 default), `reference`: pairs of two answers to one request with its reference answer
@@ -44,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "autoj" / "pairwise_dev.jsonl"
 WITH_REFERENCES = REPO.parent / "shared" / "data" / "prometheus" / "vicuna_eval.json"
 N_CTX = 4096
-HEAD_MODES = ("f", "g", "i", "n", "s")  # decided by the judge's state head
+HEAD_MODES = ("f", "g", "i", "n", "s", "v")  # decided by the judge's state head
 
 
 def main(argv: list[str]) -> int:
@@ -86,8 +88,12 @@ def main(argv: list[str]) -> int:
         config = with_changes(config, {"criterion_scores": page, "reference_metrics": page})
         if mode == "i":
             config = with_changes(config, {"criteria_read": "apart"})
-    if mode in ("n", "s"):
-        config = with_changes(config, {"self_reference": "off" if mode == "n" else "on"})
+    if mode in ("n", "s", "v"):
+        config = with_changes(config, {"self_reference": "on" if mode == "s" else "off"})
+    if mode == "v" and (record := config.parts.decision) is not None:
+        kept = tuple(s for s in record.signals if "reward" not in s.reads)
+        alone = record.model_copy(update={"signals": kept})
+        config = replace(config, parts=replace(config.parts, decision=alone))
     if mode == "e":
         config = with_changes(
             config, {"template": "pocketjudge-decision-compact", "criterion_scores": False}

@@ -7,8 +7,10 @@ Each judge decides the same first PAIRS pairs of Auto-J dev through its head (be
 mode f, one llama.cpp thread, each in its own process so its peak memory is its own), the
 reference first; then the default judge's verdict without its own answer (mode n), against
 which its own answer as its record asks for it (mode f) and one written for every pair (mode
-s) are costed; its whole result page (mode g: the verdict, the criterion scores and, where a
-pair has a reference, the reference metrics) on the same pairs, and the default's verdict
+s) are costed, and (where its record weighs a reward model) without the reward model's read
+either (mode v: the verdict alone), against which the reward model and both are costed; its
+whole result page (mode g: the verdict, the criterion scores and, where a pair has a
+reference, the reference metrics) on the same pairs, and the default's verdict
 alone and whole page on PAIRS pairs with a reference answer (Prometheus vicuna_eval), on
 their scenario's criteria and on their own rubric. The table
 gives seconds per pair and peak RSS, each as a ratio to the verdict alone of the same judge
@@ -62,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     own = f"{default} with its own answer written for every pair, against none"
     cells[own] = run(default, args.pairs, args.fresh, "s")
     bases[own] = bare
+    if registry.get(default).judging.reward_model:  # the reward model's read (v: none)
+        verdict = f"{default} without its own answer or the reward model: the verdict alone"
+        cells[verdict] = run(default, args.pairs, args.fresh, "v")
+        bases[verdict] = verdict
+        rewarded = f"{default} without its own answer, with the reward model, against neither"
+        cells[rewarded], bases[rewarded] = cells[bare], verdict
+        whole = f"{default} as shipped (its own answer and the reward model), against neither"
+        cells[whole], bases[whole] = cells[default], verdict
     if registry.get(default).judging.criterion_scores:  # the whole page, beside the verdict
         alone = f"{default} {WITH_REFERENCE}"
         cells[alone] = run(default, args.pairs, args.fresh, "f", "reference")

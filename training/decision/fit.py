@@ -170,7 +170,7 @@ def choose_signals(pairs: Pairs, config: FitConfig) -> Choice:
     names = [n for n in pairs.names if np.any(pairs.columns([n]))]
     c, loss, probabilities = best_strength(pairs, names, config, fold)
     dropped: list[tuple[str, float]] = []
-    while len(names) > 1:
+    while names:  # the last one too: against the held signals alone (a part fitted apart)
         trials = []
         for name in names:
             found = out_of_fold(pairs, [n for n in names if n != name], c, fold)

@@ -205,6 +205,22 @@ def test_the_own_answers_candidates_are_fitted_apart_around_the_held_signals():
     assert not any(s.reference for s in apart.signals)
 
 
+def test_a_parts_last_candidate_is_kept_only_where_it_earns_its_cost_over_the_held_signals():
+    """A part fitted apart around held signals (the reward model's) may choose none: its one
+    candidate is weighed against the held signals alone, and left out where it does not earn
+    its price; a candidate that tells is kept."""
+    from training.decision.fit import choose_signals, pairs_of
+
+    rows = drawn_rows()
+    cfg = config(0.02)  # noise costs 1 s a pair: it must gain 0.021 nats a pair
+    choice = choose_signals(pairs_of(rows, ["noise"], {"good": 1.5}), cfg)
+    assert choice.names == () and [name for name, _ in choice.dropped] == ["noise"]
+    # a candidate that tells (the held weight is half the labels' own) is kept
+    telling = [r | {"values": r["values"] | {"noise": r["values"]["good"]}} for r in rows]
+    choice = choose_signals(pairs_of(telling, ["noise"], {"good": 0.75}), cfg)
+    assert choice.names == ("noise",)
+
+
 def test_a_candidate_dearer_than_the_configs_bound_is_not_tried():
     """`max_seconds` is a cost bound (issue 64: the judge's own answer may cost a pair at most
     as much again as the verdict alone): `noise` (1 s) is fitted under a bound of 2 s, not
