@@ -59,9 +59,10 @@ def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(
     """The pairwise part, fitted around the head's weights from the cache of reads: the
     signals, weights, rules and tie threshold the default's record holds, its strength
     inside the grid; the judge's own answer's signals fitted apart from the pairs read with
-    it, as the record holds them."""
+    it, and the reward model's on the requests it never trained on, as the record holds them."""
     from training.decision.fit import apart_signals, fit
     from training.decision.reads import OUT, OWN_READS, labelled_rows, with_labels, with_own_reads
+    from training.decision.reward_reads import held_out_rows
 
     record, _ = shipped
     config = load_config()
@@ -73,6 +74,12 @@ def test_the_committed_cache_gives_the_records_pairwise_weights_and_rules_again(
     own_rows = with_labels(with_own_reads([], OWN_READS), config.fitted_on, config.judge)
     _, chosen = apart_signals(config.own_answer_part(), own_rows, held, record)
     assert {s["name"]: s["weight"] for s in chosen} == pytest.approx(own, rel=1e-4)
+    # the reward model, fitted apart on the requests its loan held out: as the record has it
+    rewarded = with_labels(held_out_rows(), config.fitted_on, config.judge)
+    _, chosen = apart_signals(config.reward_part(), rewarded, held, record)
+    assert {s["name"]: s["weight"] for s in chosen} == {
+        s.name: s.weight for s in record.signals if "reward" in s.reads
+    }
     assert set(found.choice.names) == set(weights) - set(held) - set(own)
     for name, weight in zip(found.weights.names, found.weights.weights):
         assert weight == pytest.approx(weights[name], rel=1e-4), name
