@@ -340,3 +340,26 @@ class LikelihoodReader:
 
     def close(self) -> None:
         self._stack.close()
+
+
+class Readers:
+    """A model's likelihood readers, each made on first use: one of its weights as loaded, and
+    one per LoRA adapter file read with (`adapter`: its context carries it, the weights stay
+    in memory once; an adapter is loaded once and kept while the model is)."""
+
+    def __init__(self, llama: Any, n_threads: int | None = None) -> None:
+        self._llama, self._n_threads = llama, n_threads
+        self._readers: dict[str | None, LikelihoodReader] = {}
+
+    def get(self, adapter: str | None = None) -> LikelihoodReader:
+        if adapter not in self._readers:
+            from models.backends.state_reader import lora_adapter
+
+            loaded = lora_adapter(self._llama, adapter) if adapter else None
+            self._readers[adapter] = LikelihoodReader(self._llama, self._n_threads, loaded)
+        return self._readers[adapter]
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+        self._readers = {}

@@ -41,12 +41,12 @@ from models.backends.chat_text import ChatText
 from models.backends.grammar_gate import GrammarGate, choose_token, schema_grammar
 from models.backends.json_skeleton import JsonSkeleton
 from models.backends.json_tracker import JsonTracker
-from models.backends.likelihood_reader import Continuation, LikelihoodReader
+from models.backends.likelihood_reader import Continuation, Readers
 from models.backends.likelihood_reader import Reading as ReplyReading
 from models.backends.reply_criteria import continuation, split_check
 from models.backends.reply_walker import ReplyWalker, ReplyWalkError, reply_token_bound
 from models.backends.sequence_runner import SequenceRunner, prefix_groups, shared_length
-from models.backends.state_reader import StateReader, load_lora, lora_adapter, set_lora
+from models.backends.state_reader import StateReader, load_lora, set_lora
 from models.backends.token_stream import (
     REPEAT_WINDOW,
     RuleState,
@@ -129,8 +129,7 @@ class LlamaCppBackend:
         )
         self._n_threads = options.n_threads
         self._state_reader: StateReader | None = None
-        self._likelihood_reader: LikelihoodReader | None = None
-        self._adapted_readers: dict[str, LikelihoodReader] = {}  # by adapter file
+        self._likelihood_readers = Readers(self.llama, self._n_threads)
         self._lock = threading.Lock()
         self._vocab = self.llama._model.vocab
         self._text = ChatText(self.llama, llama_cpp)
@@ -299,10 +298,8 @@ class LlamaCppBackend:
         log-probabilities in both, and the pooled states of the request-read. The
         request-reads come first, so they share the request's tokens. Without the reads
         after none (a head that reads states alone) `uncond` is empty, at half the cost.
-        With `criteria`, each request-read goes on to them (models/backends/reply_criteria.py).
-        `adapter`: read with the GGUF LoRA adapter at that path on the same weights (one copy
-        of the base in memory: a context of its own carries it). Inputs are not cut here: the
-        caller cuts them."""
+        With `criteria`, each request-read goes on to them (models/backends/reply_criteria.py);
+        `adapter`: with that GGUF LoRA file (likelihood_reader.Readers). Inputs are not cut."""
         then = continuation(self, criteria) if criteria is not None else None
         cond = [self.read_reply(request, answer, then=then, adapter=adapter) for answer in answers]
         readings = []
@@ -324,30 +321,14 @@ class LlamaCppBackend:
         return readings
 
     def read_reply(
-        self,
-        request: str,
-        answer: str,
-        states: bool = True,
-        then: Continuation | None = None,
+        self, request: str, answer: str, states: bool = True, then: Continuation | None = None,
         adapter: str | None = None,
-    ) -> ReplyReading:
+    ) -> ReplyReading:  # fmt: skip
         """One read: `answer`'s token log-probabilities as the reply to `request` ("": an
         empty request), the final-layer states at the positions that predict them, and the
-        values `then` reads on from it; `adapter`: with that GGUF LoRA adapter."""
-        return self._reader(adapter).read(*self.reply_tokens(request, answer), states, then)
-
-    def _reader(self, adapter: str | None) -> LikelihoodReader:
-        """The likelihood reader of the weights as loaded, or with `adapter` (each made on
-        first use; an adapter is loaded once and kept while the model is)."""
-        if adapter is None:
-            if self._likelihood_reader is None:
-                self._likelihood_reader = LikelihoodReader(self.llama, self._n_threads)
-            return self._likelihood_reader
-        if adapter not in self._adapted_readers:
-            loaded = lora_adapter(self.llama, adapter)
-            reader = LikelihoodReader(self.llama, self._n_threads, loaded)
-            self._adapted_readers[adapter] = reader
-        return self._adapted_readers[adapter]
+        values `then` reads on from it; `adapter`: with that GGUF LoRA file."""
+        tokens = self.reply_tokens(request, answer)
+        return self._likelihood_readers.get(adapter).read(*tokens, states, then)
 
     @property
     def has_chat_template(self) -> bool:
@@ -369,14 +350,11 @@ class LlamaCppBackend:
         self._runner.forget()
 
     def close(self) -> None:
-        for reader in getattr(self, "_adapted_readers", {}).values():
-            reader.close()
-        self._adapted_readers = {}
-        for name in ("_state_reader", "_likelihood_reader"):
+        for name in ("_state_reader", "_likelihood_readers"):
             reader = getattr(self, name, None)
             if reader is not None:
                 reader.close()
-                setattr(self, name, None)
+        self._state_reader = None
         runner = getattr(self, "_runner", None)
         if runner is not None:
             runner.close()

@@ -11,9 +11,9 @@ def counted_requests(monkeypatch: Any, backend: Any) -> list[str]:
     requests: list[str] = []
     read_reply = backend.read_reply
 
-    def counted(request: str, answer: str, states: bool = True, then: Any = None):  # type: ignore[no-untyped-def]
+    def counted(request: str, answer: str, states: bool = True, then: Any = None, adapter=None):  # type: ignore[no-untyped-def]
         requests.append(request)
-        return read_reply(request, answer, states, then)
+        return read_reply(request, answer, states, then, adapter)
 
     monkeypatch.setattr(backend, "read_reply", counted)
     return requests

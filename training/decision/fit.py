@@ -67,7 +67,6 @@ from typing import Any
 import numpy as np
 
 from app.deciding.decision import DecisionRecord, DeclaredRule, load_decision
-from app.deciding.state_head import StateHead
 from models.registry import load_registry
 from training.decision.fit_config import CONFIG, FitConfig, load_config
 from training.decision.logit import (
@@ -81,9 +80,14 @@ from training.decision.logit import (
     out_of_fold,
 )
 from training.decision.reads import OUT as READS
-from training.decision.reads import OWN_READS, labelled_rows, with_labels, with_own_reads
+from training.decision.reads import (
+    OWN_READS,
+    REWARD_READS,
+    labelled_rows,
+    with_labels,
+    with_own_reads,
+)
 from training.decision.record_file import record_path, write_record_file
-from training.decision.reward_reads import REWARD_READS
 from training.evaluation.reference_runs import DEFAULT_FILE
 
 LABELS = {"A": 0, "B": 1, "tie": 2}
@@ -369,27 +373,30 @@ def fitted_pairwise(
     found = fit(rows, main, held)
     print(found.report())
     data = record_data(main, found, doubt, kept)
-    added = []
+    parts = []  # (what it is, its config, its rows)
     if own_reads is not None and own_reads.is_dir():
-        own = with_labels(with_own_reads([], own_reads), config.fitted_on, config.judge)
-        apart, chosen = apart_signals(config.own_answer_part(), own, held, kept)
-        print(f"The judge's own answer, fitted apart on the pairs read with it:\n{apart.report()}")
-        added += chosen
+        own = with_own_reads([], own_reads)
+        parts.append(
+            ("The judge's own answer, on the pairs read with it", config.own_answer_part(), own)
+        )
     if reward_reads is not None and reward_reads.is_dir():
         from training.decision.reward_reads import held_out_rows
 
-        rewarded = with_labels(held_out_rows(reward_reads), config.fitted_on, config.judge)
-        apart, chosen = apart_signals(config.reward_part(), rewarded, held, kept)
-        print(f"The reward model, fitted apart on requests it never trained on:\n{apart.report()}")
+        held_out = held_out_rows(reward_reads)
+        parts.append(
+            ("The reward model, on requests it never trained on", config.reward_part(), held_out)
+        )
+    added = []
+    for what, part, part_rows in parts:
+        labelled_part = with_labels(part_rows, config.fitted_on, config.judge)
+        apart, chosen = apart_signals(part, labelled_part, held, kept)
+        print(f"{what}, fitted apart:\n{apart.report()}")
         added += chosen
     return data | {"signals": [*data["signals"], *added]}
 
 
 def apart_signals(
-    part: FitConfig,
-    rows: Sequence[dict[str, Any]],
-    held: dict[str, float],
-    kept: DecisionRecord,
+    part: FitConfig, rows: Sequence[dict[str, Any]], held: dict[str, float], kept: DecisionRecord
 ) -> tuple[Fit, list[dict[str, Any]]]:
     """A part's candidates (`part`: the config of those alone) fitted apart on `rows` around
     the `held` weights, and the record's entries of those it chose."""
@@ -422,34 +429,6 @@ def fitted_criterion_shift(kept: DecisionRecord, reads: Path, k: float) -> dict[
     result = report(train, shift_table("test", kept, reads), k)
     print(render(result))
     return shift_section(result, kept)
-
-
-def refitted_head(kept: DecisionRecord) -> tuple[DecisionRecord, StateHead]:
-    """The judge's head fitted again (training/decision/head_fit.py), and `kept` with its head
-    signals' weights from that fit."""
-    from training.decision.head_fit import fitted_head
-    from training.decision.in_sample import judge_head
-
-    found = fitted_head(kept.judge)
-    print(found.report(judge_head(kept.judge)[1]))
-    signals = [
-        s.model_copy(update={"weight": found.weights[s.name], "fitted": found.fitted})
-        if s.name in found.weights
-        else s
-        for s in kept.signals
-    ]
-    if missing := sorted(set(found.weights) - {s.name for s in kept.signals}):
-        raise SystemExit(f"{record_path(kept.judge)}: signals: no {', '.join(missing)}")
-    return kept.model_copy(update={"signals": tuple(signals)}), found.head
-
-
-def write_head(head: StateHead, judge: str, out: Path | None = None) -> str:
-    """Write the head fitted again beside the judge's record (or beside `out`, a trial)."""
-    from training.decision.in_sample import judge_head
-
-    path = out.with_name("state_head.json") if out else judge_head(judge)[0]
-    path.write_text(head.model_dump_json() + "\n", encoding="utf-8")
-    return f"wrote {path}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -485,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = load_decision(record_path(config.judge))  # its held weights and rules of grades
     head = None
     if "head" in args.sections:
+        from training.decision.head_fit import refitted_head
+
         kept, head = refitted_head(kept)
     data = declared(kept)
     if "grade" in args.sections:
@@ -504,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write or args.out:
         print(write_record(data, args.out))
         if head is not None:
+            from training.decision.head_fit import write_head
+
             print(write_head(head, config.judge, args.out))
     return 0
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.deciding.decision import Fitted
+from app.deciding.decision import DecisionRecord, Fitted
 from app.deciding.state_head import StateHead
 from app.records import JudgeItem
 from training.datasets.likelihood_data import CACHE_DIR, OUT_OF_FOLD
@@ -157,3 +157,31 @@ def fitted_grade(judge: str, head: StateHead) -> tuple[dict[str, Any], StateHead
         raise SystemExit(f"{judge}: the grade fit chose no grade ({grade['report']['chosen']})")
     on = head.fitted_on | {"single_rows": grade["report"]["rows"]}
     return rule, head.model_copy(update={"grade_weights": grade["weights"], "fitted_on": on})
+
+
+def refitted_head(kept: DecisionRecord) -> tuple[DecisionRecord, StateHead]:
+    """The judge's head fitted again (`fitted_head`), and `kept` with its head signals' weights
+    from that fit (`fit --sections head`)."""
+    from training.decision.in_sample import judge_head
+    from training.decision.record_file import record_path
+
+    found = fitted_head(kept.judge)
+    print(found.report(judge_head(kept.judge)[1]))
+    signals = [
+        s.model_copy(update={"weight": found.weights[s.name], "fitted": found.fitted})
+        if s.name in found.weights
+        else s
+        for s in kept.signals
+    ]
+    if missing := sorted(set(found.weights) - {s.name for s in kept.signals}):
+        raise SystemExit(f"{record_path(kept.judge)}: signals: no {', '.join(missing)}")
+    return kept.model_copy(update={"signals": tuple(signals)}), found.head
+
+
+def write_head(head: StateHead, judge: str, out: Path | None = None) -> str:
+    """Write the head fitted again beside the judge's record (or beside `out`, a trial)."""
+    from training.decision.in_sample import judge_head
+
+    path = out.with_name("state_head.json") if out else judge_head(judge)[0]
+    path.write_text(head.model_dump_json() + "\n", encoding="utf-8")
+    return f"wrote {path}"

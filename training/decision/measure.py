@@ -36,9 +36,8 @@ from app.deciding.calibration import ConfidenceCalibration, load_calibration
 from app.deciding.decision import SHARED_KINDS, DecisionRecord, decide, load_decision
 from app.records import JudgeItem
 from training.datasets.labelled_files import load_labelled
-from training.decision.reads import recorded_values
+from training.decision.reads import REWARD_READS, cached_rows, recorded_values
 from training.decision.record_file import record_path
-from training.decision.reward_reads import dev_rewards
 from training.evaluation.meta_metrics import calibration_error, longer_answer
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
@@ -218,6 +217,16 @@ def without_new_signals(record: DecisionRecord) -> dict[str, DecisionRecord]:
     if reward:
         found["without the reward model"] = less(reward)
     return found
+
+
+def dev_rewards(folder: Path = REWARD_READS) -> dict[tuple[str, int], float]:
+    """The evaluation files' reward leads read so far (training/decision/reward_reads.py), by
+    (file, line)."""
+    return {
+        (row["file"], row["line"]): row["values"]["reward"]
+        for row in cached_rows(folder)
+        if row["set"] == "dev" and "reward" in row["values"]
+    }
 
 
 def with_rewards(rows: list[dict], rewards: dict[tuple[str, int], float]) -> list[dict]:

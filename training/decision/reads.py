@@ -311,6 +311,7 @@ def pair_row(
 
 ANSWERS = OUT / "own-answers"  # the judge's own answers (training/decision/own_answers.py)
 OWN_READS = OUT / "own-reads"  # pairs read with them, apart until a record weighs them
+REWARD_READS = OUT / "reward-reads"  # the reward model's (training/decision/reward_reads.py)
 
 
 def own_answers(folder: Path = ANSWERS) -> dict[str, dict[str, Any]]:

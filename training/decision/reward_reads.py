@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from app.records import JudgeItem, Status
-from training.decision.reads import OUT, cached_rows, pair_key, request_key
+from training.decision.reads import REWARD_READS, cached_rows, pair_key, request_key
 
-REWARD_READS = OUT / "reward-reads"
 READER = "pj-qwen15-reward"
 SIGNAL = "reward"
 FOLDS, FOLD = 5, 0  # the loan's held-out fold (training.lora.reward_loan --folds 5 --fold 0)
@@ -128,15 +127,6 @@ def held_out_rows(folder: Path = REWARD_READS) -> list[dict[str, Any]]:
     with gzip.open(OUT_OF_FOLD, "rt", encoding="utf-8") as lines:
         rows = [row for row in map(json.loads, lines) if row["key"] in rewards]
     return [row | {"values": row["values"] | {SIGNAL: rewards[row["key"]]}} for row in rows]
-
-
-def dev_rewards(folder: Path = REWARD_READS) -> dict[tuple[str, int], float]:
-    """The evaluation files' reward leads read so far, by (file, line)."""
-    return {
-        (row["file"], row["line"]): row["values"][SIGNAL]
-        for row in cached_rows(folder)
-        if row["set"] == "dev" and SIGNAL in row["values"]
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

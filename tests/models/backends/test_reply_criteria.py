@@ -91,7 +91,7 @@ def test_the_reads_after_find_the_cache_as_it_was(backend):
     answer (the cache kept) equals one from an empty cache."""
     backend.read_answers(QUESTION, ANSWERS[:1], True, CRITERIA)
     kept = backend.read_reply(QUESTION, ANSWERS[0])
-    backend._likelihood_reader._forget_from(0)
+    backend._likelihood_readers.get()._forget_from(0)
     fresh = backend.read_reply(QUESTION, ANSWERS[0])
     np.testing.assert_allclose(kept.logprobs, fresh.logprobs, atol=1e-4)
 

@@ -6,14 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from training.decision.measure import dev_rewards
 from training.decision.reads import pair_key
-from training.decision.reward_reads import (
-    SIGNAL,
-    dev_rewards,
-    held_out_pairs,
-    held_out_rows,
-    reward_row,
-)
+from training.decision.reward_reads import SIGNAL, held_out_pairs, held_out_rows, reward_row
 
 
 def test_the_held_out_pairs_are_the_loans_held_out_fold_whole_requests_and_no_other():
